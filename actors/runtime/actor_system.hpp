@@ -1,0 +1,120 @@
+#pragma once
+// actor_system: the shared thread pool, the actors' registry and the root supervisor.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "actors/runtime/actor_cell.hpp"
+
+namespace strata::actors {
+
+/// One failure as the supervisor saw it.
+struct failure_report {
+  std::string actor;
+  std::string what;
+  supervision policy;
+  bool restarted;
+};
+
+/// Runs actors on one io_context served by `threads` threads (default: one per core). Network
+/// sessions and timers share the same context, so nothing blocks a thread.
+///
+/// Supervision: an exception escaping a handler is logged with the actor's name and handled by
+/// the actor's policy: `restart` swaps in a fresh instance (at most `max_restarts` within
+/// `restart_window`, then it escalates to stop-the-system), `stop_system` stops the actor and
+/// requests that the whole system stop.
+///
+/// Manual mode (threads = 0) runs nothing by itself: a test calls run_one() to deliver exactly
+/// one message at a time, deterministically.
+class actor_system final : private failure_sink {
+ public:
+  struct options {
+    /// Worker threads; -1 means one per core, 0 means manual mode.
+    int threads = -1;
+    /// Messages one drain delivers before yielding the thread (1 in manual mode).
+    std::size_t batch = 64;
+    int max_restarts = 5;
+    std::chrono::milliseconds restart_window{10'000};
+  };
+
+  actor_system();
+  explicit actor_system(options opts);
+  actor_system(const actor_system&) = delete;
+  actor_system& operator=(const actor_system&) = delete;
+  /// Stops (draining every mailbox) and joins.
+  ~actor_system() override;
+
+  /// Creates actor A (constructed from args, re-constructed from them on restart).
+  template <class A, class... Args>
+  address<typename A::inbox_type> spawn(std::string name, supervision policy, Args... args) {
+    using inbox_t = typename A::inbox_type;
+    static_assert(inbox<inbox_t>, "an actor's inbox must be a std::variant of message types");
+    auto factory = [args...]() -> std::unique_ptr<actor<inbox_t>> { return std::make_unique<A>(args...); };
+    auto cell = std::make_shared<actor_cell<inbox_t>>(std::move(name), policy, ctx_.get_executor(),
+                                                      batch_, static_cast<failure_sink*>(this), std::move(factory));
+    cell->start();
+    register_cell(cell);
+    return address<inbox_t>(cell);
+  }
+
+  /// The shared io_context, for sockets, timers and signal sets.
+  boost::asio::io_context& context() { return ctx_; }
+
+  /// Called for every failure (after logging); a test or a metrics exporter hooks in here.
+  void on_failure(std::function<void(const failure_report&)> hook);
+
+  /// Asks the system to stop; returns at once (safe from inside a handler).
+  void request_stop();
+  bool stop_requested() const;
+  /// Blocks until request_stop() was called (or the timeout passes); returns whether it was.
+  bool wait_for_stop_request(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+
+  /// Closes every actor (queued messages are delivered, new ones refused), waits up to `grace`
+  /// for them to drain, then stops the context and joins the threads. Idempotent. Must not be
+  /// called from a handler.
+  void stop(std::chrono::milliseconds grace = std::chrono::milliseconds{5000});
+
+  /// Manual mode: runs one ready handler (one message). Returns false if none was ready.
+  bool run_one();
+  /// Manual mode: runs handlers until none is ready; returns how many ran.
+  std::size_t run_all();
+
+  std::size_t thread_count() const { return threads_.size(); }
+  std::size_t actor_count() const;
+  std::size_t stopped_count() const;
+
+ private:
+  failure_action on_actor_failure(cell_base& cell, const std::string& what) override;
+  void on_actor_stopped(cell_base& cell) override;
+  void register_cell(std::shared_ptr<cell_base> cell);
+
+  boost::asio::io_context ctx_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+  std::size_t batch_;
+  bool manual_;
+  int max_restarts_;
+  std::chrono::milliseconds restart_window_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<cell_base>> cells_;
+  std::vector<std::chrono::steady_clock::time_point> restarts_;  // recent restarts, any actor
+  std::function<void(const failure_report&)> hook_;
+  std::size_t stopped_ = 0;
+  bool stop_requested_ = false;
+  bool stopped_system_ = false;
+};
+
+}  // namespace strata::actors

@@ -1,0 +1,329 @@
+#include "actors/runtime/actor_system.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace strata::actors {
+namespace {
+
+using namespace std::chrono_literals;
+
+// ---- message rules, checked at compile time ----
+struct owned_payload {
+  std::vector<float> values;
+  std::string text;
+};
+struct borrowed_view {
+  std::string_view text;
+};
+struct borrowed_pointer {
+  const float* data;
+};
+struct nested_borrow {
+  std::vector<borrowed_view> items;
+};
+struct shares_mutable {
+  std::shared_ptr<std::vector<int>> data;
+};
+struct shares_const {
+  std::shared_ptr<const std::vector<int>> data;
+};
+static_assert(message<owned_payload>);
+static_assert(message<shares_const>);
+static_assert(!message<borrowed_view>);
+static_assert(!message<borrowed_pointer>);
+static_assert(!message<nested_borrow>);
+static_assert(!message<shares_mutable>);
+static_assert(!message<std::span<const int>>);
+static_assert(inbox<std::variant<owned_payload, shares_const>>);
+static_assert(!inbox<owned_payload>);
+
+// ---- a recorder actor ----
+struct record {
+  int sender;
+  int seq;
+};
+struct flush {
+  std::promise<std::vector<record>> done;
+};
+using recorder_inbox = std::variant<record, flush>;
+
+class recorder final : public actor<recorder_inbox> {
+ public:
+  explicit recorder(std::shared_ptr<std::atomic<int>> inside) : inside_(std::move(inside)) {}
+  void receive(recorder_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(record r) {
+    // Two handlers of one actor at once would show here (and to ThreadSanitizer).
+    if (inside_->fetch_add(1) != 0) overlap_ = true;
+    seen_.push_back(r);
+    std::this_thread::yield();
+    inside_->fetch_sub(1);
+  }
+  void handle(flush f) {
+    if (overlap_) seen_.clear();
+    f.done.set_value(seen_);
+  }
+
+ private:
+  std::shared_ptr<std::atomic<int>> inside_;
+  std::vector<record> seen_;
+  bool overlap_ = false;
+};
+
+TEST(actor_system, delivers_each_senders_messages_in_order_and_never_concurrently) {
+  actor_system sys({.threads = 2});
+  auto inside = std::make_shared<std::atomic<int>>(0);
+  auto rec = sys.spawn<recorder>("recorder", supervision::stop_system, inside);
+  constexpr int senders = 4;
+  constexpr int per_sender = 5000;
+  std::vector<std::thread> threads;
+  for (int s = 0; s < senders; ++s) {
+    threads.emplace_back([&, s] {
+      for (int i = 0; i < per_sender; ++i) ASSERT_TRUE(rec.tell(record{s, i}));
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::promise<std::vector<record>> p;
+  auto fut = p.get_future();
+  rec.tell(flush{std::move(p)});
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  auto seen = fut.get();
+  ASSERT_EQ(seen.size(), static_cast<std::size_t>(senders * per_sender));  // empty if overlapped
+  std::vector<int> next(senders, 0);
+  for (auto r : seen) {
+    ASSERT_EQ(r.seq, next[r.sender]) << "sender " << r.sender;
+    ++next[r.sender];
+  }
+}
+
+// ---- ping-pong ----
+struct ball_with_pointer {
+  int remaining;
+  std::promise<int>* done;
+};
+static_assert(!message<ball_with_pointer>);
+
+struct hit {
+  int remaining;
+};
+using player_inbox = std::variant<hit, struct set_peer_msg, struct finish_msg>;
+struct set_peer_msg {
+  address<player_inbox> peer;
+};
+struct finish_msg {
+  std::promise<int> done;
+};
+
+class player final : public actor<player_inbox> {
+ public:
+  void receive(player_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(set_peer_msg m) { peer_ = m.peer; }
+  void handle(finish_msg m) { done_ = std::move(m.done); armed_ = true; }
+  void handle(hit h) {
+    ++hits_;
+    if (h.remaining == 0) {
+      if (armed_) done_.set_value(hits_);
+      return;
+    }
+    peer_.tell(hit{h.remaining - 1});
+  }
+
+ private:
+  address<player_inbox> peer_;
+  std::promise<int> done_;
+  bool armed_ = false;
+  int hits_ = 0;
+};
+
+TEST(actor_system, two_actors_play_ping_pong_until_the_count_runs_out) {
+  actor_system sys({.threads = 2});
+  auto a = sys.spawn<player>("a", supervision::stop_system);
+  auto b = sys.spawn<player>("b", supervision::stop_system);
+  a.tell(set_peer_msg{b});
+  b.tell(set_peer_msg{a});
+  std::promise<int> done_a, done_b;
+  auto fa = done_a.get_future();
+  auto fb = done_b.get_future();
+  a.tell(finish_msg{std::move(done_a)});
+  b.tell(finish_msg{std::move(done_b)});
+  a.tell(hit{10001});  // a receives the odd counts, b the even ones; b sees 0
+  ASSERT_EQ(fb.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fb.get(), 5001);
+}
+
+// ---- fan-out / fan-in ----
+struct work {
+  int value;
+  address<std::variant<struct partial>> reply_to;
+};
+struct partial {
+  long long value;
+};
+using worker_inbox = std::variant<work>;
+using collector_inbox = std::variant<partial, struct expect_msg>;
+struct expect_msg {
+  int count;
+  std::promise<long long> done;
+};
+
+class squarer final : public actor<worker_inbox> {
+ public:
+  void receive(worker_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(work w) { w.reply_to.tell(partial{static_cast<long long>(w.value) * w.value}); }
+};
+
+class summer final : public actor<std::variant<partial>> {
+ public:
+  explicit summer(std::shared_ptr<std::promise<long long>> done, int expected)
+      : done_(std::move(done)), expected_(expected) {}
+  void receive(std::variant<partial> msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(partial p) {
+    sum_ += p.value;
+    if (++got_ == expected_) done_->set_value(sum_);
+  }
+
+ private:
+  std::shared_ptr<std::promise<long long>> done_;
+  int expected_;
+  int got_ = 0;
+  long long sum_ = 0;
+};
+
+TEST(actor_system, fans_work_out_to_many_actors_and_collects_every_reply) {
+  actor_system sys({.threads = 2});
+  constexpr int workers = 8;
+  constexpr int items = 4000;
+  auto done = std::make_shared<std::promise<long long>>();
+  auto fut = done->get_future();
+  auto sum = sys.spawn<summer>("sum", supervision::stop_system, done, items);
+  std::vector<address<worker_inbox>> pool;
+  for (int i = 0; i < workers; ++i) pool.push_back(sys.spawn<squarer>("sq" + std::to_string(i), supervision::stop_system));
+  long long expected = 0;
+  for (int i = 0; i < items; ++i) {
+    pool[i % workers].tell(work{i, sum});
+    expected += static_cast<long long>(i) * i;
+  }
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut.get(), expected);
+}
+
+// ---- stop with messages queued ----
+struct count_msg {};
+class counter final : public actor<std::variant<count_msg>> {
+ public:
+  explicit counter(std::shared_ptr<std::atomic<int>> n, std::shared_ptr<std::atomic<bool>> stopped)
+      : n_(std::move(n)), stopped_(std::move(stopped)) {}
+  void receive(std::variant<count_msg>) override {
+    std::this_thread::sleep_for(20us);
+    n_->fetch_add(1);
+  }
+  void on_stop() override { stopped_->store(true); }
+
+ private:
+  std::shared_ptr<std::atomic<int>> n_;
+  std::shared_ptr<std::atomic<bool>> stopped_;
+};
+
+TEST(actor_system, stop_delivers_queued_messages_then_refuses_new_ones) {
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  address<std::variant<count_msg>> c;
+  {
+    actor_system sys({.threads = 1});
+    c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+    for (int i = 0; i < 500; ++i) ASSERT_TRUE(c.tell(count_msg{}));
+    sys.stop();
+    EXPECT_EQ(n->load(), 500);
+    EXPECT_TRUE(stopped->load());
+    EXPECT_FALSE(c.tell(count_msg{}));
+    EXPECT_EQ(sys.stopped_count(), 1u);
+  }
+  EXPECT_FALSE(c.tell(count_msg{}));  // the system is gone: the address is dead, not dangling
+  EXPECT_TRUE(c.empty());
+}
+
+// ---- supervision ----
+struct boom {};
+struct get_state {
+  std::promise<int> value;
+};
+struct bump {};
+using fragile_inbox = std::variant<boom, bump, get_state>;
+class fragile final : public actor<fragile_inbox> {
+ public:
+  void receive(fragile_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(boom) { throw std::runtime_error("kaboom"); }
+  void handle(bump) { ++state_; }
+  void handle(get_state g) { g.value.set_value(state_); }
+
+ private:
+  int state_ = 0;
+};
+
+TEST(actor_system, restart_policy_replaces_the_state_and_keeps_the_address) {
+  actor_system sys({.threads = 0});
+  std::vector<failure_report> reports;
+  sys.on_failure([&](const failure_report& r) { reports.push_back(r); });
+  auto f = sys.spawn<fragile>("fragile", supervision::restart);
+  f.tell(bump{});
+  f.tell(bump{});
+  f.tell(boom{});
+  f.tell(bump{});
+  std::promise<int> p;
+  auto fut = p.get_future();
+  f.tell(get_state{std::move(p)});
+  sys.run_all();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].actor, "fragile");
+  EXPECT_EQ(reports[0].what, "kaboom");
+  EXPECT_TRUE(reports[0].restarted);
+  EXPECT_EQ(fut.get(), 1);  // fresh state after the restart, then one bump
+  EXPECT_FALSE(sys.stop_requested());
+}
+
+TEST(actor_system, stop_system_policy_escalates_to_a_stop_request) {
+  actor_system sys({.threads = 2});
+  auto f = sys.spawn<fragile>("fragile", supervision::stop_system);
+  f.tell(boom{});
+  ASSERT_TRUE(sys.wait_for_stop_request(5000ms));
+  sys.stop();
+  EXPECT_FALSE(f.tell(bump{}));
+}
+
+TEST(actor_system, too_many_restarts_escalate_to_stop_the_system) {
+  actor_system sys({.threads = 0, .max_restarts = 3});
+  auto f = sys.spawn<fragile>("fragile", supervision::restart);
+  for (int i = 0; i < 4; ++i) f.tell(boom{});
+  sys.run_all();
+  EXPECT_TRUE(sys.stop_requested());
+}
+
+// ---- manual executor ----
+TEST(actor_system, manual_mode_delivers_exactly_one_message_per_step) {
+  actor_system sys({.threads = 0});
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+  for (int i = 0; i < 3; ++i) c.tell(count_msg{});
+  EXPECT_EQ(n->load(), 0);
+  ASSERT_TRUE(sys.run_one());
+  EXPECT_EQ(n->load(), 1);
+  ASSERT_TRUE(sys.run_one());
+  EXPECT_EQ(n->load(), 2);
+  ASSERT_TRUE(sys.run_one());
+  EXPECT_EQ(n->load(), 3);
+  EXPECT_FALSE(sys.run_one());
+}
+
+}  // namespace
+}  // namespace strata::actors

@@ -1,0 +1,51 @@
+#pragma once
+// address<Inbox>: a typed handle to an actor's mailbox; copyable, and it may travel in messages.
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "actors/runtime/message.hpp"
+
+namespace strata::actors {
+
+template <class Inbox>
+class actor_cell;
+
+/// Where messages for an actor with inbox `Inbox` go. An address never keeps its actor alive:
+/// telling a stopped or destroyed actor returns false and drops the message.
+template <class Inbox>
+class address {
+ public:
+  address() = default;
+  explicit address(std::weak_ptr<actor_cell<Inbox>> cell) : cell_(std::move(cell)) {}
+
+  /// Moves `msg` into the actor's mailbox. Returns false if the actor has stopped.
+  template <class M>
+    requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
+  bool tell(M&& msg) const {
+    // Checked here, not on the class: an inbox may hold messages that carry its own address.
+    static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
+    if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)});
+    return false;
+  }
+
+  /// True while the actor exists and accepts messages.
+  bool alive() const {
+    auto cell = cell_.lock();
+    return cell && cell->accepting();
+  }
+
+  /// The actor's name, or "" for an empty address.
+  std::string name() const {
+    auto cell = cell_.lock();
+    return cell ? cell->name() : std::string{};
+  }
+
+  bool empty() const noexcept { return cell_.expired(); }
+
+ private:
+  std::weak_ptr<actor_cell<Inbox>> cell_;
+};
+
+}  // namespace strata::actors

@@ -1,0 +1,130 @@
+#include "io/http_session.hpp"
+
+#include <chrono>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
+
+#include "io/http_server.hpp"
+#include "src/common/log.hpp"
+
+namespace strata::io {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+
+http_session::http_session(std::shared_ptr<http_server> server, std::uint64_t id, beast::tcp_stream stream,
+                           bool over_limit)
+    : server_(std::move(server)), id_(id), stream_(std::move(stream)), over_limit_(over_limit) {
+  beast::error_code ec;
+  auto ep = stream_.socket().remote_endpoint(ec);
+  if (!ec) remote_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+void http_session::close_if_idle() {
+  net::post(stream_.get_executor(), [self = shared_from_this()] {
+    if (self->idle_) {
+      beast::error_code ec;
+      self->stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+    }
+  });
+}
+
+net::awaitable<void> http_session::write(http_response res) {
+  stream_.expires_after(server_->opts_.write_timeout);
+  co_await http::async_write(stream_, res, nothrow);
+}
+
+net::awaitable<void> http_session::run() {
+  if (over_limit_) {
+    auto res = make_error(11, http::status::service_unavailable, "too many connections", "server_error",
+                          "too_many_connections");
+    res.set(http::field::connection, "close");
+    res.set(http::field::retry_after, "1");
+    co_await write(std::move(res));
+  } else {
+    bool first = true;
+    while (co_await serve_one(first)) first = false;
+  }
+  beast::error_code ec;
+  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  stream_.close();
+  server_->on_session_end(id_);
+}
+
+net::awaitable<bool> http_session::serve_one(bool first) {
+  const auto& opts = server_->opts_;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(opts.max_header);
+  parser.body_limit(opts.max_body);
+
+  idle_ = true;
+  if (server_->stopping()) co_return false;
+  // A new connection gets header_timeout for its first request; a kept-alive one idle_timeout.
+  stream_.expires_after(first ? opts.header_timeout : opts.idle_timeout);
+  auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, nothrow);
+  idle_ = false;
+  if (ec) {
+    if (ec == http::error::header_limit) {
+      co_await write(make_error(11, http::status::request_header_fields_too_large, "request headers too large",
+                                "invalid_request_error", "headers_too_large"));
+    } else if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != net::error::eof &&
+               ec != net::error::operation_aborted && ec != net::error::connection_reset &&
+               ec != net::error::bad_descriptor) {
+      co_await write(make_error(11, http::status::bad_request, "malformed HTTP request: " + ec.message(),
+                                "invalid_request_error", "bad_request"));
+    }
+    co_return false;
+  }
+  auto content_length = parser.content_length();
+  if (content_length && *content_length > opts.max_body) {
+    auto res = make_error(parser.get().version(), http::status::payload_too_large,
+                          "request body of " + std::to_string(*content_length) + " bytes exceeds the limit of " +
+                              std::to_string(opts.max_body),
+                          "invalid_request_error", "body_too_large");
+    res.set(http::field::connection, "close");
+    co_await write(std::move(res));
+    co_return false;
+  }
+  stream_.expires_after(opts.header_timeout);
+  std::tie(ec, n) = co_await http::async_read(stream_, buffer_, parser, nothrow);
+  if (ec) {
+    if (ec == http::error::body_limit) {
+      auto res = make_error(parser.get().version(), http::status::payload_too_large,
+                            "request body exceeds the limit of " + std::to_string(opts.max_body) + " bytes",
+                            "invalid_request_error", "body_too_large");
+      res.set(http::field::connection, "close");
+      co_await write(std::move(res));
+    } else if (ec != beast::error::timeout && ec != net::error::eof && ec != http::error::end_of_stream) {
+      co_await write(make_error(parser.get().version(), http::status::bad_request,
+                                "malformed HTTP request: " + ec.message(), "invalid_request_error", "bad_request"));
+    }
+    co_return false;
+  }
+
+  http_request req = parser.release();
+  request_context ctx{log::new_request_id(), remote_};
+  auto t0 = std::chrono::steady_clock::now();
+  http_response res;
+  try {
+    res = server_->handler_(req, ctx);
+  } catch (const std::exception& e) {
+    spdlog::error("[{}] handler failed: {}", ctx.request_id, e.what());
+    res = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");
+  }
+  bool keep = req.keep_alive() && res.keep_alive() && !server_->stopping();
+  res.keep_alive(keep);
+  res.set("x-request-id", ctx.request_id);
+  co_await write(std::move(res));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()),
+              static_cast<int>(res.result_int()), 0, 0, ms);
+  co_return keep;
+}
+
+}  // namespace strata::io

@@ -1,0 +1,43 @@
+#pragma once
+// http_session: one connection. Owns the socket, the read buffer and the parser; serves requests
+// one after another (keep-alive) on its own strand. Only its server creates or stops it.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+
+#include "io/http_types.hpp"
+
+namespace strata::io {
+
+class http_server;
+
+class http_session : public std::enable_shared_from_this<http_session> {
+ public:
+  http_session(std::shared_ptr<http_server> server, std::uint64_t id, boost::beast::tcp_stream stream,
+               bool over_limit);
+
+  /// Runs the session to its end.
+  boost::asio::awaitable<void> run();
+  /// Closes the connection now if it waits for a request; otherwise after the current response.
+  void close_if_idle();
+  boost::beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+
+ private:
+  boost::asio::awaitable<bool> serve_one(bool first);
+  boost::asio::awaitable<void> write(http_response res);
+
+  std::shared_ptr<http_server> server_;
+  std::uint64_t id_;
+  boost::beast::tcp_stream stream_;
+  boost::beast::flat_buffer buffer_;
+  std::string remote_;
+  bool over_limit_;
+  bool idle_ = true;  // touched only on the strand
+};
+
+}  // namespace strata::io

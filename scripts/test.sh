@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#   1. the whole project under AddressSanitizer + UndefinedBehaviorSanitizer, all CTest tests;
+#   2. the actor and cache tests (CTest label "tsan") under ThreadSanitizer;
+#   3. the fuzz targets for a short run each (clang/libFuzzer).
+# Build trees live in build/ and are reused (ccache makes rebuilds cheap).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=${STRATA_JOBS:-$(nproc)}
+export CCACHE_DIR=${CCACHE_DIR:-$root/.cache/ccache}
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+
+scripts/install-deps.sh
+
+if [ ! -d ../shared ]; then
+  echo "test.sh: ../shared (models, vocabularies, goldens, templates) is missing beside the project" >&2
+  exit 1
+fi
+
+step() { printf '\n=== %s ===\n' "$*"; }
+failed=0
+
+step "ASan+UBSan build"
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=address,undefined >/dev/null
+cmake --build build/asan -j "$jobs"
+
+step "ASan+UBSan: all tests"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+(cd build/asan && ctest --output-on-failure -j "$jobs" --timeout 900) || failed=1
+
+step "TSan build (actor and cache tests)"
+cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=thread -DSTRATA_BENCH=OFF >/dev/null
+cmake --build build/tsan -j "$jobs" --target strata_tsan_tests
+
+step "TSan: tests labelled tsan"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+(cd build/tsan && ctest --output-on-failure -L tsan -j "$jobs" --timeout 900) || failed=1
+
+if [ -f tests/fuzz/CMakeLists.txt ]; then
+  step "Fuzz targets (short runs)"
+  CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_FUZZ=ON \
+    -DSTRATA_TESTS=ON -DSTRATA_BENCH=OFF >/dev/null
+  cmake --build build/fuzz -j "$jobs" --target strata_fuzz_targets
+  (cd build/fuzz && ctest --output-on-failure -L fuzz --timeout 600) || failed=1
+fi
+
+if [ "$failed" -ne 0 ]; then
+  echo "test.sh: some tests failed" >&2
+  exit 1
+fi
+echo "test.sh: all tests passed"

@@ -1,0 +1,130 @@
+// `strata serve`: loads the configuration, starts the actors and the HTTP server, and runs until
+// SIGINT or SIGTERM.
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/runtime/actor_system.hpp"
+#include "io/http_server.hpp"
+#include "src/api/router.hpp"
+#include "src/commands/command_registry.hpp"
+#include "src/common/log.hpp"
+#include "src/config/config.hpp"
+
+namespace strata::commands {
+namespace {
+
+struct serve_options {
+  std::string config_file;
+  std::optional<std::string> model, host, cache_mode, cache_dir, log_level;
+  std::optional<int> port, threads;
+  std::vector<std::string> api_keys;
+  bool log_json = false;
+};
+
+result<config::server_config> resolve(const serve_options& o) {
+  config::server_config cfg;
+  if (!o.config_file.empty()) {
+    auto loaded = config::load_file(o.config_file);
+    if (!loaded) return std::move(loaded).err();
+    cfg = std::move(*loaded);
+  }
+  if (o.model) cfg.model.path = *o.model;
+  if (o.host) cfg.server.host = *o.host;
+  if (o.port) {
+    if (*o.port < 0 || *o.port > 65535) return fail(errc::invalid_argument, "--port: must be 0..65535");
+    cfg.server.port = static_cast<std::uint16_t>(*o.port);
+  }
+  if (o.threads) cfg.server.threads = *o.threads;
+  if (o.cache_mode) {
+    auto m = config::parse_cache_mode(*o.cache_mode);
+    if (!m) return fail(errc::invalid_argument, "--cache-mode: expected off, hot or tiered, got '", *o.cache_mode, "'");
+    cfg.cache.mode = *m;
+  }
+  if (o.cache_dir) cfg.cache.dir = *o.cache_dir;
+  if (o.log_level) cfg.log.level = *o.log_level;
+  if (o.log_json) cfg.log.json = true;
+  if (!o.api_keys.empty()) cfg.server.api_keys = o.api_keys;
+  if (auto v = cfg.validate(); !v) return std::move(v).err();
+  return cfg;
+}
+
+int serve(const serve_options& opts) {
+  auto cfg_r = resolve(opts);
+  if (!cfg_r) {
+    std::fprintf(stderr, "strata serve: %s\n", cfg_r.err().message.c_str());
+    return 2;
+  }
+  const config::server_config& cfg = *cfg_r;
+  log::init(cfg.log.level, cfg.log.json);
+
+  actors::actor_system system({.threads = cfg.server.threads == 0 ? -1 : cfg.server.threads});
+  api::server_status status;
+  status.api_keys = cfg.server.api_keys;
+  api::router router(status);
+
+  io::http_options http_opts;
+  http_opts.host = cfg.server.host;
+  http_opts.port = cfg.server.port;
+  http_opts.max_body = cfg.limits.max_body;
+  http_opts.max_connections = cfg.limits.max_connections;
+  http_opts.header_timeout = cfg.limits.header_timeout;
+  http_opts.idle_timeout = cfg.limits.idle_timeout;
+  auto server = std::make_shared<io::http_server>(
+      system.context(), http_opts,
+      [&router](const io::http_request& req, const io::request_context& ctx) { return router.handle(req, ctx); });
+  if (auto started = server->start(); !started) {
+    spdlog::error("{}", started.err().message);
+    return 1;
+  }
+
+  boost::asio::signal_set signals(system.context(), SIGINT, SIGTERM);
+  signals.async_wait([&system](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    spdlog::info("received signal {}; shutting down", sig);
+    system.request_stop();
+  });
+
+  spdlog::info("strata listening on http://{}:{} (cache mode {}, {} threads)", cfg.server.host, server->port(),
+               config::to_string(cfg.cache.mode), system.thread_count());
+  status.ready.store(true);
+
+  system.wait_for_stop_request();
+  server->stop();
+  auto deadline = std::chrono::steady_clock::now() + cfg.limits.shutdown_grace;
+  while (server->connections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (server->connections() > 0) {
+    spdlog::warn("{} connections still open after {} ms; closing them", server->connections(),
+                 cfg.limits.shutdown_grace.count());
+  }
+  signals.cancel();
+  system.stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+const bool registered = register_command("serve", "Run the OpenAI-compatible HTTP server", [](CLI::App& sub) {
+  auto o = std::make_shared<serve_options>();
+  sub.add_option("--config", o->config_file, "TOML configuration file (see conf/strata.toml)");
+  sub.add_option("-m,--model", o->model, "GGUF model file (default: the built-in demo model)");
+  sub.add_option("--host", o->host, "Address to listen on");
+  sub.add_option("--port", o->port, "Port to listen on (0 = any free port)");
+  sub.add_option("--threads", o->threads, "Actor and network threads (0 = one per core)");
+  sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
+  sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
+  sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");
+  sub.add_option("--log-level", o->log_level, "trace | debug | info | warn | error | off");
+  sub.add_flag("--log-json", o->log_json, "Write logs as JSON lines");
+  return std::function<int()>([o] { return serve(*o); });
+});
+
+}  // namespace
+}  // namespace strata::commands

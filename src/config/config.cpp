@@ -1,0 +1,284 @@
+#include "src/config/config.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
+// Header-only with exceptions off: parse errors come back as values (the packaged library throws).
+#undef TOML_HEADER_ONLY
+#undef TOML_SHARED_LIB
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 0
+#include <toml++/toml.h>
+
+namespace strata::config {
+
+std::string_view to_string(cache_mode m) {
+  switch (m) {
+    case cache_mode::off: return "off";
+    case cache_mode::hot: return "hot";
+    case cache_mode::tiered: return "tiered";
+  }
+  return "?";
+}
+
+std::optional<cache_mode> parse_cache_mode(std::string_view s) {
+  if (s == "off") return cache_mode::off;
+  if (s == "hot") return cache_mode::hot;
+  if (s == "tiered") return cache_mode::tiered;
+  return std::nullopt;
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+/// Splits "12.5GiB" into 12.5 and "GiB"; false if the number part is malformed.
+bool split_number(std::string_view s, double& number, std::string_view& unit) {
+  s = trim(s);
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0) return false;
+  std::string num(s.substr(0, i));
+  char* end = nullptr;
+  number = std::strtod(num.c_str(), &end);
+  if (end != num.c_str() + num.size() || !std::isfinite(number) || number < 0) return false;
+  unit = trim(s.substr(i));
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_size(std::string_view s) {
+  double n = 0;
+  std::string_view unit;
+  if (!split_number(s, n, unit)) return std::nullopt;
+  static const std::map<std::string, double, std::less<>> units = {
+      {"", 1.0},          {"B", 1.0},
+      {"KiB", 1024.0},    {"MiB", 1024.0 * 1024},  {"GiB", 1024.0 * 1024 * 1024},
+      {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"KB", 1e3},        {"MB", 1e6},             {"GB", 1e9},  {"TB", 1e12},
+      {"K", 1024.0},      {"M", 1024.0 * 1024},    {"G", 1024.0 * 1024 * 1024},
+  };
+  auto it = units.find(unit);
+  if (it == units.end()) return std::nullopt;
+  double bytes = n * it->second;
+  if (bytes >= 1.8e19) return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(bytes));
+}
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s) {
+  double n = 0;
+  std::string_view unit;
+  if (!split_number(s, n, unit)) return std::nullopt;
+  double ms = 0;
+  if (unit == "ms") ms = n;
+  else if (unit == "s" || unit.empty()) ms = n * 1e3;
+  else if (unit == "m" || unit == "min") ms = n * 60e3;
+  else if (unit == "h") ms = n * 3600e3;
+  else return std::nullopt;
+  if (ms > 1e15) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(ms)));
+}
+
+namespace {
+
+using setter = std::function<result<void>(const toml::node&, server_config&)>;
+
+error bad(std::string_view key, std::string_view what) {
+  return fail(errc::invalid_argument, key, ": ", what);
+}
+
+
+template <class Fn>
+setter with_string(std::string key, Fn fn) {
+  return [key, fn](const toml::node& n, server_config& c) -> result<void> {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v) return bad(key, "expected a string");
+    return fn(*v, c);
+  };
+}
+
+setter int_key(std::string key, long long lo, long long hi, std::function<void(server_config&, long long)> set) {
+  return [=](const toml::node& n, server_config& c) -> result<void> {
+    if (!n.is_integer()) return bad(key, "expected an integer");
+    long long v = n.as_integer()->get();
+    if (v < lo || v > hi) {
+      return bad(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                          ", got " + std::to_string(v));
+    }
+    set(c, v);
+    return {};
+  };
+}
+
+setter bool_key(std::string key, std::function<void(server_config&, bool)> set) {
+  return [=](const toml::node& n, server_config& c) -> result<void> {
+    if (!n.is_boolean()) return bad(key, "expected true or false");
+    set(c, n.as_boolean()->get());
+    return {};
+  };
+}
+
+setter size_key(std::string key, std::uint64_t lo, std::function<void(server_config&, std::uint64_t)> set) {
+  return [=](const toml::node& n, server_config& c) -> result<void> {
+    std::optional<std::uint64_t> v;
+    if (n.is_integer() && n.as_integer()->get() >= 0) v = static_cast<std::uint64_t>(n.as_integer()->get());
+    else if (n.is_string()) v = parse_size(n.as_string()->get());
+    if (!v) return bad(key, "expected a size such as \"512MiB\", \"4GiB\" or a byte count");
+    if (*v < lo) return bad(key, "must be at least " + std::to_string(lo) + " bytes");
+    set(c, *v);
+    return {};
+  };
+}
+
+setter duration_key(std::string key, std::function<void(server_config&, std::chrono::milliseconds)> set) {
+  return [=](const toml::node& n, server_config& c) -> result<void> {
+    std::optional<std::chrono::milliseconds> v;
+    if (n.is_string()) v = parse_duration(n.as_string()->get());
+    if (!v) return bad(key, "expected a duration such as \"250ms\", \"10s\" or \"5m\"");
+    set(c, *v);
+    return {};
+  };
+}
+
+const std::map<std::string, setter, std::less<>>& setters() {
+  static const std::map<std::string, setter, std::less<>> table = {
+      {"server.host", with_string("server.host", [](const std::string& v, server_config& c) -> result<void> {
+         if (v.empty()) return bad("server.host", "must not be empty");
+         c.server.host = v;
+         return {};
+       })},
+      {"server.port", int_key("server.port", 0, 65535, [](server_config& c, long long v) { c.server.port = static_cast<std::uint16_t>(v); })},
+      {"server.threads", int_key("server.threads", 0, 1024, [](server_config& c, long long v) { c.server.threads = static_cast<int>(v); })},
+      {"server.api_keys", [](const toml::node& n, server_config& c) -> result<void> {
+         const auto* arr = n.as_array();
+         if (!arr) return bad("server.api_keys", "expected an array of strings");
+         std::vector<std::string> keys;
+         for (const auto& e : *arr) {
+           auto s = e.value<std::string>();
+           if (!e.is_string() || !s || s->empty()) return bad("server.api_keys", "expected an array of non-empty strings");
+           keys.push_back(*s);
+         }
+         c.server.api_keys = std::move(keys);
+         return {};
+       }},
+      {"model.path", with_string("model.path", [](const std::string& v, server_config& c) -> result<void> {
+         c.model.path = v;
+         return {};
+       })},
+      {"model.ctx", int_key("model.ctx", 0, 1 << 24, [](server_config& c, long long v) { c.model.ctx = static_cast<int>(v); })},
+      {"model.compute_threads", int_key("model.compute_threads", 0, 1024, [](server_config& c, long long v) { c.model.compute_threads = static_cast<int>(v); })},
+      {"cache.mode", with_string("cache.mode", [](const std::string& v, server_config& c) -> result<void> {
+         auto m = parse_cache_mode(v);
+         if (!m) return bad("cache.mode", "expected off, hot or tiered, got \"" + v + "\"");
+         c.cache.mode = *m;
+         return {};
+       })},
+      {"cache.dir", with_string("cache.dir", [](const std::string& v, server_config& c) -> result<void> {
+         if (v.empty()) return bad("cache.dir", "must not be empty");
+         c.cache.dir = v;
+         return {};
+       })},
+      {"cache.hot_memory", size_key("cache.hot_memory", 0, [](server_config& c, std::uint64_t v) { c.cache.hot_memory = v; })},
+      {"cache.ssd_max", size_key("cache.ssd_max", 0, [](server_config& c, std::uint64_t v) { c.cache.ssd_max = v; })},
+      {"cache.write_through", bool_key("cache.write_through", [](server_config& c, bool v) { c.cache.write_through = v; })},
+      {"kv.memory", size_key("kv.memory", 1 << 20, [](server_config& c, std::uint64_t v) { c.kv.memory = v; })},
+      {"kv.block_tokens", int_key("kv.block_tokens", 1, 4096, [](server_config& c, long long v) { c.kv.block_tokens = static_cast<int>(v); })},
+      {"kv.default_bits", int_key("kv.default_bits", 4, 16, [](server_config& c, long long v) { c.kv.default_bits = static_cast<int>(v); })},
+      {"scheduler.token_budget", int_key("scheduler.token_budget", 1, 1 << 20, [](server_config& c, long long v) { c.scheduler.token_budget = static_cast<int>(v); })},
+      {"scheduler.max_running", int_key("scheduler.max_running", 1, 4096, [](server_config& c, long long v) { c.scheduler.max_running = static_cast<int>(v); })},
+      {"scheduler.max_queued", int_key("scheduler.max_queued", 0, 1 << 20, [](server_config& c, long long v) { c.scheduler.max_queued = static_cast<int>(v); })},
+      {"limits.max_body", size_key("limits.max_body", 1024, [](server_config& c, std::uint64_t v) { c.limits.max_body = v; })},
+      {"limits.max_connections", int_key("limits.max_connections", 1, 1 << 20, [](server_config& c, long long v) { c.limits.max_connections = static_cast<int>(v); })},
+      {"limits.header_timeout", duration_key("limits.header_timeout", [](server_config& c, auto v) { c.limits.header_timeout = v; })},
+      {"limits.idle_timeout", duration_key("limits.idle_timeout", [](server_config& c, auto v) { c.limits.idle_timeout = v; })},
+      {"limits.request_timeout", duration_key("limits.request_timeout", [](server_config& c, auto v) { c.limits.request_timeout = v; })},
+      {"limits.shutdown_grace", duration_key("limits.shutdown_grace", [](server_config& c, auto v) { c.limits.shutdown_grace = v; })},
+      {"log.level", with_string("log.level", [](const std::string& v, server_config& c) -> result<void> {
+         static const char* levels[] = {"trace", "debug", "info", "warn", "error", "off"};
+         for (const char* l : levels) {
+           if (v == l) {
+             c.log.level = v;
+             return {};
+           }
+         }
+         return bad("log.level", "expected trace, debug, info, warn, error or off, got \"" + v + "\"");
+       })},
+      {"log.json", bool_key("log.json", [](server_config& c, bool v) { c.log.json = v; })},
+  };
+  return table;
+}
+
+}  // namespace
+
+std::vector<std::string> known_keys() {
+  std::vector<std::string> keys;
+  for (const auto& [k, _] : setters()) keys.push_back(k);
+  return keys;
+}
+
+result<void> server_config::validate() const {
+  if (kv.default_bits != 4 && kv.default_bits != 8 && kv.default_bits != 16) {
+    return bad("kv.default_bits", "must be 4, 8 or 16, got " + std::to_string(kv.default_bits));
+  }
+  if (kv.memory < static_cast<std::uint64_t>(kv.block_tokens)) {
+    return bad("kv.memory", "is smaller than one block");
+  }
+  if (scheduler.token_budget < scheduler.max_running) {
+    return bad("scheduler.token_budget", "must be at least scheduler.max_running (every running "
+                                         "sequence needs one token per step)");
+  }
+  return {};
+}
+
+std::filesystem::path server_config::cache_dir() const {
+  if (!cache.dir.empty() && cache.dir[0] == '~') {
+    const char* home = std::getenv("HOME");
+    return std::filesystem::path(home ? home : "/tmp") / std::filesystem::path(cache.dir.substr(cache.dir.size() > 1 ? 2 : 1));
+  }
+  return cache.dir;
+}
+
+result<server_config> parse_toml(std::string_view text, std::string_view source_name, server_config base) {
+  toml::parse_result parsed = toml::parse(text, source_name);
+  if (!parsed) {
+    const auto& e = parsed.error();
+    std::ostringstream msg;
+    msg << source_name << ":" << e.source().begin.line << ":" << e.source().begin.column << ": "
+        << e.description();
+    return fail(errc::invalid_argument, msg.str());
+  }
+  const toml::table& root = parsed.table();
+  for (const auto& [section_key, section] : root) {
+    std::string section_name(section_key.str());
+    const toml::table* tbl = section.as_table();
+    if (!tbl) return bad(section_name, "expected a [" + section_name + "] table");
+    for (const auto& [key, value] : *tbl) {
+      std::string full = section_name + "." + std::string(key.str());
+      auto it = setters().find(full);
+      if (it == setters().end()) return bad(full, "unknown setting");
+      if (auto r = it->second(value, base); !r) return std::move(r).err();
+    }
+  }
+  if (auto r = base.validate(); !r) return std::move(r).err();
+  return base;
+}
+
+result<server_config> load_file(const std::filesystem::path& path, server_config base) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(errc::not_found, "cannot read config file ", path.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_toml(ss.str(), path.string(), std::move(base));
+}
+
+}  // namespace strata::config

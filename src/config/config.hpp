@@ -1,0 +1,125 @@
+#pragma once
+// server_config: every setting of `strata serve`, its defaults, and how it is read.
+// conf/strata.toml documents each key; the test in config.test.cpp keeps the two in step.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/common/error.hpp"
+
+namespace strata::config {
+
+/// How prefix blocks are reused (DESIGN.md, "Tiers and modes").
+enum class cache_mode {
+  /// No reuse: every request computes its whole prompt.
+  off,
+  /// RAM only: no directory, no file, no disk I/O.
+  hot,
+  /// RAM, and blocks written to SSD in the background; survives restarts.
+  tiered,
+};
+
+std::string_view to_string(cache_mode m);
+std::optional<cache_mode> parse_cache_mode(std::string_view s);
+
+struct server_section {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 8080;
+  /// Actor and network threads; 0 means one per core.
+  int threads = 0;
+  /// Bearer keys accepted on /v1/*; empty means no authentication.
+  std::vector<std::string> api_keys;
+};
+
+struct model_section {
+  /// A GGUF file; empty means the built-in demo model, synthesized into cache.dir on first start.
+  std::string path;
+  /// Context length to serve; 0 means the model's own.
+  int ctx = 0;
+  /// Compute threads for the kernels; 0 means one per core.
+  int compute_threads = 0;
+};
+
+struct cache_section {
+  cache_mode mode = cache_mode::hot;
+  /// Where tiered mode keeps its segment files and where the demo model is written.
+  std::string dir = "~/.cache/strata";
+  /// RAM for blocks that no request uses but that stay cached.
+  std::uint64_t hot_memory = 1ull << 30;
+  /// Disk budget of the SSD tier; whole segments are evicted past it.
+  std::uint64_t ssd_max = 10ull << 30;
+  /// Write every full block to SSD as soon as it is filled, not only on eviction from RAM.
+  bool write_through = false;
+};
+
+struct kv_section {
+  /// The paged KV pool, preallocated at start.
+  std::uint64_t memory = 512ull << 20;
+  /// Tokens per KV block.
+  int block_tokens = 32;
+  /// KV format of requests that do not say: 16 (f16), 8 (q8_0) or 4 (q4_0).
+  int default_bits = 16;
+};
+
+struct scheduler_section {
+  /// Tokens one step may process: decode tokens first, then prefill chunks.
+  int token_budget = 512;
+  /// Sequences running at once.
+  int max_running = 16;
+  /// Requests waiting to start; past it the API answers 429.
+  int max_queued = 256;
+};
+
+struct limits_section {
+  std::uint64_t max_body = 8ull << 20;
+  int max_connections = 10'000;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  /// Longest a single request may run, start to end.
+  std::chrono::milliseconds request_timeout{600'000};
+  /// On SIGTERM, how long running streams get to finish before they are cut.
+  std::chrono::milliseconds shutdown_grace{10'000};
+};
+
+struct log_section {
+  /// trace, debug, info, warn, error, off
+  std::string level = "info";
+  /// One JSON object per line instead of text.
+  bool json = false;
+};
+
+struct server_config {
+  server_section server;
+  model_section model;
+  cache_section cache;
+  kv_section kv;
+  scheduler_section scheduler;
+  limits_section limits;
+  log_section log;
+
+  /// Checks the ranges that do not depend on the model; the message names the key.
+  result<void> validate() const;
+  /// cache.dir with a leading "~" expanded.
+  std::filesystem::path cache_dir() const;
+};
+
+/// Reads a TOML document over `base`: keys present replace the defaults; an unknown key, a wrong
+/// type or a bad value is an error naming the key ("cache.mode: expected off, hot or tiered").
+result<server_config> parse_toml(std::string_view text, std::string_view source_name,
+                                 server_config base = {});
+result<server_config> load_file(const std::filesystem::path& path, server_config base = {});
+
+/// Every key parse_toml() accepts, as "section.key".
+std::vector<std::string> known_keys();
+
+/// "512MiB", "4GiB", "1.5GB", "1024" (bytes) -> bytes.
+std::optional<std::uint64_t> parse_size(std::string_view s);
+/// "250ms", "10s", "5m", "1h" -> milliseconds.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view s);
+
+}  // namespace strata::config

@@ -1,0 +1,132 @@
+#include "src/config/config.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace strata::config {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
+  auto parsed = load_file("conf/strata.toml");
+  ASSERT_TRUE(parsed) << parsed.err().message;
+  server_config d;
+  const server_config& c = *parsed;
+  EXPECT_EQ(c.server.host, d.server.host);
+  EXPECT_EQ(c.server.port, d.server.port);
+  EXPECT_EQ(c.server.threads, d.server.threads);
+  EXPECT_EQ(c.server.api_keys, d.server.api_keys);
+  EXPECT_EQ(c.model.path, d.model.path);
+  EXPECT_EQ(c.model.ctx, d.model.ctx);
+  EXPECT_EQ(c.model.compute_threads, d.model.compute_threads);
+  EXPECT_EQ(c.cache.mode, d.cache.mode);
+  EXPECT_EQ(c.cache.dir, d.cache.dir);
+  EXPECT_EQ(c.cache.hot_memory, d.cache.hot_memory);
+  EXPECT_EQ(c.cache.ssd_max, d.cache.ssd_max);
+  EXPECT_EQ(c.cache.write_through, d.cache.write_through);
+  EXPECT_EQ(c.kv.memory, d.kv.memory);
+  EXPECT_EQ(c.kv.block_tokens, d.kv.block_tokens);
+  EXPECT_EQ(c.kv.default_bits, d.kv.default_bits);
+  EXPECT_EQ(c.scheduler.token_budget, d.scheduler.token_budget);
+  EXPECT_EQ(c.scheduler.max_running, d.scheduler.max_running);
+  EXPECT_EQ(c.scheduler.max_queued, d.scheduler.max_queued);
+  EXPECT_EQ(c.limits.max_body, d.limits.max_body);
+  EXPECT_EQ(c.limits.max_connections, d.limits.max_connections);
+  EXPECT_EQ(c.limits.header_timeout, d.limits.header_timeout);
+  EXPECT_EQ(c.limits.idle_timeout, d.limits.idle_timeout);
+  EXPECT_EQ(c.limits.request_timeout, d.limits.request_timeout);
+  EXPECT_EQ(c.limits.shutdown_grace, d.limits.shutdown_grace);
+  EXPECT_EQ(c.log.level, d.log.level);
+  EXPECT_EQ(c.log.json, d.log.json);
+}
+
+TEST(config, shipped_strata_toml_documents_every_known_key) {
+  std::string text = read_file("conf/strata.toml");
+  for (const auto& key : known_keys()) {
+    auto dot = key.find('.');
+    std::string section = "[" + key.substr(0, dot) + "]";
+    std::string name = "\n" + key.substr(dot + 1) + " ";
+    EXPECT_NE(text.find(section), std::string::npos) << section;
+    EXPECT_NE(text.find(name), std::string::npos) << key << " is not documented in conf/strata.toml";
+  }
+}
+
+TEST(config, reads_sizes_with_binary_and_decimal_units) {
+  EXPECT_EQ(parse_size("512MiB"), 512ull << 20);
+  EXPECT_EQ(parse_size("4GiB"), 4ull << 30);
+  EXPECT_EQ(parse_size("1.5GB"), 1'500'000'000ull);
+  EXPECT_EQ(parse_size("1024"), 1024ull);
+  EXPECT_EQ(parse_size(" 2 KiB "), 2048ull);
+  EXPECT_FALSE(parse_size("lots"));
+  EXPECT_FALSE(parse_size("12 parsecs"));
+  EXPECT_FALSE(parse_size("-5MiB"));
+  EXPECT_FALSE(parse_size("1e30GiB"));
+}
+
+TEST(config, reads_durations) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parse_duration("250ms"), milliseconds(250));
+  EXPECT_EQ(parse_duration("10s"), milliseconds(10'000));
+  EXPECT_EQ(parse_duration("5m"), milliseconds(300'000));
+  EXPECT_EQ(parse_duration("1h"), milliseconds(3'600'000));
+  EXPECT_FALSE(parse_duration("soon"));
+  EXPECT_FALSE(parse_duration("3 fortnights"));
+}
+
+TEST(config, keys_present_override_the_defaults_and_others_stay) {
+  auto c = parse_toml("[server]\nport = 9000\n[cache]\nmode = \"tiered\"\nhot_memory = \"2GiB\"\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->server.port, 9000);
+  EXPECT_EQ(c->cache.mode, cache_mode::tiered);
+  EXPECT_EQ(c->cache.hot_memory, 2ull << 30);
+  EXPECT_EQ(c->server.host, "127.0.0.1");
+}
+
+void expect_error_naming(std::string_view toml, std::string_view key) {
+  auto c = parse_toml(toml, "t");
+  ASSERT_FALSE(c) << toml;
+  EXPECT_EQ(c.err().code, errc::invalid_argument);
+  EXPECT_NE(c.err().message.find(key), std::string::npos) << c.err().message;
+}
+
+TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
+  expect_error_naming("[server]\nprot = 80\n", "server.prot");
+  expect_error_naming("[nonsense]\nx = 1\n", "nonsense.x");
+  expect_error_naming("nonsense = 1\n", "nonsense");
+  expect_error_naming("[server]\nport = 70000\n", "server.port");
+  expect_error_naming("[server]\nport = \"80\"\n", "server.port");
+  expect_error_naming("[cache]\nmode = \"lukewarm\"\n", "cache.mode");
+  expect_error_naming("[cache]\nhot_memory = \"much\"\n", "cache.hot_memory");
+  expect_error_naming("[kv]\ndefault_bits = 5\n", "kv.default_bits");
+  expect_error_naming("[limits]\nidle_timeout = 60\n", "limits.idle_timeout");
+  expect_error_naming("[log]\nlevel = \"loud\"\n", "log.level");
+  expect_error_naming("[server]\napi_keys = [1, 2]\n", "server.api_keys");
+  expect_error_naming("[scheduler]\ntoken_budget = 4\nmax_running = 16\n", "scheduler.token_budget");
+}
+
+TEST(config, malformed_toml_reports_the_line) {
+  auto c = parse_toml("[server]\nport = = 3\n", "bad.toml");
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.err().message.find("bad.toml:2"), std::string::npos) << c.err().message;
+}
+
+TEST(config, expands_a_leading_tilde_in_the_cache_dir) {
+  server_config c;
+  c.cache.dir = "~/x/y";
+  setenv("HOME", "/home/someone", 1);
+  EXPECT_EQ(c.cache_dir(), std::filesystem::path("/home/someone/x/y"));
+  c.cache.dir = "/var/cache/strata";
+  EXPECT_EQ(c.cache_dir(), std::filesystem::path("/var/cache/strata"));
+}
+
+}  // namespace
+}  // namespace strata::config
