@@ -1,6 +1,7 @@
 #include "io/http_session.hpp"
 
 #include <chrono>
+#include <optional>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +17,33 @@ namespace strata::io {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+
+namespace {
+
+/// The response owed to a client whose request could not be read, or nothing when the
+/// connection just ended (closed, timed out, reset).
+std::optional<http_response> reply_to_read_error(const beast::error_code& ec, unsigned version, std::uint64_t max_body) {
+  if (ec == http::error::body_limit) {
+    auto res = make_error(version, http::status::payload_too_large,
+                          "request body exceeds the limit of " + std::to_string(max_body) + " bytes",
+                          "invalid_request_error", "body_too_large");
+    res.set(http::field::connection, "close");
+    return res;
+  }
+  if (ec == http::error::header_limit) {
+    return make_error(version, http::status::request_header_fields_too_large, "request headers too large",
+                      "invalid_request_error", "headers_too_large");
+  }
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
+      ec == net::error::eof || ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+      ec == net::error::bad_descriptor) {
+    return std::nullopt;
+  }
+  return make_error(version, http::status::bad_request, "malformed HTTP request: " + ec.message(),
+                    "invalid_request_error", "bad_request");
+}
+
+}  // namespace
 
 http_session::http_session(std::shared_ptr<http_server> server, std::uint64_t id, beast::tcp_stream stream,
                            bool over_limit)
@@ -70,40 +98,14 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, nothrow);
   idle_ = false;
   if (ec) {
-    if (ec == http::error::header_limit) {
-      co_await write(make_error(11, http::status::request_header_fields_too_large, "request headers too large",
-                                "invalid_request_error", "headers_too_large"));
-    } else if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != net::error::eof &&
-               ec != net::error::operation_aborted && ec != net::error::connection_reset &&
-               ec != net::error::bad_descriptor) {
-      co_await write(make_error(11, http::status::bad_request, "malformed HTTP request: " + ec.message(),
-                                "invalid_request_error", "bad_request"));
-    }
+    if (auto res = reply_to_read_error(ec, 11, opts.max_body)) co_await write(std::move(*res));
     co_return false;
   }
-  auto content_length = parser.content_length();
-  if (content_length && *content_length > opts.max_body) {
-    auto res = make_error(parser.get().version(), http::status::payload_too_large,
-                          "request body of " + std::to_string(*content_length) + " bytes exceeds the limit of " +
-                              std::to_string(opts.max_body),
-                          "invalid_request_error", "body_too_large");
-    res.set(http::field::connection, "close");
-    co_await write(std::move(res));
-    co_return false;
-  }
+  // A Content-Length over body_limit already failed the header read (the parser checks it).
   stream_.expires_after(opts.header_timeout);
   std::tie(ec, n) = co_await http::async_read(stream_, buffer_, parser, nothrow);
   if (ec) {
-    if (ec == http::error::body_limit) {
-      auto res = make_error(parser.get().version(), http::status::payload_too_large,
-                            "request body exceeds the limit of " + std::to_string(opts.max_body) + " bytes",
-                            "invalid_request_error", "body_too_large");
-      res.set(http::field::connection, "close");
-      co_await write(std::move(res));
-    } else if (ec != beast::error::timeout && ec != net::error::eof && ec != http::error::end_of_stream) {
-      co_await write(make_error(parser.get().version(), http::status::bad_request,
-                                "malformed HTTP request: " + ec.message(), "invalid_request_error", "bad_request"));
-    }
+    if (auto res = reply_to_read_error(ec, parser.get().version(), opts.max_body)) co_await write(std::move(*res));
     co_return false;
   }
 

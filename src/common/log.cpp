@@ -78,15 +78,17 @@ class json_formatter final : public spdlog::formatter {
 
 }  // namespace
 
+std::unique_ptr<spdlog::formatter> make_formatter(bool json) {
+  if (json) return std::make_unique<json_formatter>();
+  return std::make_unique<spdlog::pattern_formatter>("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");
+}
+
 void init(std::string_view level, bool json) {
+  spdlog::drop("strata");
   auto logger = spdlog::stderr_color_mt("strata");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(std::string(level)));
-  if (json) {
-    spdlog::set_formatter(std::make_unique<json_formatter>());
-  } else {
-    spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ %v");
-  }
+  spdlog::set_formatter(make_formatter(json));
 }
 
 std::string new_request_id() {

@@ -5,6 +5,7 @@
 // mode that prefix becomes the "request_id" field, so every such line can be filtered by it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -15,6 +16,9 @@ namespace strata::log {
 /// Sets the global level and format. `level` is trace|debug|info|warn|error|off; `json` writes one
 /// JSON object per line: {"ts":..., "level":..., "request_id":..., "msg":...}.
 void init(std::string_view level, bool json);
+
+/// The formatter init() installs: text, or JSON lines.
+std::unique_ptr<spdlog::formatter> make_formatter(bool json);
 
 /// A fresh request id: "req-" and 16 hex digits, unique within the process.
 std::string new_request_id();

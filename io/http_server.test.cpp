@@ -1,0 +1,172 @@
+#include "io/http_server.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
+namespace strata::io {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+
+/// A server on a loopback port with its own threads, answering "pong" to every request.
+class running_server {
+ public:
+  explicit running_server(http_options opts) {
+    opts.host = "127.0.0.1";
+    opts.port = 0;
+    server_ = std::make_shared<http_server>(ctx_, opts, [](const http_request& req, const request_context& rc) {
+      auto res = make_json(req.version(), http::status::ok, "{\"echo\":" + std::to_string(req.body().size()) + "}");
+      res.set("x-remote", rc.remote);
+      return res;
+    });
+    auto started = server_->start();
+    EXPECT_TRUE(started) << (started ? "" : started.err().message);
+    work_.emplace(ctx_.get_executor());
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ctx_.run(); });
+  }
+  ~running_server() {
+    server_->stop();
+    for (int i = 0; i < 200 && server_->connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+    work_.reset();
+    ctx_.stop();
+    for (auto& t : threads_) t.join();
+  }
+  std::uint16_t port() const { return server_->port(); }
+  http_server& server() { return *server_; }
+
+ private:
+  net::io_context ctx_;
+  std::shared_ptr<http_server> server_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+};
+
+struct client {
+  net::io_context ctx;
+  beast::tcp_stream stream{ctx};
+  beast::flat_buffer buffer;
+  explicit client(std::uint16_t port) { stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port)); }
+  http::response<http::string_body> send(http::verb verb, std::string target, std::string body = {}, bool keep_alive = true) {
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, "localhost");
+    req.body() = std::move(body);
+    req.keep_alive(keep_alive);
+    req.prepare_payload();
+    http::write(stream, req);
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    return res;
+  }
+  /// True when the server has closed the connection (a read returns EOF).
+  bool closed_by_server() {
+    beast::error_code ec;
+    char c;
+    stream.expires_after(5s);
+    stream.socket().read_some(net::buffer(&c, 1), ec);
+    return ec == net::error::eof || ec == net::error::connection_reset;
+  }
+};
+
+TEST(http_server, serves_several_requests_on_one_kept_alive_connection) {
+  running_server s({});
+  client c(s.port());
+  for (int i = 0; i < 5; ++i) {
+    auto res = c.send(http::verb::post, "/x", std::string(static_cast<std::size_t>(i) * 10, 'a'));
+    EXPECT_EQ(res.result(), http::status::ok);
+    EXPECT_EQ(res.body(), "{\"echo\":" + std::to_string(i * 10) + "}");
+    EXPECT_TRUE(res.keep_alive());
+    EXPECT_FALSE(res["x-request-id"].empty());
+  }
+  EXPECT_EQ(s.server().connections(), 1u);
+}
+
+TEST(http_server, answers_413_to_a_body_over_the_limit_and_closes) {
+  http_options o;
+  o.max_body = 1000;
+  running_server s(o);
+  client c(s.port());
+  auto res = c.send(http::verb::post, "/x", std::string(5000, 'a'));
+  EXPECT_EQ(res.result(), http::status::payload_too_large);
+  EXPECT_NE(res.body().find("\"code\":\"body_too_large\""), std::string::npos) << res.body();
+  EXPECT_TRUE(c.closed_by_server());
+}
+
+TEST(http_server, answers_400_to_a_malformed_request) {
+  running_server s({});
+  client c(s.port());
+  net::write(c.stream, net::buffer(std::string("GARBAGE\x01 / HTTP/9.9\r\n\r\n")));
+  http::response<http::string_body> res;
+  http::read(c.stream, c.buffer, res);
+  EXPECT_EQ(res.result(), http::status::bad_request);
+  EXPECT_NE(res.body().find("\"error\""), std::string::npos);
+}
+
+TEST(http_server, closes_a_connection_that_sends_no_headers_in_time) {
+  http_options o;
+  o.header_timeout = 200ms;
+  running_server s(o);
+  client c(s.port());
+  net::write(c.stream, net::buffer(std::string("GET / HTTP/1.1\r\nHost: x\r\n")));  // never finished
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(c.closed_by_server());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+}
+
+TEST(http_server, refuses_connections_past_the_limit_with_503) {
+  http_options o;
+  o.max_connections = 2;
+  running_server s(o);
+  client a(s.port()), b(s.port());
+  EXPECT_EQ(a.send(http::verb::get, "/").result(), http::status::ok);
+  EXPECT_EQ(b.send(http::verb::get, "/").result(), http::status::ok);
+  client extra(s.port());
+  http::response<http::string_body> res;
+  http::read(extra.stream, extra.buffer, res);
+  EXPECT_EQ(res.result(), http::status::service_unavailable);
+  EXPECT_EQ(res[http::field::retry_after], "1");
+  // The two admitted connections still work.
+  EXPECT_EQ(a.send(http::verb::get, "/").result(), http::status::ok);
+}
+
+TEST(http_server, stop_closes_idle_connections_and_refuses_new_ones) {
+  running_server s({});
+  client c(s.port());
+  EXPECT_EQ(c.send(http::verb::get, "/").result(), http::status::ok);
+  s.server().stop();
+  EXPECT_TRUE(c.closed_by_server());
+  for (int i = 0; i < 200 && s.server().connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(s.server().connections(), 0u);
+  net::io_context ctx;
+  tcp::socket sock(ctx);
+  beast::error_code ec;
+  std::this_thread::sleep_for(50ms);
+  sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port()), ec);
+  EXPECT_TRUE(ec) << "the listener should be closed";
+}
+
+TEST(http_types, errors_have_the_openai_shape) {
+  auto res = make_error(11, http::status::bad_request, "bad \"thing\"", "invalid_request_error", "c", "temperature");
+  EXPECT_EQ(res.body(),
+            R"({"error":{"message":"bad \"thing\"","type":"invalid_request_error","param":"temperature","code":"c"}})");
+  EXPECT_EQ(res[http::field::content_type], "application/json");
+  auto bare = make_error(11, http::status::not_found, "x", "invalid_request_error");
+  EXPECT_NE(bare.body().find(R"("param":null,"code":null)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace strata::io
