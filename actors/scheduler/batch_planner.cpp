@@ -1,0 +1,161 @@
+#include "actors/scheduler/batch_planner.hpp"
+
+#include <algorithm>
+
+namespace strata::sched {
+
+batch_planner::batch_planner(planner_options opts, kv::block_pool& pool) : opts_(opts), pool_(pool) {}
+
+admit_result batch_planner::submit(sequence s) {
+  if (static_cast<int>(waiting_.size()) >= opts_.max_queued) return admit_result::queue_full;
+  if (s.tokens.empty() || static_cast<std::int64_t>(s.tokens.size()) + s.max_new_tokens > opts_.max_context) {
+    return admit_result::too_long;
+  }
+  s.n_prompt = static_cast<std::int32_t>(s.tokens.size());
+  auto id = s.id;
+  seqs_[id] = std::move(s);
+  waiting_.push_back(id);
+  return admit_result::queued;
+}
+
+const sequence* batch_planner::find(std::uint64_t id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : &it->second;
+}
+
+void batch_planner::set_paused(std::uint64_t id, bool paused) {
+  if (auto it = seqs_.find(id); it != seqs_.end()) it->second.paused = paused;
+}
+
+void batch_planner::release_blocks(sequence& s) {
+  for (auto b : s.blocks) pool_.release(b);
+  s.blocks.clear();
+}
+
+bool batch_planner::cancel(std::uint64_t id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return false;
+  release_blocks(it->second);
+  std::erase(running_, id);
+  std::erase(waiting_, id);
+  seqs_.erase(it);
+  return true;
+}
+
+std::int32_t batch_planner::reserve_blocks(sequence& s, std::int32_t end) {
+  const std::int32_t bt = opts_.block_tokens;
+  while (static_cast<std::int32_t>(s.blocks.size()) * bt < end) {
+    auto b = pool_.allocate();
+    if (!b) break;
+    s.blocks.push_back(*b);
+  }
+  return std::min(end, static_cast<std::int32_t>(s.blocks.size()) * bt);
+}
+
+bool batch_planner::preempt_one(std::uint64_t keep, step_plan& plan) {
+  for (auto it = running_.rbegin(); it != running_.rend(); ++it) {
+    if (*it == keep) continue;
+    auto id = *it;
+    auto& victim = seqs_.at(id);
+    // Drop anything already planned for the victim this step.
+    std::erase_if(plan.items, [&](const step_item& i) {
+      if (i.seq != id) return false;
+      plan.n_tokens -= i.n_tokens;
+      return true;
+    });
+    release_blocks(victim);
+    victim.n_computed = 0;  // recomputed from scratch (prompt and generated tokens) when resumed
+    ++victim.preemptions;
+    running_.erase(std::next(it).base());
+    waiting_.push_front(id);
+    plan.preempted.push_back(id);
+    ++counters_.preemptions;
+    return true;
+  }
+  return false;
+}
+
+step_plan batch_planner::plan() {
+  step_plan plan;
+  std::int32_t budget = opts_.token_budget;
+
+  // 1. Decode: every running sequence whose prompt is done gets its next token.
+  std::vector<std::uint64_t> order = running_;
+  for (auto id : order) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || std::find(running_.begin(), running_.end(), id) == running_.end()) continue;
+    sequence& s = it->second;
+    std::int32_t pending = static_cast<std::int32_t>(s.tokens.size()) - s.n_computed;
+    if (pending != 1 || s.paused || budget < 1) continue;
+    while (reserve_blocks(s, s.n_computed + 1) < s.n_computed + 1) {
+      if (!preempt_one(id, plan)) break;
+    }
+    if (reserve_blocks(s, s.n_computed + 1) < s.n_computed + 1) {
+      // Nothing left to preempt: this sequence itself yields.
+      preempt_one(0, plan);
+      continue;
+    }
+    plan.items.push_back({id, s.n_computed, 1, true});
+    plan.n_tokens += 1;
+    ++plan.n_decode;
+    --budget;
+  }
+
+  // 2. Prefill chunks of running sequences that are still in their prompt.
+  auto schedule_chunk = [&](sequence& s) -> bool {
+    std::int32_t total = static_cast<std::int32_t>(s.tokens.size());
+    std::int32_t want = std::min(total - s.n_computed, budget);
+    if (want <= 0) return false;
+    std::int32_t covered = reserve_blocks(s, s.n_computed + want);
+    std::int32_t n = covered - s.n_computed;
+    if (n <= 0) return false;
+    plan.items.push_back({s.id, s.n_computed, n, s.n_computed + n == total});
+    plan.n_tokens += n;
+    budget -= n;
+    return true;
+  };
+  for (auto id : running_) {
+    if (budget <= 0) break;
+    sequence& s = seqs_.at(id);
+    std::int32_t pending = static_cast<std::int32_t>(s.tokens.size()) - s.n_computed;
+    if (pending <= 1) continue;  // decoding (handled above) or waiting for its sample
+    bool already = std::any_of(plan.items.begin(), plan.items.end(), [&](const step_item& i) { return i.seq == id; });
+    if (!already) schedule_chunk(s);
+  }
+
+  // 3. Admit waiting sequences while there is room and budget.
+  while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < opts_.max_running) {
+    auto id = waiting_.front();
+    sequence& s = seqs_.at(id);
+    // Admit only if at least the first chunk's blocks can be had without preempting anyone.
+    std::int32_t first = std::min(static_cast<std::int32_t>(s.tokens.size()) - s.n_computed, budget);
+    std::int32_t need_blocks = (s.n_computed + first + opts_.block_tokens - 1) / opts_.block_tokens -
+                               static_cast<std::int32_t>(s.blocks.size());
+    if (need_blocks > pool_.available()) break;
+    waiting_.pop_front();
+    running_.push_back(id);
+    schedule_chunk(s);
+  }
+
+  ++counters_.steps;
+  counters_.tokens_scheduled += static_cast<std::uint64_t>(plan.n_tokens);
+  return plan;
+}
+
+void batch_planner::commit(const step_plan& plan, const std::vector<std::int32_t>& sampled) {
+  std::size_t k = 0;
+  for (const auto& item : plan.items) {
+    auto it = seqs_.find(item.seq);
+    bool has_sample = item.sample;
+    std::int32_t token = has_sample && k < sampled.size() ? sampled[k] : -1;
+    if (has_sample) ++k;
+    if (it == seqs_.end()) continue;  // cancelled while the step ran
+    sequence& s = it->second;
+    s.n_computed = std::max(s.n_computed, item.start + item.n_tokens);
+    if (has_sample && token >= 0 && s.n_computed == static_cast<std::int32_t>(s.tokens.size())) {
+      s.tokens.push_back(token);
+    }
+  }
+}
+
+}  // namespace strata::sched

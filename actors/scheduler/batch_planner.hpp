@@ -1,0 +1,115 @@
+#pragma once
+// batch_planner: continuous batching policy in the vLLM v1 style. Plain class, no Asio: the
+// scheduler actor owns one and asks it for each step's plan.
+//
+// Each step has one token budget. Running sequences that are decoding get their next token first;
+// what is left goes to chunks of prompts (running ones still in prefill, then waiting ones in
+// arrival order), so a long prompt never holds running streams back by more than one chunk.
+// When the KV pool runs out, the most recently admitted running sequence is preempted: its blocks
+// are released and it goes back to the front of the queue to be recomputed later.
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "src/kv/block_pool.hpp"
+
+namespace strata::sched {
+
+struct planner_options {
+  int token_budget = 512;
+  int max_running = 16;
+  int max_queued = 256;
+  int block_tokens = 32;
+  /// Longest sequence (prompt + generated) the model serves.
+  int max_context = 4096;
+};
+
+/// One request's sequence as the planner sees it.
+struct sequence {
+  std::uint64_t id = 0;
+  /// Prompt followed by the tokens generated so far.
+  std::vector<std::int32_t> tokens;
+  std::int32_t n_prompt = 0;
+  std::int32_t max_new_tokens = 16;
+  /// Tokens whose KV is in the cache; the next step computes from here.
+  std::int32_t n_computed = 0;
+  /// The block table: block i holds positions [i*block_tokens, (i+1)*block_tokens).
+  std::vector<std::int32_t> blocks;
+  /// A slow client asked to pause: no decode steps until it resumes.
+  bool paused = false;
+  int preemptions = 0;
+};
+
+/// One sequence's share of a step: compute tokens[start, start + n_tokens).
+struct step_item {
+  std::uint64_t seq = 0;
+  std::int32_t start = 0;
+  std::int32_t n_tokens = 0;
+  /// The chunk reaches the end of the known tokens: sample the next one from its last logits.
+  bool sample = false;
+};
+
+struct step_plan {
+  std::vector<step_item> items;
+  std::vector<std::uint64_t> preempted;
+  std::int32_t n_tokens = 0;
+  int n_decode = 0;
+  bool empty() const { return items.empty(); }
+};
+
+enum class admit_result {
+  queued,
+  /// The waiting queue is full: the API answers 429.
+  queue_full,
+  /// The prompt plus max_new_tokens exceeds the context length.
+  too_long,
+};
+
+struct planner_counters {
+  std::uint64_t steps = 0;
+  std::uint64_t preemptions = 0;
+  std::uint64_t tokens_scheduled = 0;
+};
+
+class batch_planner {
+ public:
+  batch_planner(planner_options opts, kv::block_pool& pool);
+
+  admit_result submit(sequence s);
+  /// Removes a sequence wherever it is and releases its blocks. False if unknown.
+  bool cancel(std::uint64_t id);
+  /// Ends a finished sequence (same as cancel, counted separately by the caller).
+  bool finish(std::uint64_t id) { return cancel(id); }
+  void set_paused(std::uint64_t id, bool paused);
+
+  /// The next step. Allocates the blocks its items need; may preempt.
+  step_plan plan();
+  /// Records that the plan ran: advances n_computed; `sampled[i]` is the token drawn for the i-th
+  /// item with sample=true (in plan order), appended to that sequence.
+  void commit(const step_plan& plan, const std::vector<std::int32_t>& sampled);
+
+  const sequence* find(std::uint64_t id) const;
+  std::size_t running() const { return running_.size(); }
+  std::size_t waiting() const { return waiting_.size(); }
+  const planner_counters& counters() const { return counters_; }
+  const planner_options& options() const { return opts_; }
+
+ private:
+  /// Makes sure blocks cover positions [0, end); returns how many positions are covered.
+  std::int32_t reserve_blocks(sequence& s, std::int32_t end);
+  void release_blocks(sequence& s);
+  /// Preempts the most recently admitted running sequence other than `keep`; false if none.
+  bool preempt_one(std::uint64_t keep, step_plan& plan);
+
+  planner_options opts_;
+  kv::block_pool& pool_;
+  std::unordered_map<std::uint64_t, sequence> seqs_;
+  std::vector<std::uint64_t> running_;  // admission order
+  std::deque<std::uint64_t> waiting_;
+  planner_counters counters_;
+};
+
+}  // namespace strata::sched

@@ -1,0 +1,119 @@
+#include "src/kv/block_pool.hpp"
+
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace strata::kv {
+namespace {
+
+block_hash h(std::uint64_t v) { return {v, ~v}; }
+
+TEST(block_pool, hands_out_every_block_once_then_reports_exhaustion) {
+  block_pool pool(4);
+  std::set<std::int32_t> got;
+  for (int i = 0; i < 4; ++i) {
+    auto b = pool.allocate();
+    ASSERT_TRUE(b);
+    EXPECT_TRUE(got.insert(*b).second);
+  }
+  EXPECT_FALSE(pool.allocate());  // an answer, not a crash
+  EXPECT_EQ(pool.available(), 0);
+  pool.release(*got.begin());
+  EXPECT_EQ(pool.available(), 1);
+  EXPECT_TRUE(pool.allocate());
+}
+
+TEST(block_pool, a_released_hashed_block_is_found_again_by_its_hash) {
+  block_pool pool(2);
+  auto b = *pool.allocate();
+  pool.set_hash(b, h(7));
+  pool.release(b);
+  EXPECT_EQ(pool.cached_count(), 1);
+  auto hit = pool.lookup(h(7));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(*hit, b);
+  EXPECT_EQ(pool.refcount(b), 1);
+  EXPECT_EQ(pool.cached_count(), 0);
+  EXPECT_FALSE(pool.lookup(h(8)));
+}
+
+TEST(block_pool, shared_blocks_stay_in_use_until_the_last_reference_goes) {
+  block_pool pool(2);
+  auto b = *pool.allocate();
+  pool.set_hash(b, h(1));
+  auto again = pool.lookup(h(1));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(pool.refcount(b), 2);
+  pool.release(b);
+  EXPECT_EQ(pool.in_use(), 1);
+  pool.release(b);
+  EXPECT_EQ(pool.in_use(), 0);
+  EXPECT_EQ(pool.cached_count(), 1);
+}
+
+TEST(block_pool, evicts_least_recently_released_cached_block_first) {
+  block_pool pool(3);
+  auto a = *pool.allocate(), b = *pool.allocate(), c = *pool.allocate();
+  pool.set_hash(a, h(1));
+  pool.set_hash(b, h(2));
+  pool.set_hash(c, h(3));
+  pool.release(b);
+  pool.release(a);
+  pool.release(c);
+  auto first = pool.allocate();  // evicts b, released first
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, b);
+  EXPECT_FALSE(pool.lookup(h(2)));
+  EXPECT_TRUE(pool.lookup(h(1)));
+  EXPECT_EQ(pool.evictions(), 1u);
+}
+
+TEST(block_pool, prefers_free_blocks_over_evicting_cached_ones) {
+  block_pool pool(2);
+  auto a = *pool.allocate();
+  pool.set_hash(a, h(1));
+  pool.release(a);
+  auto b = pool.allocate();
+  ASSERT_TRUE(b);
+  EXPECT_NE(*b, a);
+  EXPECT_TRUE(pool.lookup(h(1)));
+}
+
+TEST(block_pool, misuse_of_references_is_reported) {
+  block_pool pool(1);
+  EXPECT_THROW(pool.release(0), std::logic_error);
+  EXPECT_THROW(pool.retain(0), std::logic_error);
+}
+
+TEST(block_pool, random_operations_keep_the_counts_consistent) {
+  std::mt19937 rng(std::random_device{}());
+  block_pool pool(16);
+  std::vector<std::int32_t> held;
+  for (int step = 0; step < 20000; ++step) {
+    int op = static_cast<int>(rng() % 4);
+    if (op == 0) {
+      if (auto b = pool.allocate()) {
+        held.push_back(*b);
+        if (rng() % 2) pool.set_hash(*b, h(rng() % 32));
+      }
+    } else if (op == 1 && !held.empty()) {
+      auto i = rng() % held.size();
+      pool.release(held[i]);
+      held.erase(held.begin() + static_cast<long>(i));
+    } else if (op == 2) {
+      if (auto b = pool.lookup(h(rng() % 32))) held.push_back(*b);
+    } else if (op == 3 && !held.empty()) {
+      auto id = held[rng() % held.size()];
+      pool.retain(id);
+      held.push_back(id);
+    }
+    std::set<std::int32_t> distinct(held.begin(), held.end());
+    ASSERT_EQ(pool.in_use(), static_cast<std::int32_t>(distinct.size()));
+    ASSERT_EQ(pool.free_count() + pool.cached_count() + pool.in_use(), pool.capacity());
+  }
+}
+
+}  // namespace
+}  // namespace strata::kv
