@@ -1,12 +1,15 @@
 #include "io/http_server.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
@@ -23,17 +26,19 @@ namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
 
+handler_result echo(http_request& req, const request_context& rc) {
+  auto res = make_json(req.version(), http::status::ok, "{\"echo\":" + std::to_string(req.body().size()) + "}");
+  res.set("x-remote", rc.remote);
+  return res;
+}
+
 /// A server on a loopback port with its own threads, answering "pong" to every request.
 class running_server {
  public:
-  explicit running_server(http_options opts) {
+  explicit running_server(http_options opts, request_handler handler = echo) {
     opts.host = "127.0.0.1";
     opts.port = 0;
-    server_ = std::make_shared<http_server>(ctx_, opts, [](const http_request& req, const request_context& rc) {
-      auto res = make_json(req.version(), http::status::ok, "{\"echo\":" + std::to_string(req.body().size()) + "}");
-      res.set("x-remote", rc.remote);
-      return res;
-    });
+    server_ = std::make_shared<http_server>(ctx_, opts, std::move(handler));
     auto started = server_->start();
     EXPECT_TRUE(started) << (started ? "" : started.err().message);
     work_.emplace(ctx_.get_executor());
@@ -157,6 +162,83 @@ TEST(http_server, stop_closes_idle_connections_and_refuses_new_ones) {
   std::this_thread::sleep_for(50ms);
   sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port()), ec);
   EXPECT_TRUE(ec) << "the listener should be closed";
+}
+
+/// Streams `count` events from a producer thread, `gap` apart; records whether it saw a cancel.
+struct streaming_handler {
+  int count;
+  std::chrono::milliseconds gap;
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<int>> refused = std::make_shared<std::atomic<int>>(0);
+  handler_result operator()(http_request& req, const request_context& rc) const {
+    auto ch = std::make_shared<stream_channel>(rc.executor);
+    ch->on_cancel([c = cancelled] { c->store(true); });
+    std::thread([ch, n = count, gap = gap, refused = refused] {
+      for (int i = 0; i < n; ++i) {
+        std::this_thread::sleep_for(gap);
+        if (!ch->push("data: " + std::to_string(i) + "\n\n")) refused->fetch_add(1);
+      }
+      ch->close();
+    }).detach();
+    http_response head{http::status::ok, req.version()};
+    head.set(http::field::content_type, "text/event-stream");
+    stream_reply sr{std::move(head), ch};
+    sr.keepalive = 100ms;
+    return sr;
+  }
+};
+
+TEST(http_server, streams_events_as_chunks_with_keep_alive_comments_in_the_gaps) {
+  streaming_handler h{3, 250ms};
+  running_server s({}, h);
+  client c(s.port());
+  auto res = c.send(http::verb::post, "/stream");
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res[http::field::content_type], "text/event-stream");
+  const std::string& body = res.body();
+  EXPECT_NE(body.find("data: 0\n\n"), std::string::npos) << body;
+  EXPECT_NE(body.find(": keep-alive\n\n"), std::string::npos) << body;
+  auto last = body.rfind("data: 2\n\n");
+  EXPECT_NE(last, std::string::npos);
+  // The connection is kept and serves the next request.
+  EXPECT_EQ(c.send(http::verb::get, "/").result(), http::status::ok);
+}
+
+TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
+  streaming_handler h{200, 10ms};
+  running_server s({}, h);
+  {
+    client c(s.port());
+    http::request<http::string_body> req{http::verb::post, "/stream", 11};
+    req.set(http::field::host, "x");
+    http::write(c.stream, req);
+    http::response_parser<http::string_body> p;
+    http::read_header(c.stream, c.buffer, p);
+    c.stream.socket().close();
+  }
+  for (int i = 0; i < 500 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(h.cancelled->load());
+  for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(h.refused->load(), 0) << "pushes after the cancel must be refused";
+}
+
+TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {
+  net::io_context ctx;
+  auto ch = std::make_shared<stream_channel>(ctx.get_executor(), 4, 1);
+  std::vector<bool> signals;
+  ch->on_pressure([&](bool paused) { signals.push_back(paused); });
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(ch->push(std::to_string(i)));
+  EXPECT_EQ(signals, std::vector<bool>{true});
+  std::vector<std::string> got;
+  net::co_spawn(ctx, [&]() -> net::awaitable<void> {
+    bool timed_out = false;
+    while (auto item = co_await ch->next(1000ms, timed_out)) got.push_back(*item);
+  }, net::detached);
+  ctx.run_for(50ms);
+  EXPECT_EQ(got.size(), 6u);
+  EXPECT_EQ(signals, (std::vector<bool>{true, false}));
+  ch->cancel();
+  EXPECT_FALSE(ch->push("late"));
 }
 
 TEST(http_types, errors_have_the_openai_shape) {

@@ -6,6 +6,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
@@ -110,23 +111,60 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   }
 
   http_request req = parser.release();
-  request_context ctx{log::new_request_id(), remote_};
+  request_context ctx{log::new_request_id(), remote_, stream_.get_executor()};
   auto t0 = std::chrono::steady_clock::now();
-  http_response res;
+  handler_result result;
   try {
-    res = server_->handler_(req, ctx);
+    result = server_->handler_(req, ctx);
   } catch (const std::exception& e) {
     spdlog::error("[{}] handler failed: {}", ctx.request_id, e.what());
-    res = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");
+    result = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");
   }
-  bool keep = req.keep_alive() && res.keep_alive() && !server_->stopping();
-  res.keep_alive(keep);
-  res.set("x-request-id", ctx.request_id);
-  co_await write(std::move(res));
+  bool keep = req.keep_alive() && !server_->stopping();
+  int status = 0;
+  if (auto* res = std::get_if<http_response>(&result)) {
+    keep = keep && res->keep_alive();
+    res->keep_alive(keep);
+    res->set("x-request-id", ctx.request_id);
+    status = static_cast<int>(res->result_int());
+    co_await write(std::move(*res));
+  } else {
+    auto& sr = std::get<stream_reply>(result);
+    status = static_cast<int>(sr.head.result_int());
+    keep = co_await write_stream(sr, ctx, keep);
+  }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()),
-              static_cast<int>(res.result_int()), 0, 0, ms);
-  co_return keep;
+  log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), status, 0, 0, ms);
+  co_return keep && !server_->stopping();
+}
+
+net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_context& ctx, bool keep) {
+  http::response<http::empty_body> head{sr.head.result(), sr.head.version()};
+  for (const auto& field : sr.head) head.set(field.name_string(), field.value());
+  head.set("x-request-id", ctx.request_id);
+  head.keep_alive(keep);
+  head.chunked(true);
+  http::response_serializer<http::empty_body> serializer{head};
+  stream_.expires_after(server_->opts_.write_timeout);
+  auto [ec, n] = co_await http::async_write_header(stream_, serializer, nothrow);
+  while (!ec) {
+    bool timed_out = false;
+    auto item = co_await sr.channel->next(sr.keepalive, timed_out);
+    if (!item && !timed_out) break;
+    const std::string& data = item ? *item : sr.keepalive_data;
+    // A reader that takes longer than write_timeout for one chunk is treated as gone.
+    stream_.expires_after(server_->opts_.write_timeout);
+    std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow);
+  }
+  if (ec) {
+    spdlog::info("[{}] client went away mid-stream: {}", ctx.request_id, ec.message());
+    sr.channel->cancel();
+    co_return false;
+  }
+  stream_.expires_after(server_->opts_.write_timeout);
+  std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk_last(), nothrow);
+  if (ec) sr.channel->cancel();
+  co_return !ec && keep;
 }
 
 }  // namespace strata::io

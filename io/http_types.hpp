@@ -4,9 +4,15 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <variant>
+
+#include <boost/asio/any_io_executor.hpp>
 #include <string>
 
 #include <boost/beast/http.hpp>
+
+#include "io/stream_channel.hpp"
 
 namespace strata::io {
 
@@ -29,10 +35,25 @@ struct http_options {
 struct request_context {
   std::string request_id;
   std::string remote;
+  /// The connection's strand: a stream_channel for this request is consumed there.
+  boost::asio::any_io_executor executor;
 };
 
+/// A response whose body is a stream: `head` (status and headers) goes first, then every item
+/// the channel yields as one chunk (chunked transfer encoding), until the channel ends. While
+/// nothing arrives for `keepalive`, `keepalive_data` is written (an SSE comment line) so proxies
+/// and clients keep the connection through a long prefill.
+struct stream_reply {
+  http_response head;
+  std::shared_ptr<stream_channel> channel;
+  std::chrono::milliseconds keepalive{5000};
+  std::string keepalive_data = ": keep-alive\n\n";
+};
+
+using handler_result = std::variant<http_response, stream_reply>;
+
 /// Turns one complete request into a response. Runs on the connection's strand: must not block.
-using request_handler = std::function<http_response(const http_request&, const request_context&)>;
+using request_handler = std::function<handler_result(http_request&, const request_context&)>;
 
 /// An OpenAI-shaped error body: {"error":{"message","type","param","code"}}.
 http_response make_error(unsigned version, http::status status, std::string_view message,

@@ -78,7 +78,7 @@ int serve(const serve_options& opts) {
   http_opts.idle_timeout = cfg.limits.idle_timeout;
   auto server = std::make_shared<io::http_server>(
       system.context(), http_opts,
-      [&router](const io::http_request& req, const io::request_context& ctx) { return router.handle(req, ctx); });
+      [&router](io::http_request& req, const io::request_context& ctx) -> io::handler_result { return router.handle(req, ctx); });
   if (auto started = server->start(); !started) {
     spdlog::error("{}", started.err().message);
     return 1;
