@@ -16,6 +16,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 #include <gtest/gtest.h>
 
 namespace strata::io {
@@ -239,6 +240,41 @@ TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_t
   EXPECT_EQ(signals, (std::vector<bool>{true, false}));
   ch->cancel();
   EXPECT_FALSE(ch->push("late"));
+}
+
+TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_outbox) {
+  auto closed = std::make_shared<std::atomic<bool>>(false);
+  running_server s({}, [closed](http_request& req, const request_context&) -> handler_result {
+    if (!beast::websocket::is_upgrade(req)) return make_json(req.version(), http::status::bad_request, "{}");
+    websocket_accept accept;
+    accept.on_message = [](std::string msg, const std::shared_ptr<stream_channel>& out) {
+      out->push("got:" + msg);
+      out->push("again:" + msg);
+    };
+    accept.on_close = [closed] { closed->store(true); };
+    return accept;
+  });
+  net::io_context ctx;
+  beast::websocket::stream<beast::tcp_stream> ws(ctx);
+  beast::get_lowest_layer(ws).connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port()));
+  ws.handshake("localhost", "/v1/ws");
+  for (std::string m : {"one", "two"}) {
+    ws.write(net::buffer(m));
+    beast::flat_buffer b;
+    ws.read(b);
+    EXPECT_EQ(beast::buffers_to_string(b.data()), "got:" + m);
+    b.consume(b.size());
+    ws.read(b);
+    EXPECT_EQ(beast::buffers_to_string(b.data()), "again:" + m);
+  }
+  ws.binary(true);
+  ws.write(net::buffer(std::string("\x01\x02")));
+  beast::flat_buffer b;
+  ws.read(b);
+  EXPECT_NE(beast::buffers_to_string(b.data()).find("binary_frame"), std::string::npos);
+  ws.close(beast::websocket::close_code::normal);
+  for (int i = 0; i < 200 && !closed->load(); ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(closed->load());
 }
 
 TEST(http_types, errors_have_the_openai_shape) {

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "io/http_server.hpp"
+#include "io/websocket_session.hpp"
 #include "src/common/log.hpp"
 
 namespace strata::io {
@@ -56,7 +57,7 @@ http_session::http_session(std::shared_ptr<http_server> server, std::uint64_t id
 
 void http_session::close_if_idle() {
   net::post(stream_.get_executor(), [self = shared_from_this()] {
-    if (self->idle_) {
+    if (self->idle_ && !self->upgraded_) {
       beast::error_code ec;
       self->stream_.socket().shutdown(net::ip::tcp::socket::shutdown_both, ec);
       self->stream_.close();
@@ -80,9 +81,11 @@ net::awaitable<void> http_session::run() {
     bool first = true;
     while (co_await serve_one(first)) first = false;
   }
-  beast::error_code ec;
-  stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
-  stream_.close();
+  if (!upgraded_) {
+    beast::error_code ec;
+    stream_.socket().shutdown(net::ip::tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
   server_->on_session_end(id_);
 }
 
@@ -128,10 +131,16 @@ net::awaitable<bool> http_session::serve_one(bool first) {
     res->set("x-request-id", ctx.request_id);
     status = static_cast<int>(res->result_int());
     co_await write(std::move(*res));
+  } else if (auto* sr = std::get_if<stream_reply>(&result)) {
+    status = static_cast<int>(sr->head.result_int());
+    keep = co_await write_stream(*sr, ctx, keep);
   } else {
-    auto& sr = std::get<stream_reply>(result);
-    status = static_cast<int>(sr.head.result_int());
-    keep = co_await write_stream(sr, ctx, keep);
+    // The connection becomes a WebSocket; the session ends here and the socket moves on.
+    log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 101, 0, 0, 0.0);
+    upgraded_ = true;
+    co_await run_websocket(std::move(stream_), std::move(req), std::get<websocket_accept>(std::move(result)),
+                           ctx.request_id);
+    co_return false;
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), status, 0, 0, ms);

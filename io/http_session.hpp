@@ -39,7 +39,8 @@ class http_session : public std::enable_shared_from_this<http_session> {
   boost::beast::flat_buffer buffer_;
   std::string remote_;
   bool over_limit_;
-  bool idle_ = true;  // touched only on the strand
+  bool idle_ = true;       // touched only on the strand
+  bool upgraded_ = false;  // the socket moved to a WebSocket session
 };
 
 }  // namespace strata::io

@@ -50,7 +50,18 @@ struct stream_reply {
   std::string keepalive_data = ": keep-alive\n\n";
 };
 
-using handler_result = std::variant<http_response, stream_reply>;
+/// Accept the request as a WebSocket upgrade. For each text message the client sends,
+/// `on_message` runs on the connection's strand with the connection's outbox: every item pushed
+/// there becomes one text frame, in order. The outbox is one bounded stream_channel per socket,
+/// so its watermarks give per-socket backpressure; it is cancelled when the socket closes.
+struct websocket_accept {
+  std::function<void(std::string message, const std::shared_ptr<stream_channel>& outbox)> on_message;
+  /// Called once when the socket has closed (after the outbox was cancelled).
+  std::function<void()> on_close;
+  std::size_t max_message = 1 << 20;
+};
+
+using handler_result = std::variant<http_response, stream_reply, websocket_accept>;
 
 /// Turns one complete request into a response. Runs on the connection's strand: must not block.
 using request_handler = std::function<handler_result(http_request&, const request_context&)>;
