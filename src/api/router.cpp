@@ -1,5 +1,7 @@
 #include "src/api/router.hpp"
 
+#include "src/common/log.hpp"
+
 namespace strata::api {
 
 namespace http = io::http;
@@ -12,6 +14,24 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+router::router(const server_status& status, metrics::registry& metrics) : status_(status), metrics_(metrics) {
+  add(http::verb::get, "/health", [this](io::http_request& req, const io::request_context&) -> io::handler_result {
+    return health(req);
+  });
+  add(http::verb::get, "/v1/models", [this](io::http_request& req, const io::request_context&) -> io::handler_result {
+    return models(req);
+  });
+  add(http::verb::get, "/metrics", [this](io::http_request& req, const io::request_context&) -> io::handler_result {
+    io::http_response res{http::status::ok, req.version()};
+    res.set(http::field::content_type, "text/plain; version=0.0.4");
+    res.body() = metrics_.render();
+    res.prepare_payload();
+    return res;
+  });
+}
+
+void router::add(http::verb method, std::string path, endpoint fn) { routes_[std::move(path)][method] = std::move(fn); }
+
 io::http_response router::health(const io::http_request& req) const {
   if (!status_.ready.load()) {
     auto res = io::make_json(req.version(), http::status::service_unavailable, R"({"status":"loading"})");
@@ -21,21 +41,56 @@ io::http_response router::health(const io::http_request& req) const {
   return io::make_json(req.version(), http::status::ok, R"({"status":"ok"})");
 }
 
-io::http_response router::handle(const io::http_request& req, const io::request_context&) const {
+io::http_response router::models(const io::http_request& req) const {
+  std::string body = R"({"object":"list","data":[)";
+  if (!status_.model_id.empty()) {
+    body += R"({"id":")" + log::json_escape(status_.model_id) + R"(","object":"model","created":)" +
+            std::to_string(status_.created) + R"(,"owned_by":"strata"})";
+  }
+  body += "]}";
+  return io::make_json(req.version(), http::status::ok, std::move(body));
+}
+
+bool router::authorized(const io::http_request& req) const {
+  if (status_.api_keys.empty()) return true;
+  auto header = req[http::field::authorization];
+  constexpr std::string_view bearer = "Bearer ";
+  if (header.size() <= bearer.size() || header.substr(0, bearer.size()) != bearer) return false;
+  std::string_view key(header.data() + bearer.size(), header.size() - bearer.size());
+  bool ok = false;
+  // Check every key so the time taken does not reveal which one matched.
+  for (const auto& k : status_.api_keys) ok |= constant_time_equal(key, k);
+  return ok;
+}
+
+io::handler_result router::handle(io::http_request& req, const io::request_context& ctx) const {
   std::string_view target = req.target();
   std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/health") {
-    if (req.method() != http::verb::get && req.method() != http::verb::head) {
-      auto res = io::make_error(req.version(), http::status::method_not_allowed, "use GET for /health",
-                                "invalid_request_error", "method_not_allowed");
-      res.set(http::field::allow, "GET, HEAD");
-      return res;
-    }
-    return health(req);
+  auto it = routes_.find(path);
+  if (it == routes_.end()) {
+    return io::make_error(req.version(), http::status::not_found,
+                          "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
+                          "invalid_request_error", "not_found");
   }
-  return io::make_error(req.version(), http::status::not_found,
-                        "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
-                        "invalid_request_error", "not_found");
+  if (path.starts_with("/v1/") && !authorized(req)) {
+    auto res = io::make_error(req.version(), http::status::unauthorized,
+                              "missing or invalid API key: send 'Authorization: Bearer KEY'", "invalid_request_error",
+                              "invalid_api_key");
+    res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
+  auto method = req.method() == http::verb::head ? http::verb::get : req.method();
+  auto fn = it->second.find(method);
+  if (fn == it->second.end()) {
+    std::string allow;
+    for (const auto& [verb, _] : it->second) allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
+    auto res = io::make_error(req.version(), http::status::method_not_allowed,
+                              "use " + allow + " for " + std::string(path), "invalid_request_error",
+                              "method_not_allowed");
+    res.set(http::field::allow, allow);
+    return res;
+  }
+  return fn->second(req, ctx);
 }
 
 }  // namespace strata::api

@@ -1,11 +1,16 @@
 #pragma once
-// router: maps a request's method and path to the endpoint that answers it. Plain code, no I/O.
+// router: maps a request's method and path to the endpoint that answers it, and enforces the
+// API keys. Plain code with no I/O; `strata serve` owns one and the HTTP sessions call it.
 
 #include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "io/http_types.hpp"
+#include "src/common/metrics.hpp"
 
 namespace strata::api {
 
@@ -14,18 +19,30 @@ struct server_status {
   /// False while the model loads: /health answers 503.
   std::atomic<bool> ready{false};
   std::string model_id;
+  std::int64_t created = 0;
   std::vector<std::string> api_keys;
 };
 
+/// An endpoint: gets the request (its body may be moved from) and returns the reply.
+using endpoint = std::function<io::handler_result(io::http_request&, const io::request_context&)>;
+
 class router {
  public:
-  explicit router(const server_status& status) : status_(status) {}
+  router(const server_status& status, metrics::registry& metrics);
 
-  io::http_response handle(const io::http_request& req, const io::request_context& ctx) const;
+  /// Registers `fn` for METHOD PATH. /v1/* paths require an API key when keys are configured.
+  void add(io::http::verb method, std::string path, endpoint fn);
+
+  io::handler_result handle(io::http_request& req, const io::request_context& ctx) const;
 
  private:
   io::http_response health(const io::http_request& req) const;
+  io::http_response models(const io::http_request& req) const;
+  bool authorized(const io::http_request& req) const;
+
   const server_status& status_;
+  metrics::registry& metrics_;
+  std::map<std::string, std::map<io::http::verb, endpoint>, std::less<>> routes_;
 };
 
 /// Compares in time that does not depend on where the strings differ.

@@ -67,7 +67,10 @@ int serve(const serve_options& opts) {
   actors::actor_system system({.threads = cfg.server.threads == 0 ? -1 : cfg.server.threads});
   api::server_status status;
   status.api_keys = cfg.server.api_keys;
-  api::router router(status);
+  status.created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  metrics::registry metrics;
+  api::router router(status, metrics);
 
   io::http_options http_opts;
   http_opts.host = cfg.server.host;

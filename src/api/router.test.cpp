@@ -1,0 +1,81 @@
+#include "src/api/router.hpp"
+
+#include <gtest/gtest.h>
+
+namespace strata::api {
+namespace {
+
+namespace http = io::http;
+
+io::http_response call(const router& r, http::verb verb, std::string target, std::string auth = {}) {
+  io::http_request req{verb, target, 11};
+  if (!auth.empty()) req.set(http::field::authorization, auth);
+  auto result = r.handle(req, io::request_context{});
+  return std::get<io::http_response>(std::move(result));
+}
+
+TEST(router, health_is_503_while_loading_and_200_when_ready) {
+  server_status st;
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/health").result(), http::status::service_unavailable);
+  st.ready = true;
+  auto res = call(r, http::verb::get, "/health");
+  EXPECT_EQ(res.result(), http::status::ok);
+  EXPECT_EQ(res.body(), R"({"status":"ok"})");
+}
+
+TEST(router, unknown_paths_are_404_and_wrong_methods_405_with_allow) {
+  server_status st;
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/nope").result(), http::status::not_found);
+  auto res = call(r, http::verb::delete_, "/health?x=1");
+  EXPECT_EQ(res.result(), http::status::method_not_allowed);
+  EXPECT_EQ(res[http::field::allow], "GET");
+}
+
+TEST(router, v1_paths_need_one_of_the_configured_keys) {
+  server_status st;
+  st.api_keys = {"sk-first", "sk-second"};
+  st.model_id = "demo";
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models").result(), http::status::unauthorized);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-wrong").result(), http::status::unauthorized);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-firs").result(), http::status::unauthorized);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "sk-first").result(), http::status::unauthorized);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-second").result(), http::status::ok);
+  // Health and metrics stay open for probes.
+  EXPECT_NE(call(r, http::verb::get, "/health").result(), http::status::unauthorized);
+}
+
+TEST(router, models_lists_the_loaded_model) {
+  server_status st;
+  st.model_id = "tiny \"q\"";
+  st.created = 1700000000;
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models").body(),
+            R"({"object":"list","data":[{"id":"tiny \"q\"","object":"model","created":1700000000,"owned_by":"strata"}]})");
+}
+
+TEST(router, metrics_render_in_prometheus_text) {
+  server_status st;
+  metrics::registry m;
+  m.make_counter("strata_test_total", "t").inc(2);
+  router r(st, m);
+  auto res = call(r, http::verb::get, "/metrics");
+  EXPECT_EQ(res[http::field::content_type], "text/plain; version=0.0.4");
+  EXPECT_NE(res.body().find("strata_test_total 2\n"), std::string::npos);
+}
+
+TEST(router, constant_time_equal_compares_exactly) {
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+  EXPECT_FALSE(constant_time_equal("", "a"));
+}
+
+}  // namespace
+}  // namespace strata::api
