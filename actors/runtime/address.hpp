@@ -23,29 +23,47 @@ class address {
   /// Moves `msg` into the actor's mailbox. Returns false if the actor has stopped.
   template <class M>
     requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
-  bool tell(M&& msg) const {
-    // Checked here, not on the class: an inbox may hold messages that carry its own address.
-    static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
-    if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)});
-    return false;
-  }
+  bool tell(M&& msg) const;
 
   /// True while the actor exists and accepts messages.
-  bool alive() const {
-    auto cell = cell_.lock();
-    return cell && cell->accepting();
-  }
+  bool alive() const;
 
   /// The actor's name, or "" for an empty address.
-  std::string name() const {
-    auto cell = cell_.lock();
-    return cell ? cell->name() : std::string{};
-  }
+  std::string name() const;
 
   bool empty() const noexcept { return cell_.expired(); }
 
  private:
   std::weak_ptr<actor_cell<Inbox>> cell_;
 };
+
+}  // namespace strata::actors
+
+// The member definitions need the complete actor_cell, which itself needs address: it comes last.
+#include "actors/runtime/actor_cell.hpp"
+
+namespace strata::actors {
+
+template <class Inbox>
+template <class M>
+  requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
+bool address<Inbox>::tell(M&& msg) const {
+  // Checked here, not on the class: an inbox may hold messages that carry its own address.
+  static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
+  if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)});
+  return false;
+}
+
+template <class Inbox>
+bool address<Inbox>::alive() const {
+  auto cell = cell_.lock();
+  return cell && cell->accepting();
+}
+
+template <class Inbox>
+std::string address<Inbox>::name() const {
+  auto cell = cell_.lock();
+  return cell ? cell->name() : std::string{};
+}
 
 }  // namespace strata::actors

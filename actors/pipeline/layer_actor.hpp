@@ -1,0 +1,34 @@
+#pragma once
+// layer_actor: owns one transformer layer (its weights view and its KV pages, inside its
+// layer_compute) and passes each batch on to the next stage.
+// Who sends to it: the scheduler (layer 0) or the previous layer.
+
+#include <memory>
+
+#include "actors/pipeline/messages.hpp"
+#include "actors/pipeline/stage_compute.hpp"
+#include "actors/runtime/actor.hpp"
+
+namespace strata::pipeline {
+
+class layer_actor final : public actors::actor<stage_inbox> {
+ public:
+  /// `compute` is shared by restarts of this actor only; nobody else holds it.
+  layer_actor(std::shared_ptr<layer_compute> compute, stage_address next)
+      : compute_(std::move(compute)), next_(std::move(next)) {}
+
+  void receive(stage_inbox msg) override { visit_handle(*this, std::move(msg)); }
+
+  void handle(forward f) {
+    compute_->run(f.layout, f.hidden);
+    next_.tell(std::move(f));
+  }
+  void handle(open_sampler m) { next_.tell(std::move(m)); }
+  void handle(close_sampler m) { next_.tell(std::move(m)); }
+
+ private:
+  std::shared_ptr<layer_compute> compute_;
+  stage_address next_;
+};
+
+}  // namespace strata::pipeline

@@ -1,0 +1,34 @@
+#include "actors/pipeline/output_actor.hpp"
+
+namespace strata::pipeline {
+
+void output_actor::handle(forward f) {
+  rows_.clear();
+  for (const auto& s : f.layout.seqs) {
+    if (s.sample) rows_.push_back(s.first_row + s.n_rows - 1);
+  }
+  sched::step_done done;
+  done.step = f.layout.step;
+  if (!rows_.empty()) {
+    compute_->logits(f.hidden, rows_, logits_);
+    const std::int32_t n_vocab = compute_->n_vocab();
+    std::size_t k = 0;
+    for (const auto& s : f.layout.seqs) {
+      if (!s.sample) continue;
+      float* row = logits_.data() + k * static_cast<std::size_t>(n_vocab);
+      ++k;
+      auto it = samplers_.find(s.id);
+      if (it == samplers_.end()) {
+        // Closed while the step was in flight (cancelled): the scheduler ignores the result.
+        done.samples.push_back(sampled_token{s.id, -1, 0.0f, {}});
+        continue;
+      }
+      sampled_token t = it->second->draw(row, n_vocab);
+      t.seq = s.id;
+      done.samples.push_back(std::move(t));
+    }
+  }
+  scheduler_.tell(std::move(done));
+}
+
+}  // namespace strata::pipeline

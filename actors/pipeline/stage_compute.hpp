@@ -1,0 +1,48 @@
+#pragma once
+// The computations behind the pipeline's stages, as interfaces: the engine implements them for
+// real models, and the actor tests use small stand-ins.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "actors/pipeline/messages.hpp"
+
+namespace strata::pipeline {
+
+/// One transformer layer with its weights view and its KV pages. Owned by exactly one layer actor.
+class layer_compute {
+ public:
+  virtual ~layer_compute() = default;
+  /// Transforms the batch's hidden states in place (n_rows x hidden), writing this layer's KV for
+  /// the batch's positions. The first layer also embeds: `hidden` arrives empty.
+  virtual void run(const batch_layout& layout, std::vector<float>& hidden) = 0;
+};
+
+/// The final norm and LM head. Owned by the output actor.
+class output_compute {
+ public:
+  virtual ~output_compute() = default;
+  virtual std::int32_t n_vocab() const = 0;
+  /// Logits of the given rows of `hidden`, row after row, into `logits` (rows.size() x n_vocab).
+  virtual void logits(const std::vector<float>& hidden, const std::vector<std::int32_t>& rows,
+                      std::vector<float>& logits) = 0;
+};
+
+}  // namespace strata::pipeline
+
+namespace strata::pipeline {
+
+/// A sequence's sampler: draws the next token from its logits (which it may modify in place)
+/// and remembers what it drew (for penalties).
+class token_sampler {
+ public:
+  virtual ~token_sampler() = default;
+  virtual sampled_token draw(float* logits, std::int32_t n_vocab) = 0;
+};
+
+/// Makes the sampler for a newly opened sequence.
+using sampler_factory = std::function<std::unique_ptr<token_sampler>(const open_sampler&)>;
+
+}  // namespace strata::pipeline

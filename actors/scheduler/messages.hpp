@@ -1,0 +1,86 @@
+#pragma once
+// Messages the scheduler receives, and the stream events it sends to a request's reply address.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "actors/pipeline/messages.hpp"
+#include "actors/runtime/address.hpp"
+
+namespace strata::sched {
+
+/// Why a sequence ended, as the API reports it.
+enum class finish_reason { stop, length, cancelled, error };
+
+/// A piece of a request's output: text that is safe to send (never a partial UTF-8 character,
+/// never part of a stop sequence), with the token that completed it.
+struct token_event {
+  std::uint64_t request = 0;
+  std::int32_t index = 0;  // choice index (n > 1)
+  std::string text;
+  std::int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<std::int32_t, float>> top_logprobs;
+};
+
+/// The request is over. Counts for `usage`.
+struct request_done {
+  std::uint64_t request = 0;
+  std::int32_t index = 0;
+  finish_reason reason = finish_reason::stop;
+  std::int32_t prompt_tokens = 0;
+  std::int32_t completion_tokens = 0;
+  std::int32_t cached_tokens = 0;
+  std::string error;  // set when reason == error
+};
+
+/// Refused before it started (queue full, too long): the API answers 429 or 400.
+struct request_rejected {
+  std::uint64_t request = 0;
+  int status = 429;
+  std::string message;
+  std::string code;
+};
+
+using stream_inbox = std::variant<token_event, request_done, request_rejected>;
+using stream_address = actors::address<stream_inbox>;
+
+struct generation_settings {
+  pipeline::sampling_settings sampling;
+  std::int32_t max_tokens = 256;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+};
+
+/// A new request. The scheduler answers on reply_to: token_event*, then request_done (or one
+/// request_rejected).
+struct submit {
+  std::uint64_t request = 0;
+  std::vector<std::int32_t> prompt;
+  generation_settings settings;
+  stream_address reply_to;
+};
+
+/// Stop a request (client gone, WebSocket cancel); it leaves the batch at the next step.
+struct cancel {
+  std::uint64_t request = 0;
+};
+
+/// Backpressure from the client's connection: pause or resume decoding this request.
+struct set_paused {
+  std::uint64_t request = 0;
+  bool paused = false;
+};
+
+/// From the output stage: the tokens drawn in one step.
+struct step_done {
+  std::uint64_t step = 0;
+  std::vector<pipeline::sampled_token> samples;
+};
+
+using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done>;
+using scheduler_address = actors::address<scheduler_inbox>;
+
+}  // namespace strata::sched

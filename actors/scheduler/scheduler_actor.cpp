@@ -1,0 +1,176 @@
+#include "actors/scheduler/scheduler_actor.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace strata::sched {
+
+scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
+  scheduler_metrics m;
+  m.running = &r.make_gauge("strata_requests_running", "Sequences in the running batch.");
+  m.waiting = &r.make_gauge("strata_requests_waiting", "Requests waiting to start.");
+  m.step_seconds = &r.make_histogram("strata_step_seconds", "Time of one scheduler step through the pipeline.",
+                                     {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+  m.batch_tokens = &r.make_histogram("strata_step_tokens", "Tokens computed per step.",
+                                     {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  m.batch_sequences = &r.make_histogram("strata_step_sequences", "Sequences per step.", {1, 2, 4, 8, 16, 32, 64});
+  m.preemptions = &r.make_counter("strata_preemptions_total", "Sequences preempted when KV blocks ran out.");
+  m.prompt_tokens = &r.make_counter("strata_prompt_tokens_total", "Prompt tokens of admitted requests.");
+  m.generated_tokens = &r.make_counter("strata_generated_tokens_total", "Tokens generated.");
+  m.kv_blocks_used = &r.make_gauge("strata_kv_blocks_used", "KV blocks held by running sequences.");
+  return m;
+}
+
+scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipeline::stage_address first_stage,
+                                 scheduler_metrics metrics)
+    : cfg_(cfg),
+      text_(std::move(text)),
+      first_stage_(std::move(first_stage)),
+      metrics_(metrics),
+      pool_(cfg.kv_blocks),
+      planner_(cfg.planner, pool_) {}
+
+void scheduler_actor::handle(submit s) {
+  if (requests_.contains(s.request)) {
+    s.reply_to.tell(request_rejected{s.request, 400, "duplicate request id", "duplicate_request"});
+    return;
+  }
+  sequence seq;
+  seq.id = s.request;
+  seq.tokens = s.prompt;
+  seq.max_new_tokens = s.settings.max_tokens;
+  auto admitted = planner_.submit(std::move(seq));
+  if (admitted == admit_result::queue_full) {
+    s.reply_to.tell(request_rejected{s.request, 429, "the server is at capacity; retry shortly", "queue_full"});
+    return;
+  }
+  if (admitted == admit_result::too_long) {
+    s.reply_to.tell(request_rejected{
+        s.request, 400,
+        "prompt of " + std::to_string(s.prompt.size()) + " tokens plus max_tokens " +
+            std::to_string(s.settings.max_tokens) + " exceeds the context length of " +
+            std::to_string(cfg_.planner.max_context),
+        "context_length_exceeded"});
+    return;
+  }
+  request_state st;
+  st.reply_to = std::move(s.reply_to);
+  st.text = text_.make_assembler(s.settings.stop);
+  st.prompt_tokens = static_cast<std::int32_t>(s.prompt.size());
+  st.settings = std::move(s.settings);
+  if (metrics_.prompt_tokens) metrics_.prompt_tokens->inc(static_cast<std::uint64_t>(st.prompt_tokens));
+  first_stage_.tell(pipeline::open_sampler{s.request, st.settings.sampling, std::move(s.prompt)});
+  requests_.emplace(s.request, std::move(st));
+  maybe_step();
+}
+
+void scheduler_actor::handle(cancel c) {
+  if (!requests_.contains(c.request)) return;
+  finish(c.request, finish_reason::cancelled);
+  maybe_step();
+}
+
+void scheduler_actor::handle(set_paused p) {
+  planner_.set_paused(p.request, p.paused);
+  if (!p.paused) maybe_step();
+}
+
+void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  request_state& st = it->second;
+  if (reason != finish_reason::stop && reason != finish_reason::cancelled) {
+    std::string rest = st.text->finish();
+    if (!rest.empty()) st.reply_to.tell(token_event{id, 0, std::move(rest), -1, 0.0f, {}});
+  }
+  request_done done;
+  done.request = id;
+  done.reason = reason;
+  done.prompt_tokens = st.prompt_tokens;
+  done.completion_tokens = st.generated;
+  st.reply_to.tell(std::move(done));
+  planner_.finish(id);
+  first_stage_.tell(pipeline::close_sampler{id});
+  requests_.erase(it);
+}
+
+void scheduler_actor::handle(step_done d) {
+  in_flight_ = false;
+  auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started_).count();
+  if (metrics_.step_seconds) metrics_.step_seconds->observe(elapsed);
+
+  std::vector<std::int32_t> sampled;
+  sampled.reserve(d.samples.size());
+  for (const auto& s : d.samples) sampled.push_back(s.token);
+  planner_.commit(pending_, sampled);
+
+  for (auto& s : d.samples) {
+    auto it = requests_.find(s.seq);
+    if (it == requests_.end()) continue;  // cancelled while the step ran
+    request_state& st = it->second;
+    ++st.generated;
+    if (metrics_.generated_tokens) metrics_.generated_tokens->inc();
+    if (!st.settings.ignore_eos && text_.is_end_of_generation(s.token)) {
+      std::string rest = st.text->finish();
+      if (!rest.empty()) st.reply_to.tell(token_event{s.seq, 0, std::move(rest), -1, 0.0f, {}});
+      finish(s.seq, finish_reason::stop);
+      continue;
+    }
+    auto out = st.text->feed(text_.piece(s.token));
+    st.reply_to.tell(token_event{s.seq, 0, std::move(out.text), s.token, s.logprob, std::move(s.top_logprobs)});
+    if (out.stopped) {
+      finish(s.seq, finish_reason::stop);
+    } else if (st.generated >= st.settings.max_tokens) {
+      finish(s.seq, finish_reason::length);
+    }
+  }
+  maybe_step();
+}
+
+void scheduler_actor::maybe_step() {
+  if (in_flight_) {
+    publish_gauges();
+    return;
+  }
+  step_plan plan = planner_.plan();
+  if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
+  publish_gauges();
+  if (plan.empty()) return;
+
+  pipeline::batch_layout layout;
+  layout.step = next_step_++;
+  layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));
+  for (const auto& item : plan.items) {
+    const sequence* s = planner_.find(item.seq);
+    pipeline::batch_sequence bs;
+    bs.id = item.seq;
+    bs.blocks = s->blocks;
+    bs.first_row = layout.n_rows();
+    bs.n_rows = item.n_tokens;
+    bs.start_pos = item.start;
+    bs.sample = item.sample;
+    layout.tokens.insert(layout.tokens.end(), s->tokens.begin() + item.start,
+                         s->tokens.begin() + item.start + item.n_tokens);
+    layout.seqs.push_back(std::move(bs));
+  }
+  if (metrics_.batch_tokens) metrics_.batch_tokens->observe(plan.n_tokens);
+  if (metrics_.batch_sequences) metrics_.batch_sequences->observe(static_cast<double>(plan.items.size()));
+  pending_ = std::move(plan);
+  in_flight_ = true;
+  step_started_ = std::chrono::steady_clock::now();
+  first_stage_.tell(pipeline::forward{std::move(layout), {}});
+}
+
+void scheduler_actor::publish_gauges() {
+  if (metrics_.running) metrics_.running->set(static_cast<double>(planner_.running()));
+  if (metrics_.waiting) metrics_.waiting->set(static_cast<double>(planner_.waiting()));
+  if (metrics_.kv_blocks_used) metrics_.kv_blocks_used->set(static_cast<double>(pool_.in_use()));
+}
+
+void scheduler_actor::on_stop() {
+  // Streams still open end cleanly: their clients get a finish, not a cut connection.
+  std::vector<std::uint64_t> ids;
+  for (const auto& [id, _] : requests_) ids.push_back(id);
+  for (auto id : ids) finish(id, finish_reason::cancelled);
+}
+
+}  // namespace strata::sched

@@ -1,0 +1,79 @@
+#pragma once
+// scheduler_actor: owns the waiting and running queues, each request's state and the token
+// budget (through its batch_planner), and the KV block metadata it plans with.
+// Who sends to it: the API (submit, cancel, set_paused) and the output stage (step_done).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "actors/pipeline/messages.hpp"
+#include "actors/runtime/actor.hpp"
+#include "actors/scheduler/batch_planner.hpp"
+#include "actors/scheduler/messages.hpp"
+#include "actors/scheduler/text_services.hpp"
+#include "src/common/metrics.hpp"
+
+namespace strata::sched {
+
+/// The figures the scheduler keeps current in the metrics registry.
+struct scheduler_metrics {
+  metrics::gauge* running = nullptr;
+  metrics::gauge* waiting = nullptr;
+  metrics::histogram* step_seconds = nullptr;
+  metrics::histogram* batch_tokens = nullptr;
+  metrics::histogram* batch_sequences = nullptr;
+  metrics::counter* preemptions = nullptr;
+  metrics::counter* prompt_tokens = nullptr;
+  metrics::counter* generated_tokens = nullptr;
+  metrics::gauge* kv_blocks_used = nullptr;
+
+  /// Registers the scheduler's metrics in `r`.
+  static scheduler_metrics create(metrics::registry& r);
+};
+
+struct scheduler_config {
+  planner_options planner;
+  std::int32_t kv_blocks = 1024;
+};
+
+class scheduler_actor final : public actors::actor<scheduler_inbox> {
+ public:
+  scheduler_actor(scheduler_config cfg, text_services text, pipeline::stage_address first_stage,
+                  scheduler_metrics metrics);
+
+  void receive(scheduler_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(submit s);
+  void handle(cancel c);
+  void handle(set_paused p);
+  void handle(step_done d);
+  void on_stop() override;
+
+ private:
+  struct request_state {
+    stream_address reply_to;
+    generation_settings settings;
+    std::unique_ptr<text_assembler> text;
+    std::int32_t prompt_tokens = 0;
+    std::int32_t generated = 0;
+  };
+
+  void finish(std::uint64_t id, finish_reason reason);
+  void maybe_step();
+  void publish_gauges();
+
+  scheduler_config cfg_;
+  text_services text_;
+  pipeline::stage_address first_stage_;
+  scheduler_metrics metrics_;
+  kv::block_pool pool_;
+  batch_planner planner_;
+  std::unordered_map<std::uint64_t, request_state> requests_;
+  bool in_flight_ = false;
+  step_plan pending_;
+  std::uint64_t next_step_ = 1;
+  std::chrono::steady_clock::time_point step_started_;
+};
+
+}  // namespace strata::sched

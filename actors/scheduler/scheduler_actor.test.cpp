@@ -1,0 +1,294 @@
+// The scheduler and the compute pipeline as actors, with a small stand-in model whose output
+// depends on every earlier position of its own sequence through the KV pages: a batch that mixed
+// up block tables, positions or rows would change the tokens.
+
+#include "actors/scheduler/scheduler_actor.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <future>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "actors/pipeline/layer_actor.hpp"
+#include "actors/pipeline/output_actor.hpp"
+#include "actors/runtime/actor_system.hpp"
+
+namespace strata::sched {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr int k_block = 4;
+constexpr int k_blocks = 256;
+constexpr int k_vocab = 97;
+
+/// A layer whose "attention" sums every earlier position's value from the KV pages.
+class toy_layer final : public pipeline::layer_compute {
+ public:
+  explicit toy_layer(int index) : index_(index), pages_(static_cast<std::size_t>(k_blocks * k_block), 0.0) {}
+  void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override {
+    if (hidden.empty()) {
+      hidden.resize(layout.tokens.size());
+      for (std::size_t r = 0; r < layout.tokens.size(); ++r) hidden[r] = static_cast<float>(layout.tokens[r]);
+    }
+    for (const auto& s : layout.seqs) {
+      for (int i = 0; i < s.n_rows; ++i) {
+        int pos = s.start_pos + i;
+        float& h = hidden[static_cast<std::size_t>(s.first_row + i)];
+        slot(s, pos) = std::fmod(h * 1.7 + index_ + pos, 1000.0);
+        double acc = 0;
+        for (int p = 0; p <= pos; ++p) acc += slot(s, p) * (p + 1);
+        h = static_cast<float>(std::fmod(acc, 100000.0));
+      }
+    }
+  }
+
+ private:
+  double& slot(const pipeline::batch_sequence& s, int pos) {
+    auto block = s.blocks.at(static_cast<std::size_t>(pos / k_block));
+    return pages_.at(static_cast<std::size_t>(block * k_block + pos % k_block));
+  }
+  int index_;
+  std::vector<double> pages_;
+};
+
+class toy_output final : public pipeline::output_compute {
+ public:
+  std::int32_t n_vocab() const override { return k_vocab; }
+  void logits(const std::vector<float>& hidden, const std::vector<std::int32_t>& rows, std::vector<float>& out) override {
+    out.assign(rows.size() * k_vocab, 0.0f);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      int best = static_cast<int>(std::fmod(std::fabs(hidden[static_cast<std::size_t>(rows[i])]), k_vocab));
+      for (int v = 0; v < k_vocab; ++v) out[i * k_vocab + v] = -std::abs(v - best);
+    }
+  }
+};
+
+class greedy final : public pipeline::token_sampler {
+ public:
+  pipeline::sampled_token draw(float* logits, std::int32_t n) override {
+    int best = 0;
+    for (int v = 1; v < n; ++v)
+      if (logits[v] > logits[best]) best = v;
+    return {0, best, 0.0f, {}};
+  }
+};
+
+/// Emits each piece at once; stops on "S".
+class plain_text final : public text_assembler {
+ public:
+  explicit plain_text(std::vector<std::string> stop) : stop_(std::move(stop)) {}
+  output feed(const std::string& piece) override {
+    for (auto& s : stop_)
+      if (piece == s) return {"", true};
+    return {piece, false};
+  }
+  std::string finish() override { return {}; }
+
+ private:
+  std::vector<std::string> stop_;
+};
+
+struct outcome {
+  std::vector<std::int32_t> tokens;
+  std::string text;
+  std::optional<request_done> done;
+  std::optional<request_rejected> rejected;
+};
+
+/// Collects every request's events.
+class collector final : public actors::actor<stream_inbox> {
+ public:
+  explicit collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, outcome>> out)
+      : mu_(std::move(mu)), out_(std::move(out)) {}
+  void receive(stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(token_event e) {
+    std::lock_guard lock(*mu_);
+    auto& o = (*out_)[e.request];
+    if (e.token >= 0) o.tokens.push_back(e.token);
+    o.text += e.text;
+  }
+  void handle(request_done d) {
+    std::lock_guard lock(*mu_);
+    (*out_)[d.request].done = d;
+  }
+  void handle(request_rejected r) {
+    std::lock_guard lock(*mu_);
+    (*out_)[r.request].rejected = r;
+  }
+
+ private:
+  std::shared_ptr<std::mutex> mu_;
+  std::shared_ptr<std::map<std::uint64_t, outcome>> out_;
+};
+
+struct pipeline_fixture {
+  actors::actor_system system;
+  metrics::registry registry;
+  scheduler_metrics m = scheduler_metrics::create(registry);
+  scheduler_address scheduler;
+  actors::address<stream_inbox> sink;
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::map<std::uint64_t, outcome>> results = std::make_shared<std::map<std::uint64_t, outcome>>();
+
+  explicit pipeline_fixture(planner_options opts, int threads = 2) : system({.threads = threads}) {
+    opts.block_tokens = k_block;
+    // Built back to front: each stage needs its successor's address. The scheduler's address is
+    // needed by the output stage, so it is spawned through a forwarding slot.
+    auto sched_slot = std::make_shared<scheduler_address>();
+    struct relay final : actors::actor<scheduler_inbox> {
+      explicit relay(std::shared_ptr<scheduler_address> target) : target_(std::move(target)) {}
+      void receive(scheduler_inbox msg) override { std::visit([&](auto&& m) { target_->tell(std::move(m)); }, std::move(msg)); }
+      std::shared_ptr<scheduler_address> target_;
+    };
+    auto to_scheduler = system.spawn<relay>("relay", actors::supervision::stop_system, sched_slot);
+    auto out = system.spawn<pipeline::output_actor>(
+        "output", actors::supervision::stop_system, std::shared_ptr<pipeline::output_compute>(std::make_shared<toy_output>()),
+        pipeline::sampler_factory([](const pipeline::open_sampler&) { return std::make_unique<greedy>(); }), to_scheduler);
+    pipeline::stage_address next = out;
+    for (int i = 2; i >= 0; --i) {
+      next = system.spawn<pipeline::layer_actor>("layer" + std::to_string(i), actors::supervision::stop_system,
+                                                 std::shared_ptr<pipeline::layer_compute>(std::make_shared<toy_layer>(i)), next);
+    }
+    text_services text{[](std::int32_t t) { return t == 5 ? std::string("S") : std::string(1, static_cast<char>('a' + t % 26)); },
+                       [](std::int32_t t) { return t == 0; },
+                       [](const std::vector<std::string>& stop) { return std::make_unique<plain_text>(stop); }};
+    scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system,
+                                              scheduler_config{opts, k_blocks}, text, next, m);
+    *sched_slot = scheduler;
+    sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, results);
+  }
+
+  void submit(std::uint64_t id, std::vector<std::int32_t> prompt, int max_tokens, std::vector<std::string> stop = {},
+              bool ignore_eos = true) {
+    generation_settings g;
+    g.max_tokens = max_tokens;
+    g.stop = std::move(stop);
+    g.ignore_eos = ignore_eos;
+    scheduler.tell(sched::submit{id, std::move(prompt), g, sink});
+  }
+
+  bool wait_done(const std::vector<std::uint64_t>& ids, std::chrono::milliseconds timeout = 20s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      {
+        std::lock_guard lock(*mu);
+        bool all = true;
+        for (auto id : ids) {
+          auto it = results->find(id);
+          all = all && it != results->end() && (it->second.done || it->second.rejected);
+        }
+        if (all) return true;
+      }
+      std::this_thread::sleep_for(2ms);
+    }
+    return false;
+  }
+  outcome get(std::uint64_t id) {
+    std::lock_guard lock(*mu);
+    return (*results)[id];
+  }
+};
+
+std::vector<std::int32_t> random_prompt(std::mt19937& rng, int n) {
+  std::vector<std::int32_t> p(static_cast<std::size_t>(n));
+  for (auto& t : p) t = 6 + static_cast<std::int32_t>(rng() % (k_vocab - 6));
+  return p;
+}
+
+TEST(scheduler_actor, a_request_gives_the_same_tokens_alone_and_batched_with_fifteen_others) {
+  std::mt19937 rng(std::random_device{}());
+  auto prompt = random_prompt(rng, 37);
+  std::vector<std::int32_t> alone;
+  {
+    pipeline_fixture f({.token_budget = 16, .max_running = 16});
+    f.submit(1, prompt, 24);
+    ASSERT_TRUE(f.wait_done({1}));
+    alone = f.get(1).tokens;
+    ASSERT_EQ(alone.size(), 24u);
+  }
+  pipeline_fixture f({.token_budget = 16, .max_running = 16});
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t i = 2; i <= 16; ++i) {
+    f.submit(i, random_prompt(rng, 5 + static_cast<int>(rng() % 60)), 10 + static_cast<int>(rng() % 30));
+    ids.push_back(i);
+  }
+  f.submit(1, prompt, 24);
+  ids.push_back(1);
+  ASSERT_TRUE(f.wait_done(ids));
+  EXPECT_EQ(f.get(1).tokens, alone);
+  EXPECT_EQ(f.get(1).done->reason, finish_reason::length);
+  EXPECT_EQ(f.get(1).done->completion_tokens, 24);
+  EXPECT_EQ(f.get(1).done->prompt_tokens, 37);
+}
+
+TEST(scheduler_actor, cancelled_requests_leave_the_batch_and_return_their_blocks) {
+  pipeline_fixture f({.token_budget = 32, .max_running = 8});
+  std::mt19937 rng(7);
+  for (std::uint64_t i = 1; i <= 6; ++i) f.submit(i, random_prompt(rng, 20), 3000);
+  for (int i = 0; i < 2000 && f.m.kv_blocks_used->value() < 30; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_GE(f.m.kv_blocks_used->value(), 30.0);
+  for (std::uint64_t i = 1; i <= 6; ++i) f.scheduler.tell(cancel{i});
+  ASSERT_TRUE(f.wait_done({1, 2, 3, 4, 5, 6}));
+  for (std::uint64_t i = 1; i <= 6; ++i) EXPECT_EQ(f.get(i).done->reason, finish_reason::cancelled);
+  for (int i = 0; i < 100 && f.m.kv_blocks_used->value() > 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
+  EXPECT_EQ(f.m.running->value(), 0.0);
+}
+
+TEST(scheduler_actor, a_full_queue_rejects_with_429) {
+  pipeline_fixture f({.token_budget = 8, .max_running = 1, .max_queued = 1}, 0);
+  f.submit(1, {10, 11, 12}, 4);
+  f.submit(2, {10, 11, 12}, 4);
+  f.submit(3, {10, 11, 12}, 4);
+  f.system.run_all();
+  auto third = f.get(3);
+  ASSERT_TRUE(third.rejected);
+  EXPECT_EQ(third.rejected->status, 429);
+  EXPECT_TRUE(f.get(1).done);
+  EXPECT_TRUE(f.get(2).done);
+}
+
+TEST(scheduler_actor, ends_on_a_stop_sequence_or_an_end_token_with_reason_stop) {
+  pipeline_fixture f({.token_budget = 64, .max_running = 8}, 0);
+  std::mt19937 rng(std::random_device{}());
+  // Whichever of the tokens 5 ("S", a stop string) or 0 (end of generation) comes first ends it.
+  for (std::uint64_t i = 1; i <= 20; ++i) f.submit(i, random_prompt(rng, 9), 200, {"S"}, false);
+  f.system.run_all();
+  for (std::uint64_t i = 1; i <= 20; ++i) {
+    auto o = f.get(i);
+    ASSERT_TRUE(o.done);
+    if (o.done->reason == finish_reason::stop) {
+      ASSERT_FALSE(o.tokens.empty());
+      EXPECT_TRUE(o.tokens.back() == 5 || o.tokens.back() == 0 || o.text.find('S') == std::string::npos);
+      EXPECT_EQ(o.text.find('S'), std::string::npos) << "a stop sequence was emitted";
+    } else {
+      EXPECT_EQ(o.done->reason, finish_reason::length);
+      EXPECT_EQ(o.done->completion_tokens, 200);
+    }
+  }
+}
+
+TEST(scheduler_actor, survives_kv_exhaustion_by_preempting_and_finishes_everything) {
+  // 256 blocks of 4 = 1024 positions; 12 sequences of 60 + 40 need 1200.
+  pipeline_fixture f({.token_budget = 64, .max_running = 12, .max_context = 512});
+  std::mt19937 rng(3);
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t i = 1; i <= 12; ++i) {
+    f.submit(i, random_prompt(rng, 60), 40);
+    ids.push_back(i);
+  }
+  ASSERT_TRUE(f.wait_done(ids, 60s));
+  for (auto id : ids) {
+    auto o = f.get(id);
+    ASSERT_TRUE(o.done);
+    EXPECT_EQ(o.done->completion_tokens, 40);
+  }
+  EXPECT_GT(f.m.preemptions->value(), 0u);
+}
+
+}  // namespace
+}  // namespace strata::sched
