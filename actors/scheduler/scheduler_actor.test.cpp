@@ -126,9 +126,10 @@ class collector final : public actors::actor<stream_inbox> {
 };
 
 struct pipeline_fixture {
-  actors::actor_system system;
+  // Declared before the system so that they outlive every actor that updates them.
   metrics::registry registry;
   scheduler_metrics m = scheduler_metrics::create(registry);
+  actors::actor_system system;
   scheduler_address scheduler;
   actors::address<stream_inbox> sink;
   std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();

@@ -64,12 +64,13 @@ int serve(const serve_options& opts) {
   const config::server_config& cfg = *cfg_r;
   log::init(cfg.log.level, cfg.log.json);
 
+  // Everything actors touch is declared before the system, so it outlives them.
+  metrics::registry metrics;
   actors::actor_system system({.threads = cfg.server.threads == 0 ? -1 : cfg.server.threads});
   api::server_status status;
   status.api_keys = cfg.server.api_keys;
   status.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
-  metrics::registry metrics;
   api::router router(status, metrics);
 
   io::http_options http_opts;
