@@ -134,6 +134,18 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   } else if (auto* sr = std::get_if<stream_reply>(&result)) {
     status = static_cast<int>(sr->head.result_int());
     keep = co_await write_stream(*sr, ctx, keep);
+  } else if (auto* dr = std::get_if<deferred_reply>(&result)) {
+    auto res = co_await dr->slot->wait(dr->timeout);
+    if (!res) {
+      dr->slot->cancel();
+      res = make_error(req.version(), http::status::gateway_timeout, "the response was not ready in time",
+                       "server_error", "timeout");
+    }
+    keep = keep && res->keep_alive();
+    res->keep_alive(keep);
+    res->set("x-request-id", ctx.request_id);
+    status = static_cast<int>(res->result_int());
+    co_await write(std::move(*res));
   } else {
     // The connection becomes a WebSocket; the session ends here and the socket moves on.
     log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 101, 0, 0, 0.0);

@@ -12,6 +12,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "io/response_slot.hpp"
 #include "io/stream_channel.hpp"
 
 namespace strata::io {
@@ -61,7 +62,15 @@ struct websocket_accept {
   std::size_t max_message = 1 << 20;
 };
 
-using handler_result = std::variant<http_response, stream_reply, websocket_accept>;
+/// A complete response that another thread delivers later (a non-streamed completion): the
+/// session waits on the slot for up to `timeout`, then answers 504; if the client goes away
+/// meanwhile the slot is cancelled at the next write.
+struct deferred_reply {
+  std::shared_ptr<response_slot> slot;
+  std::chrono::milliseconds timeout{600'000};
+};
+
+using handler_result = std::variant<http_response, stream_reply, websocket_accept, deferred_reply>;
 
 /// Turns one complete request into a response. Runs on the connection's strand: must not block.
 using request_handler = std::function<handler_result(http_request&, const request_context&)>;

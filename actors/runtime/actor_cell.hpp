@@ -19,6 +19,10 @@
 
 namespace strata::actors {
 
+// Declared here too: actor.hpp includes this header (through address.hpp) before it defines actor.
+template <class Inbox>
+class actor;
+
 /// Mailbox protocol: tell() appends under a mutex and, if no drain is scheduled, posts one to the
 /// actor's strand. A drain delivers up to `batch` messages, then reposts itself if more wait, so a
 /// busy actor never starves the others on the pool. At most one drain is ever scheduled, hence

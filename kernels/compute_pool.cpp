@@ -1,0 +1,80 @@
+#include "kernels/compute_pool.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define STRATA_PAUSE() _mm_pause()
+#else
+#define STRATA_PAUSE() std::this_thread::yield()
+#endif
+
+namespace strata::kernels {
+
+namespace {
+constexpr auto k_spin = std::chrono::microseconds(200);
+}
+
+compute_pool::compute_pool(int n_threads) : n_(std::max(1, n_threads)) {
+  for (int i = 1; i < n_; ++i) threads_.emplace_back([this, i] { worker(i); });
+}
+
+compute_pool::~compute_pool() {
+  {
+    std::lock_guard lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void compute_pool::split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end) {
+  std::int64_t chunks = (n + grain - 1) / grain;
+  std::int64_t per = chunks / nth, extra = chunks % nth;
+  std::int64_t c0 = ith * per + std::min<std::int64_t>(ith, extra);
+  std::int64_t c1 = c0 + per + (ith < extra ? 1 : 0);
+  begin = std::min(n, c0 * grain);
+  end = std::min(n, c1 * grain);
+}
+
+void compute_pool::run(const std::function<void(int, int)>& fn) {
+  if (n_ == 1) {
+    fn(0, 1);
+    return;
+  }
+  std::lock_guard run_lock(run_mu_);
+  {
+    std::lock_guard lock(mu_);
+    job_ = &fn;
+    pending_.store(n_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+  }
+  if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
+  fn(0, n_);
+  while (pending_.load(std::memory_order_acquire) != 0) STRATA_PAUSE();
+}
+
+void compute_pool::worker(int ith) {
+  std::uint64_t seen = 0;
+  for (;;) {
+    auto spin_until = std::chrono::steady_clock::now() + k_spin;
+    int spins = 0;
+    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+      STRATA_PAUSE();
+      if (++spins % 256 == 0 && std::chrono::steady_clock::now() > spin_until) {
+        std::unique_lock lock(mu_);
+        sleepers_.fetch_add(1);
+        cv_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        sleepers_.fetch_sub(1);
+      }
+    }
+    if (stop_.load()) return;
+    seen = generation_.load(std::memory_order_acquire);
+    const auto* job = job_;
+    (*job)(ith, n_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,47 @@
+#pragma once
+// compute_pool: one thread per core for the heavy kernels. The calling thread takes part as
+// worker 0, so a pool of n threads starts n - 1. Workers spin briefly between jobs (a decode step
+// issues hundreds of short jobs) and then sleep, so an idle server burns no CPU.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace strata::kernels {
+
+class compute_pool {
+ public:
+  explicit compute_pool(int n_threads);
+  compute_pool(const compute_pool&) = delete;
+  compute_pool& operator=(const compute_pool&) = delete;
+  ~compute_pool();
+
+  int size() const { return n_; }
+
+  /// Runs fn(ith, nth) on every worker (ith = 0 .. nth-1) and returns when all are done. Jobs
+  /// from different callers are serialized.
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+  /// Splits [0, n) into one contiguous range per worker, aligned to `grain`.
+  static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);
+
+ private:
+  void worker(int ith);
+
+  int n_;
+  std::vector<std::thread> threads_;
+  std::mutex run_mu_;  // one job at a time
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<int> sleepers_{0};
+};
+
+}  // namespace strata::kernels

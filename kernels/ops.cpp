@@ -1,0 +1,73 @@
+#include "kernels/ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace strata::kernels {
+
+void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
+  double ss = 0;
+  for (std::int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  float s = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  if (weight) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * s * weight[i];
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
+  }
+}
+
+void rope(float* x, int n_heads, int head_dim, int n_rot, std::int32_t pos, float freq_base, float freq_scale, bool neox) {
+  const float p = static_cast<float>(pos) * freq_scale;
+  for (int i = 0; i < n_rot / 2; ++i) {
+    float theta = p * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(n_rot));
+    float c = std::cos(theta), s = std::sin(theta);
+    for (int h = 0; h < n_heads; ++h) {
+      float* v = x + h * head_dim;
+      int a = neox ? i : 2 * i;
+      int b = neox ? i + n_rot / 2 : 2 * i + 1;
+      float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+float softmax(float* x, std::int64_t n) {
+  float mx = *std::max_element(x, x + n);
+  double sum = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - mx);
+    sum += x[i];
+  }
+  float inv = static_cast<float>(1.0 / sum);
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= inv;
+  return mx + static_cast<float>(std::log(sum));
+}
+
+void silu(float* x, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
+
+void gelu(float* x, std::int64_t n) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
+  for (std::int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void soft_cap(float* x, std::int64_t n, float cap) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
+void mul(float* y, const float* a, const float* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+void add(float* y, const float* a, const float* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+void scale(float* x, std::int64_t n, float s) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,24 @@
+#pragma once
+// Element-wise and row operations of the transformer layers (f32).
+
+#include <cstdint>
+
+namespace strata::kernels {
+
+/// y = x / rms(x) * weight (weight may be null: no scaling). y may equal x.
+void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps);
+/// Rotary embedding in place for one token's n_heads heads of head_dim values, rotating the first
+/// n_rot dimensions. Normal layout rotates adjacent pairs (2i, 2i+1); NeoX rotates (i, i + n_rot/2).
+void rope(float* x, int n_heads, int head_dim, int n_rot, std::int32_t pos, float freq_base, float freq_scale, bool neox);
+/// In place, numerically stable; returns log(sum(exp(x))) of the input.
+float softmax(float* x, std::int64_t n);
+void silu(float* x, std::int64_t n);
+/// GELU, tanh approximation.
+void gelu(float* x, std::int64_t n);
+/// x = cap * tanh(x / cap)
+void soft_cap(float* x, std::int64_t n, float cap);
+void mul(float* y, const float* a, const float* b, std::int64_t n);
+void add(float* y, const float* a, const float* b, std::int64_t n);
+void scale(float* x, std::int64_t n, float s);
+
+}  // namespace strata::kernels

@@ -1,0 +1,60 @@
+#pragma once
+// Quantized block layouts (bit-exact with GGUF files) and row conversion to and from f32.
+
+#include <cstdint>
+
+#include "kernels/types.hpp"
+
+namespace strata::kernels {
+
+constexpr int k_qk = 32;    // elements per q4_0 / q8_0 block
+constexpr int k_qk_k = 256; // elements per K-quant super-block
+
+struct block_q4_0 {
+  std::uint16_t d;              // f16 scale
+  std::uint8_t qs[k_qk / 2];    // low nibbles: elements 0..15, high nibbles: 16..31; value = (q - 8) * d
+};
+struct block_q8_0 {
+  std::uint16_t d;
+  std::int8_t qs[k_qk];
+};
+struct block_q4_k {
+  std::uint16_t d, dmin;        // super-block scales for the 6-bit sub-block scales and mins
+  std::uint8_t scales[12];      // 8 pairs (scale, min) of 6 bits
+  std::uint8_t qs[k_qk_k / 2];
+};
+struct block_q5_k {
+  std::uint16_t d, dmin;
+  std::uint8_t scales[12];
+  std::uint8_t qh[k_qk_k / 8];  // the fifth bit
+  std::uint8_t qs[k_qk_k / 2];
+};
+struct block_q6_k {
+  std::uint8_t ql[k_qk_k / 2];  // low 4 bits
+  std::uint8_t qh[k_qk_k / 4];  // high 2 bits
+  std::int8_t scales[k_qk_k / 16];
+  std::uint16_t d;
+};
+static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q8_0) == 34);
+static_assert(sizeof(block_q4_k) == 144);
+static_assert(sizeof(block_q5_k) == 176);
+static_assert(sizeof(block_q6_k) == 210);
+
+float fp16_to_fp32(std::uint16_t h);
+std::uint16_t fp32_to_fp16(float f);
+inline float bf16_to_fp32(std::uint16_t h) {
+  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+/// Round to nearest even (NaN stays NaN).
+std::uint16_t fp32_to_bf16(float f);
+
+/// n elements of type t at src (n a multiple of the block size) to f32.
+void dequantize_row(dtype t, const void* src, float* dst, std::int64_t n);
+/// f32 to type t. K-quants use a straightforward per-sub-block min/max fit.
+void quantize_row(dtype t, const float* src, void* dst, std::int64_t n);
+
+}  // namespace strata::kernels

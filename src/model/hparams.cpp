@@ -1,0 +1,92 @@
+#include "src/model/hparams.hpp"
+
+#include <cmath>
+
+namespace strata::model {
+
+const char* arch_name(arch a) {
+  switch (a) {
+    case arch::llama: return "llama";
+    case arch::qwen2: return "qwen2";
+    case arch::qwen3: return "qwen3";
+    case arch::gemma2: return "gemma2";
+    case arch::phi3: return "phi3";
+  }
+  return "?";
+}
+
+result<hparams> hparams::from_gguf(const gguf_file& f) {
+  hparams h;
+  std::string a(f.architecture());
+  if (a.empty()) return fail(errc::corrupt_data, "general.architecture is missing");
+  if (a == "llama") h.architecture = arch::llama;
+  else if (a == "qwen2") h.architecture = arch::qwen2;
+  else if (a == "qwen3") h.architecture = arch::qwen3;
+  else if (a == "gemma2") h.architecture = arch::gemma2;
+  else if (a == "phi3") h.architecture = arch::phi3;
+  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, phi3 are)");
+
+  auto need_int = [&](const std::string& suffix, std::int32_t& out, std::int64_t lo, std::int64_t hi) -> result<void> {
+    std::string key = a + "." + suffix;
+    auto v = f.get_int(key);
+    if (!v) return fail(errc::corrupt_data, "metadata key ", key, " is missing or not an integer");
+    if (*v < lo || *v > hi) return fail(errc::corrupt_data, "metadata key ", key, " = ", *v, " is out of range [", lo, ", ", hi, "]");
+    out = static_cast<std::int32_t>(*v);
+    return {};
+  };
+  if (auto r = need_int("embedding_length", h.n_embd, 1, 1 << 16); !r) return std::move(r).err();
+  if (auto r = need_int("block_count", h.n_layer, 1, 1024); !r) return std::move(r).err();
+  if (auto r = need_int("feed_forward_length", h.n_ff, 1, 1 << 20); !r) return std::move(r).err();
+  if (auto r = need_int("attention.head_count", h.n_head, 1, 1024); !r) return std::move(r).err();
+  h.n_head_kv = h.n_head;
+  if (f.has(a + ".attention.head_count_kv")) {
+    if (auto r = need_int("attention.head_count_kv", h.n_head_kv, 1, h.n_head); !r) return std::move(r).err();
+  }
+  if (h.n_head % h.n_head_kv != 0)
+    return fail(errc::corrupt_data, a, ".attention.head_count_kv = ", h.n_head_kv, " does not divide head_count = ", h.n_head);
+  h.head_dim = h.n_embd / h.n_head;
+  if (f.has(a + ".attention.key_length")) {
+    if (auto r = need_int("attention.key_length", h.head_dim, 1, 4096); !r) return std::move(r).err();
+    if (auto v = f.get_int(a + ".attention.value_length"); v && *v != h.head_dim)
+      return fail(errc::unsupported, a, ".attention.value_length ", *v, " differs from key_length ", h.head_dim);
+  } else if (h.n_embd % h.n_head != 0) {
+    return fail(errc::corrupt_data, a, ".embedding_length is not a multiple of the head count and no key_length is given");
+  }
+  h.n_rot = h.head_dim;
+  if (f.has(a + ".rope.dimension_count")) {
+    if (auto r = need_int("rope.dimension_count", h.n_rot, 2, h.head_dim); !r) return std::move(r).err();
+    if (h.n_rot % 2 != 0) return fail(errc::corrupt_data, a, ".rope.dimension_count must be even");
+  }
+  h.n_ctx_train = 4096;
+  if (f.has(a + ".context_length")) {
+    if (auto r = need_int("context_length", h.n_ctx_train, 1, 1 << 24); !r) return std::move(r).err();
+  }
+  if (auto v = f.get_float(a + ".rope.freq_base")) h.rope_freq_base = static_cast<float>(*v);
+  if (auto t = f.get_string(a + ".rope.scaling.type"); t && *t == "linear") {
+    if (auto v = f.get_float(a + ".rope.scaling.factor"); v && *v > 0) h.rope_freq_scale = static_cast<float>(1.0 / *v);
+  }
+  auto eps = f.get_float(a + ".attention.layer_norm_rms_epsilon");
+  if (!eps || !(*eps > 0) || *eps > 1) return fail(errc::corrupt_data, "metadata key ", a, ".attention.layer_norm_rms_epsilon is missing or invalid");
+  h.norm_eps = static_cast<float>(*eps);
+
+  h.rope_neox = h.architecture != arch::llama;
+  h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim));
+  if (h.architecture == arch::gemma2) {
+    if (auto v = f.get_int(a + ".attention.sliding_window")) h.sliding_window = static_cast<std::int32_t>(*v);
+    if (auto v = f.get_float(a + ".attn_logit_softcapping")) h.attn_softcap = static_cast<float>(*v);
+    if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
+    h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+  }
+
+  auto tokens = f.array_size("tokenizer.ggml.tokens");
+  if (auto v = f.get_int(a + ".vocab_size")) h.n_vocab = static_cast<std::int32_t>(*v);
+  else if (tokens) h.n_vocab = static_cast<std::int32_t>(*tokens);
+  const gguf_tensor* embd = f.find_tensor("token_embd.weight");
+  if (!embd) return fail(errc::corrupt_data, "tensor 'token_embd.weight' is missing");
+  if (h.n_vocab == 0) h.n_vocab = static_cast<std::int32_t>(embd->ne[1]);
+  if (embd->ne[1] != h.n_vocab)
+    return fail(errc::corrupt_data, "tensor 'token_embd.weight' has ", embd->ne[1], " rows but the vocabulary has ", h.n_vocab, " tokens");
+  return h;
+}
+
+}  // namespace strata::model

@@ -1,0 +1,48 @@
+#pragma once
+// Typed hyperparameters of the supported architectures, read from GGUF metadata.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "src/common/error.hpp"
+#include "src/model/gguf_file.hpp"
+
+namespace strata::model {
+
+enum class arch { llama, qwen2, qwen3, gemma2, phi3 };
+
+const char* arch_name(arch a);
+
+struct hparams {
+  arch architecture = arch::llama;
+  std::int32_t n_vocab = 0;
+  std::int32_t n_embd = 0;
+  std::int32_t n_layer = 0;
+  std::int32_t n_ff = 0;
+  std::int32_t n_head = 0;
+  std::int32_t n_head_kv = 0;
+  std::int32_t head_dim = 0;     // key/value length per head
+  std::int32_t n_rot = 0;        // rotated dimensions per head
+  std::int32_t n_ctx_train = 0;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  bool rope_neox = false;        // rotate (i, i + n_rot/2) instead of adjacent pairs
+  float norm_eps = 1e-5f;
+  // gemma2
+  std::int32_t sliding_window = 0;  // 0: none
+  float attn_softcap = 0.0f;        // 0: none
+  float final_softcap = 0.0f;
+  float embed_scale = 1.0f;         // embeddings are multiplied by this (sqrt(n_embd) for gemma)
+  float attn_scale = 0.0f;          // 1/sqrt(head_dim)
+
+  std::int32_t q_dim() const { return n_head * head_dim; }
+  std::int32_t kv_dim() const { return n_head_kv * head_dim; }
+  /// Whether layer il attends through a sliding window.
+  bool sliding(int il) const { return sliding_window > 0 && il % 2 == 0; }
+
+  /// Reads and checks the metadata; a missing or inconsistent key is an error naming it.
+  static result<hparams> from_gguf(const gguf_file& f);
+};
+
+}  // namespace strata::model

@@ -1,0 +1,51 @@
+#include "src/model/session.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace strata::model {
+
+session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens, std::int32_t page_tokens)
+    : m_(std::move(m)), pool_(pool), max_tokens_(max_tokens) {
+  std::int32_t pages = (max_tokens + page_tokens - 1) / page_tokens;
+  kv_.reserve(static_cast<std::size_t>(m_->hp.n_layer));
+  for (int i = 0; i < m_->hp.n_layer; ++i) kv_.emplace_back(pages, page_tokens, m_->hp.kv_dim());
+  blocks_.resize(static_cast<std::size_t>(pages));
+  std::iota(blocks_.begin(), blocks_.end(), 0);
+}
+
+result<std::vector<float>> session::append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk) {
+  const hparams& h = m_->hp;
+  if (pos_ + static_cast<std::int64_t>(tokens.size()) > max_tokens_)
+    return fail(errc::limit_exceeded, "sequence of ", pos_ + tokens.size(), " tokens exceeds the session's ", max_tokens_);
+  for (std::int32_t t : tokens)
+    if (t < 0 || t >= h.n_vocab) return fail(errc::invalid_argument, "token id ", t, " is outside the vocabulary (", h.n_vocab, ")");
+  std::vector<float> logits;
+  std::vector<float> hidden;
+  std::size_t done = 0;
+  while (done < tokens.size()) {
+    const auto n = static_cast<std::int32_t>(std::min<std::size_t>(static_cast<std::size_t>(chunk), tokens.size() - done));
+    hidden.resize(static_cast<std::size_t>(n) * h.n_embd);
+    embed(*m_, tokens.data() + done, n, hidden.data());
+    seq_rows s{blocks_.data(), static_cast<std::int32_t>(blocks_.size()), 0, n, pos_};
+    batch_view b{tokens.data() + done, n, std::span<const seq_rows>(&s, 1)};
+    for (int il = 0; il < h.n_layer; ++il) layer_forward(*m_, il, b, hidden.data(), kv_[static_cast<std::size_t>(il)], pool_);
+    pos_ += n;
+    done += static_cast<std::size_t>(n);
+    std::vector<std::int32_t> rows;
+    if (all_logits) {
+      rows.resize(static_cast<std::size_t>(n));
+      std::iota(rows.begin(), rows.end(), 0);
+    } else if (done == tokens.size()) {
+      rows.push_back(n - 1);
+    }
+    if (!rows.empty()) {
+      std::size_t at = logits.size();
+      logits.resize(at + rows.size() * static_cast<std::size_t>(h.n_vocab));
+      output_logits(*m_, hidden.data(), rows, logits.data() + at, pool_);
+    }
+  }
+  return logits;
+}
+
+}  // namespace strata::model

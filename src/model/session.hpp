@@ -1,0 +1,39 @@
+#pragma once
+// session: one sequence run straight through the forward pass, without the actor pipeline
+// (`strata logits`, `strata bench`, the golden test). Pages are assigned in order.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/compute_pool.hpp"
+#include "src/model/forward.hpp"
+#include "src/model/layer_kv.hpp"
+#include "src/model/model.hpp"
+
+namespace strata::model {
+
+class session {
+ public:
+  /// Room for max_tokens positions.
+  session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens, std::int32_t page_tokens = 32);
+
+  /// Appends tokens (in chunks of at most `chunk` rows) and returns the logits of every appended
+  /// position (tokens.size() x n_vocab) when all_logits, else only of the last one.
+  result<std::vector<float>> append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk = 512);
+
+  std::int32_t position() const { return pos_; }
+  void reset() { pos_ = 0; }
+  const model& mdl() const { return *m_; }
+
+ private:
+  std::shared_ptr<const model> m_;
+  kernels::compute_pool& pool_;
+  std::int32_t max_tokens_;
+  std::vector<layer_kv> kv_;
+  std::vector<std::int32_t> blocks_;
+  std::int32_t pos_ = 0;
+};
+
+}  // namespace strata::model

@@ -1,0 +1,95 @@
+#include "src/model/weights.hpp"
+
+#include <string>
+
+namespace strata::model {
+namespace {
+
+class binder {
+ public:
+  explicit binder(const gguf_file& f) : f_(f) {}
+
+  /// A matrix with `cols` x `rows`; an f32-only tensor when f32_only. Missing and optional: empty.
+  result<tensor_view> get(const std::string& name, std::int64_t cols, std::int64_t rows, bool optional, bool f32_only = false) {
+    const gguf_tensor* t = f_.find_tensor(name);
+    if (!t) {
+      if (optional) return tensor_view{};
+      return fail(errc::corrupt_data, "tensor '", name, "' is missing");
+    }
+    auto dt = kernels::dtype_from_id(t->type);
+    if (!dt) return fail(errc::unsupported, "tensor '", name, "' has unsupported type ", kernels::ggml_type_name(t->type));
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
+      return fail(errc::corrupt_data, "tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1], "], expected [", cols, ", ", rows, "]");
+    if (f32_only && *dt != kernels::dtype::f32)
+      return fail(errc::unsupported, "tensor '", name, "' must be f32, found ", kernels::dtype_name(*dt));
+    bytes_ += t->n_bytes;
+    return tensor_view{*dt, t->data, cols, rows};
+  }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  const gguf_file& f_;
+  std::uint64_t bytes_ = 0;
+};
+
+#define STRATA_TRY_ASSIGN(lhs, expr)      \
+  do {                                    \
+    auto _r = (expr);                     \
+    if (!_r) return std::move(_r).err();  \
+    lhs = *_r;                            \
+  } while (0)
+
+}  // namespace
+
+result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) {
+  model_weights w;
+  binder b(f);
+  const std::int64_t d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
+  STRATA_TRY_ASSIGN(w.token_embd, b.get("token_embd.weight", d, h.n_vocab, false));
+  std::uint64_t embd_bytes = b.bytes();
+  STRATA_TRY_ASSIGN(w.output_norm, b.get("output_norm.weight", d, 1, false, true));
+  STRATA_TRY_ASSIGN(w.output, b.get("output.weight", d, h.n_vocab, true));
+  if (!w.output) w.output = w.token_embd;
+  const bool gemma = h.architecture == arch::gemma2;
+  const bool phi = h.architecture == arch::phi3;
+  for (int il = 0; il < h.n_layer; ++il) {
+    layer_weights L;
+    std::string p = "blk." + std::to_string(il) + ".";
+    STRATA_TRY_ASSIGN(L.attn_norm, b.get(p + "attn_norm.weight", d, 1, false, true));
+    if (phi) {
+      STRATA_TRY_ASSIGN(L.wqkv, b.get(p + "attn_qkv.weight", d, qd + 2 * kvd, false));
+    } else {
+      STRATA_TRY_ASSIGN(L.wq, b.get(p + "attn_q.weight", d, qd, false));
+      STRATA_TRY_ASSIGN(L.wk, b.get(p + "attn_k.weight", d, kvd, false));
+      STRATA_TRY_ASSIGN(L.wv, b.get(p + "attn_v.weight", d, kvd, false));
+    }
+    STRATA_TRY_ASSIGN(L.wo, b.get(p + "attn_output.weight", qd, d, false));
+    const bool qwen2 = h.architecture == arch::qwen2;
+    STRATA_TRY_ASSIGN(L.bq, b.get(p + "attn_q.bias", qd, 1, !qwen2, true));
+    STRATA_TRY_ASSIGN(L.bk, b.get(p + "attn_k.bias", kvd, 1, !qwen2, true));
+    STRATA_TRY_ASSIGN(L.bv, b.get(p + "attn_v.bias", kvd, 1, !qwen2, true));
+    if (h.architecture == arch::qwen3) {
+      STRATA_TRY_ASSIGN(L.q_norm, b.get(p + "attn_q_norm.weight", h.head_dim, 1, false, true));
+      STRATA_TRY_ASSIGN(L.k_norm, b.get(p + "attn_k_norm.weight", h.head_dim, 1, false, true));
+    }
+    if (gemma) {
+      STRATA_TRY_ASSIGN(L.post_attn_norm, b.get(p + "post_attention_norm.weight", d, 1, false, true));
+      STRATA_TRY_ASSIGN(L.post_ffn_norm, b.get(p + "post_ffw_norm.weight", d, 1, false, true));
+    }
+    STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + "ffn_norm.weight", d, 1, false, true));
+    if (phi) {
+      STRATA_TRY_ASSIGN(L.gate_up, b.get(p + "ffn_up.weight", d, 2 * ff, false));
+    } else {
+      STRATA_TRY_ASSIGN(L.gate, b.get(p + "ffn_gate.weight", d, ff, false));
+      STRATA_TRY_ASSIGN(L.up, b.get(p + "ffn_up.weight", d, ff, false));
+    }
+    STRATA_TRY_ASSIGN(L.down, b.get(p + "ffn_down.weight", ff, d, false));
+    w.layers.push_back(L);
+  }
+  // A decoded token reads one embedding row, not the whole table (unless it is the tied output).
+  std::uint64_t total = b.bytes();
+  w.bytes_per_token = total - embd_bytes + (w.output.data == w.token_embd.data ? embd_bytes : 0);
+  return w;
+}
+
+}  // namespace strata::model

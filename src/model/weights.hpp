@@ -1,0 +1,39 @@
+#pragma once
+// Views of a model's tensors inside the mapped GGUF, checked against the hyperparameters.
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/types.hpp"
+#include "src/common/error.hpp"
+#include "src/model/gguf_file.hpp"
+#include "src/model/hparams.hpp"
+
+namespace strata::model {
+
+/// A matrix of `rows` rows of `cols` elements (GGUF: ne[0] = cols), or empty.
+struct tensor_view {
+  kernels::dtype type = kernels::dtype::f32;
+  const void* data = nullptr;
+  std::int64_t cols = 0;
+  std::int64_t rows = 0;
+  explicit operator bool() const { return data != nullptr; }
+  /// The data as f32 (norms and biases are always stored as f32).
+  const float* f32() const { return static_cast<const float*>(data); }
+};
+
+struct layer_weights {
+  tensor_view attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
+  tensor_view ffn_norm, gate, up, gate_up, down, post_ffn_norm;
+};
+
+struct model_weights {
+  tensor_view token_embd, output_norm, output;  // output may be token_embd (tied)
+  std::vector<layer_weights> layers;
+  /// Bytes of weights one decoded token reads (every matrix once, embeddings one row).
+  std::uint64_t bytes_per_token = 0;
+
+  static result<model_weights> bind(const gguf_file& f, const hparams& h);
+};
+
+}  // namespace strata::model
