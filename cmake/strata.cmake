@@ -1,6 +1,6 @@
 # Project-wide compile flags and the strata_component() helper.
 
-add_compile_options(-Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing)
+add_compile_options(-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fno-strict-aliasing)
 if(STRATA_NATIVE)
   add_compile_options(-march=native)
 endif()
