@@ -55,6 +55,20 @@ void compute_pool::run(const std::function<void(int, int)>& fn) {
   while (pending_.load(std::memory_order_acquire) != 0) STRATA_PAUSE();
 }
 
+void compute_pool::parallel_for(int n_tasks, const std::function<void(int, int)>& fn) {
+  if (n_tasks <= 0) return;
+  if (n_ == 1 || n_tasks == 1) {
+    for (int t = 0; t < n_tasks; ++t) fn(t, n_tasks);
+    return;
+  }
+  std::atomic<int> next{0};
+  auto job = [&](int, int) {
+    for (int t = next.fetch_add(1, std::memory_order_relaxed); t < n_tasks; t = next.fetch_add(1, std::memory_order_relaxed))
+      fn(t, n_tasks);
+  };
+  run(std::ref(job));  // a reference_wrapper: std::function stores it without allocating
+}
+
 void compute_pool::worker(int ith) {
   std::uint64_t seen = 0;
   for (;;) {

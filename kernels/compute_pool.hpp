@@ -23,8 +23,13 @@ class compute_pool {
   int size() const { return n_; }
 
   /// Runs fn(ith, nth) on every worker (ith = 0 .. nth-1) and returns when all are done. Jobs
-  /// from different callers are serialized.
+  /// from different callers are serialized. Pass a lambda with several captures as
+  /// std::ref(lambda): std::function then keeps a reference instead of allocating a copy.
   void run(const std::function<void(int ith, int nth)>& fn);
+
+  /// Calls fn(task, n_tasks) once for every task in [0, n_tasks), spread over the workers as they
+  /// free up (an atomic counter, no allocation); returns when all are done.
+  void parallel_for(int n_tasks, const std::function<void(int task, int n_tasks)>& fn);
 
   /// Splits [0, n) into one contiguous range per worker, aligned to `grain`.
   static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);

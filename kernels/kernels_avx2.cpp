@@ -2,18 +2,13 @@
 // cpu_supports(avx2) said so).
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/simd.hpp"
+#include "kernels/x86_row_dots.hpp"
 
 namespace strata::kernels::avx2 {
 namespace {
-inline float hsum(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
-}  // namespace
 
 float dot(const float* a, const float* b, std::int64_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
@@ -23,36 +18,39 @@ float dot(const float* a, const float* b, std::int64_t n) {
     s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
   }
   for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  float t = hsum(_mm256_add_ps(s0, s1));
+  float t = hsum256(_mm256_add_ps(s0, s1));
   for (; i < n; ++i) t += a[i] * b[i];
   return t;
 }
 
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]) {
-  __m256 acc[4][4];
-  for (auto& r : acc)
-    for (auto& c : r) c = _mm256_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 8 <= k; i += 8) {
-    __m256 xv[4];
-    for (int c = 0; c < 4; ++c) xv[c] = _mm256_loadu_ps(x + c * k + i);
-    for (int r = 0; r < 4; ++r) {
-      __m256 wv = _mm256_loadu_ps(w + r * k + i);
-      for (int c = 0; c < 4; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 4; ++c) {
-      float t = hsum(acc[r][c]);
-      for (std::int64_t j = i; j < k; ++j) t += w[r * k + j] * x[c * k + j];
-      out[r][c] = t;
-    }
+inline __m256 load_f16(const std::uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+[[maybe_unused]] inline __m256 load_bf16(const std::uint16_t* p) {
+  __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+template <__m256 (*load)(const std::uint16_t*), float (*one)(std::uint16_t)>
+float dot_half(const void* w, const act_row& x, std::int64_t k) {
+  const auto* h = static_cast<const std::uint16_t*>(w);
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 16 <= k; i += 16) {
+    s0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(x.f + i), s0);
+    s1 = _mm256_fmadd_ps(load(h + i + 8), _mm256_loadu_ps(x.f + i + 8), s1);
+  }
+  for (; i + 8 <= k; i += 8) s0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(x.f + i), s0);
+  float t = hsum256(_mm256_add_ps(s0, s1));
+  for (; i < k; ++i) t += one(h[i]) * x.f[i];
+  return t;
+}
+
+float dot_f32(const void* w, const act_row& x, std::int64_t k) { return dot(static_cast<const float*>(w), x.f, k); }
 
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load_f16(src + i));
   if (i < n) scalar::f16_to_f32(src + i, dst + i, n - i);
 }
 
@@ -61,6 +59,74 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   for (; i < n; ++i) y[i] += a * x[i];
+}
+
+/// R weight rows x C activation rows with FMA; k a multiple of 8.
+template <int R, int C>
+void micro(const float* w, const float* x, std::int64_t k, float* y, std::int64_t ldy) {
+  // Fully unrolled so that the accumulators stay in registers.
+  __m256 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (std::int64_t i = 0; i < k; i += 8) {
+    __m256 xv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) xv[c] = _mm256_loadu_ps(x + c * k + i);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = _mm256_loadu_ps(w + r * k + i);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(wv, xv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) y[c * ldy + r] = hsum256(acc[r][c]);
+}
+
+using micro_fn = void (*)(const float*, const float*, std::int64_t, float*, std::int64_t);
+constexpr micro_fn k_micro[2][4] = {
+    {micro<1, 1>, micro<1, 2>, micro<1, 3>, micro<1, 4>},
+    {micro<2, 1>, micro<2, 2>, micro<2, 3>, micro<2, 4>},
+};
+
+void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy) {
+  for (int c = 0; c < nc; c += 4) {
+    const int cc = std::min(4, nc - c);
+    for (int r = 0; r < nr; r += 2) {
+      const int rr = std::min(2, nr - r);
+      k_micro[rr - 1][cc - 1](w + r * k, x + c * k, k, y + c * ldy + r, ldy);
+    }
+  }
+}
+
+float one_f16(std::uint16_t h) { return fp16_to_fp32(h); }
+float one_bf16(std::uint16_t h) { return bf16_to_fp32(h); }
+
+}  // namespace
+
+void fill_table(kernel_table& t) {
+  t.dot = dot;
+  t.f16_to_f32 = f16_to_f32;
+  t.axpy = axpy;
+  t.quantize_groups = x86_quantize_groups;
+  t.silu = x86_sigmoid_gate<false>;
+  t.gelu = x86_sigmoid_gate<true>;
+  t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
+  t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16, one_f16>;
+  t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16, one_bf16>;
+  t.row_dot[dtype_slot(dtype::q4_0)] = x86_dot_q4_0;
+  t.row_dot[dtype_slot(dtype::q8_0)] = x86_dot_q8_0;
+  t.row_dot[dtype_slot(dtype::q4_k)] = x86_dot_k45<false>;
+  t.row_dot[dtype_slot(dtype::q5_k)] = x86_dot_k45<true>;
+  t.row_dot[dtype_slot(dtype::q6_k)] = x86_dot_q6_k;
+  t.row_gemm[dtype_slot(dtype::q4_0)] = row_gemm_by_dots<x86_dot_q4_0>;
+  t.row_gemm[dtype_slot(dtype::q8_0)] = row_gemm_by_dots<x86_dot_q8_0>;
+  t.row_gemm[dtype_slot(dtype::q4_k)] = row_gemm_by_dots<x86_dot_k45<false>>;
+  t.row_gemm[dtype_slot(dtype::q5_k)] = row_gemm_by_dots<x86_dot_k45<true>>;
+  t.row_gemm[dtype_slot(dtype::q6_k)] = row_gemm_by_dots<x86_dot_q6_k>;
+  t.gemm_f32 = gemm_f32;
 }
 
 }  // namespace strata::kernels::avx2

@@ -1,13 +1,18 @@
-// AVX-512 (F, BW, VL, DQ) variants (this file is compiled with those flags; it runs only where
-// cpu_supports(avx512) said so). Tails use masked loads, so every length takes the vector path.
+// AVX-512 (F, BW, VL, DQ, VNNI) variants (this file is compiled with those flags; it runs
+// only where cpu_supports(avx512) said so). Tails use masked loads, so every length takes the
+// vector path. Byte products use vpdpbusd.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/simd.hpp"
+#include "kernels/x86_row_dots.hpp"
 
 namespace strata::kernels::avx512 {
 namespace {
+
 inline __mmask16 tail_mask(std::int64_t left) { return static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1); }
-}  // namespace
 
 float dot(const float* a, const float* b, std::int64_t n) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
@@ -23,28 +28,33 @@ float dot(const float* a, const float* b, std::int64_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
 }
 
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]) {
-  __m512 acc[4][4];
-  for (auto& r : acc)
-    for (auto& c : r) c = _mm512_setzero_ps();
-  for (std::int64_t i = 0; i < k; i += 16) {
-    __mmask16 m = tail_mask(k - i);
-    __m512 xv[4];
-    for (int c = 0; c < 4; ++c) xv[c] = _mm512_maskz_loadu_ps(m, x + c * k + i);
-    for (int r = 0; r < 4; ++r) {
-      __m512 wv = _mm512_maskz_loadu_ps(m, w + r * k + i);
-      for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_fmadd_ps(wv, xv[c], acc[r][c]);
-    }
-  }
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 4; ++c) out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+inline __m512 load_f16(__mmask16 m, const std::uint16_t* p) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+inline __m512 load_bf16(__mmask16 m, const std::uint16_t* p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
+
+template <__m512 (*load)(__mmask16, const std::uint16_t*)>
+float dot_half(const void* w, const act_row& x, std::int64_t k) {
+  const auto* h = static_cast<const std::uint16_t*>(w);
+  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+  std::int64_t i = 0;
+  for (; i + 32 <= k; i += 32) {
+    s0 = _mm512_fmadd_ps(load(0xFFFF, h + i), _mm512_loadu_ps(x.f + i), s0);
+    s1 = _mm512_fmadd_ps(load(0xFFFF, h + i + 16), _mm512_loadu_ps(x.f + i + 16), s1);
+  }
+  for (; i < k; i += 16) {
+    __mmask16 m = tail_mask(k - i);
+    s0 = _mm512_fmadd_ps(load(m, h + i), _mm512_maskz_loadu_ps(m, x.f + i), s0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+}
+
+float dot_f32(const void* w, const act_row& x, std::int64_t k) { return dot(static_cast<const float*>(w), x.f, k); }
 
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask(n - i);
-    __m256i h = _mm256_maskz_loadu_epi16(m, src + i);
-    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(h));
+    _mm512_mask_storeu_ps(dst + i, m, load_f16(m, src + i));
   }
 }
 
@@ -54,6 +64,429 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
     __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
   }
+}
+
+/// {sum a, sum b, sum c, sum d}
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
+  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  __m512 lo = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd)));
+  __m512 hi = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd)));
+  __m512 s = _mm512_add_ps(lo, hi);  // per 128-bit lane: a b c d
+  __m256 s2 = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(s2), _mm256_extractf128_ps(s2, 1));
+}
+
+/// R weight rows x C activation rows with FMA; k a multiple of 16.
+template <int R, int C>
+void micro(const float* w, const float* x, std::int64_t k, float* y, std::int64_t ldy) {
+  // Fully unrolled so that the accumulators stay in registers.
+  __m512 acc[C][R];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) acc[c][r] = _mm512_setzero_ps();
+  for (std::int64_t i = 0; i < k; i += 16) {
+    __m512 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) wv[r] = _mm512_loadu_ps(w + r * k + i);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512 xv = _mm512_loadu_ps(x + c * k + i);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[c][r] = _mm512_fmadd_ps(wv[r], xv, acc[c][r]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) {
+    if constexpr (R == 4) {
+      _mm_storeu_ps(y + c * ldy, reduce4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]));
+    } else {
+      for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[c][r]);
+    }
+  }
+}
+
+using micro_fn = void (*)(const float*, const float*, std::int64_t, float*, std::int64_t);
+constexpr micro_fn k_micro[4][6] = {
+    {micro<1, 1>, micro<1, 2>, micro<1, 3>, micro<1, 4>, micro<1, 5>, micro<1, 6>},
+    {micro<2, 1>, micro<2, 2>, micro<2, 3>, micro<2, 4>, micro<2, 5>, micro<2, 6>},
+    {micro<3, 1>, micro<3, 2>, micro<3, 3>, micro<3, 4>, micro<3, 5>, micro<3, 6>},
+    {micro<4, 1>, micro<4, 2>, micro<4, 3>, micro<4, 4>, micro<4, 5>, micro<4, 6>},
+};
+
+void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy) {
+  constexpr int step_c = 6, step_r = 4;
+  for (int c = 0; c < nc; c += step_c) {
+    const int cc = std::min(step_c, nc - c);
+    for (int r = 0; r < nr; r += step_r) {
+      const int rr = std::min(step_r, nr - r);
+      k_micro[rr - 1][cc - 1](w + r * k, x + c * k, k, y + c * ldy + r, ldy);
+    }
+  }
+}
+
+/// q8_0 weights against q8_32 activations, R weight rows x C activation rows, two blocks (64
+/// values) per step. Each (row, column) pair runs the same operations whatever R and C are
+/// (vpdpbusd of |w| with x negated where w < 0, one scale per block, one f32 accumulator), so
+/// the GEMV (1 x 1) and the GEMM tiles give bit-identical results.
+template <int R, int C>
+void q8_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __mmask64 neg[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 34;
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+      const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)) : _mm256_setzero_si256();
+      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      u[r] = _mm512_abs_epi8(q);
+      neg[r] = _mm512_movepi8_mask(q);
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 34, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i sxv = _mm512_mask_sub_epi8(xv, neg[r], _mm512_setzero_si512(), xv);
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], sxv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+/// A tile kernel: R weight rows x C activation rows, R and C in 1..4, picked from a table.
+using tile_fn = void (*)(const std::byte*, std::size_t, const act_row*, std::int64_t, float*, std::int64_t);
+
+/// Covers the nr x nc output with the table's tiles, up to `max_r` weight rows and 4 activation
+/// rows at a time.
+void run_tiles(const tile_fn (&tiles)[4][4], int max_r, const void* w, std::size_t w_stride, int nr,
+               const act_row* x, int nc, std::int64_t k, float* y, std::int64_t ldy) {
+  const auto* wb = static_cast<const std::byte*>(w);
+  for (int c = 0; c < nc; c += 4) {
+    const int cc = std::min(4, nc - c);
+    for (int r = 0; r < nr; r += max_r) {
+      const int rr = std::min(max_r, nr - r);
+      tiles[rr - 1][cc - 1](wb + static_cast<std::size_t>(r) * w_stride, w_stride, x + c, k, y + c * ldy + r, ldy);
+    }
+  }
+}
+
+/// q4_0 weights against q8_32 activations, like q8_0_tile: the nibbles are the unsigned operand of
+/// vpdpbusd and the -8 offset comes in as -8 * (sum of the activation block), the accumulator's
+/// starting value in the first lane of each block.
+template <int R, int C>
+void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 18;
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
+      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+      u[r] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 18, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+      const int s0 = -8 * x[c].sums[b], s1 = two ? -8 * x[c].sums[b + 1] : 0;
+      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_q4_0(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q4_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q4_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q4_0_tile<1, 1>, q4_0_tile<1, 2>, q4_0_tile<1, 3>, q4_0_tile<1, 4>},
+      {q4_0_tile<2, 1>, q4_0_tile<2, 2>, q4_0_tile<2, 3>, q4_0_tile<2, 4>},
+      {q4_0_tile<3, 1>, q4_0_tile<3, 2>, q4_0_tile<3, 3>, q4_0_tile<3, 4>},
+      {q4_0_tile<4, 1>, q4_0_tile<4, 2>, q4_0_tile<4, 3>, q4_0_tile<4, 4>},
+  };
+  // A single activation row (decode) runs faster one weight row at a time: the per-row decode
+  // state of four rows does not fit the registers next to the accumulators.
+  run_tiles(tiles, nc == 1 ? 1 : 4, w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
+/// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
+/// group g holds sub-blocks (0,2), (1,3), (4,6), (5,7); the mins enter as one more product per
+/// super-block (8 mins x the activation sums per 32). As with q8_0_tile, each (row, column)
+/// pair runs the same operations whatever R and C are.
+template <bool five, int R, int C>
+void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
+  constexpr std::size_t qs_at = five ? 48 : 16;
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (std::int64_t i = 0; i < k / 256; ++i) {
+    __m256 dsc[R];
+    __m256i mins[R];
+    float ndmin[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
+      std::uint32_t sc[2], mn[2];
+      k_scales_mins(b + 4, sc, mn);
+      dsc[r] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0])))),
+                             _mm256_set1_ps(half(b)));
+      mins[r] = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
+      ndmin[r] = -half(b + 2);
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < 4; ++g) {
+      const int ja = 4 * (g / 2) + g % 2;  // the group's sub-blocks: ja and ja + 2
+      const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi32(ja), _mm256_set1_epi32(ja + 2), 1);
+      __m512i u[R];
+      __m512 sw[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
+        const __m512i q = _mm512_loadu_si512(b + qs_at + 64 * (g / 2));
+        u[r] = g % 2 ? _mm512_and_si512(_mm512_srli_epi16(q, 4), low4) : _mm512_and_si512(q, low4);
+        if constexpr (five) {
+          // Sub-block j takes bit j of qh[l] as 16.
+          const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << ja)),
+                                                  _mm256_set1_epi8(static_cast<char>(1 << (ja + 2))), 1);
+          const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
+          u[r] = _mm512_mask_add_epi8(u[r], _mm512_test_epi8_mask(qh, bits), u[r], sixteen);
+        }
+        sw[r] = _mm512_permutexvar_ps(pick, _mm512_castps256_ps512(dsc[r]));
+      }
+      const std::int64_t at = 256 * i + 128 * (g / 2) + 32 * (g % 2);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i xv = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + at))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + at + 64)), 1);
+        const __m512 dx = _mm512_set1_ps(x[c].d[i]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], dx), acc[r][c]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const std::int32_t* bs = x[c].sums + i * 16;
+      __m256i s32 = _mm256_hadd_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
+                                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs + 8)));
+      s32 = _mm256_permute4x64_epi64(s32, 0xD8);  // sub-blocks 0..7 in order
+      const float dx = x[c].d[i];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 m = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_mullo_epi32(mins[r], s32)));
+        acc[r][c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ndmin[r] * dx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+template <bool five>
+float dot_k45(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  k45_tile<five, 1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+template <bool five>
+void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+              std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {k45_tile<five, 1, 1>, k45_tile<five, 1, 2>, k45_tile<five, 1, 3>, k45_tile<five, 1, 4>},
+      {k45_tile<five, 2, 1>, k45_tile<five, 2, 2>, k45_tile<five, 2, 3>, k45_tile<five, 2, 4>},
+      {k45_tile<five, 3, 1>, k45_tile<five, 3, 2>, k45_tile<five, 3, 3>, k45_tile<five, 3, 4>},
+      {k45_tile<five, 4, 1>, k45_tile<five, 4, 2>, k45_tile<five, 4, 3>, k45_tile<five, 4, 4>},
+  };
+  // A single activation row (decode) runs faster one weight row at a time: the per-row decode
+  // state of four rows does not fit the registers next to the accumulators.
+  run_tiles(tiles, nc == 1 ? 1 : 4, w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// q6_K weights against q8_256 activations, R x C. Group t (0..3) is the 64 values from 64 t, in
+/// order: two quarters of one half of the block (low or high nibbles of 64 ql bytes, with 2-bit
+/// pairs of qh). Each 16 values share scales[v / 16]; the stored levels are q + 32, so
+/// 32 * scale * (activation sum per 16) comes off once per super-block.
+template <int R, int C>
+void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  const __m512i three = _mm512_set1_epi8(3);
+  for (std::int64_t i = 0; i < k / 256; ++i) {
+    __m512 scf[R];  // d * scales[j], j = 0..15
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * sizeof(block_q6_k);
+      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
+      scf[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)), _mm512_set1_ps(half(b + 208)));
+    }
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t) {
+      const int h = t / 2, hi = t % 2;
+      const __m512i pick = _mm512_set_epi32(4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 2, 4 * t + 2, 4 * t + 2,
+                                            4 * t + 2, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t, 4 * t, 4 * t, 4 * t);
+      __m512i u[R];
+      __m512 sw[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * sizeof(block_q6_k);
+        const __m512i l = _mm512_loadu_si512(b + 64 * h);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * h));
+        // Quarters 2 hi and 2 hi + 1 take qh bits (4 hi, 4 hi + 1) and (4 hi + 2, 4 hi + 3).
+        const __m256i qa = hi ? _mm256_srli_epi16(qh, 4) : qh;
+        const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(qa), _mm256_srli_epi16(qa, 2), 1);
+        const __m512i lo = hi ? _mm512_and_si512(_mm512_srli_epi16(l, 4), low4) : _mm512_and_si512(l, low4);
+        u[r] = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hb, three), 4));
+        sw[r] = _mm512_permutexvar_ps(pick, scf[r]);
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        const __m512i xv = _mm512_loadu_si512(x[c].qs + 256 * i + 64 * t);
+        const __m512 dx = _mm512_set1_ps(x[c].d[i]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
+          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], dx), acc[r][c]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512 nbx = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(x[c].sums + i * 16)),
+                                       _mm512_set1_ps(-32.0f * x[c].d[i]));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(scf[r], nbx, acc[r][c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_q6_k(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q6_k_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q6_k(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>},
+      {q6_k_tile<2, 1>, q6_k_tile<2, 2>, q6_k_tile<2, 3>, q6_k_tile<2, 4>},
+      {q6_k_tile<3, 1>, q6_k_tile<3, 2>, q6_k_tile<3, 3>, q6_k_tile<3, 4>},
+      {q6_k_tile<4, 1>, q6_k_tile<4, 2>, q6_k_tile<4, 3>, q6_k_tile<4, 4>},
+  };
+  run_tiles(tiles, 4, w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+float dot_q8_0(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q8_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q8_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q8_0_tile<1, 1>, q8_0_tile<1, 2>, q8_0_tile<1, 3>, q8_0_tile<1, 4>},
+      {q8_0_tile<2, 1>, q8_0_tile<2, 2>, q8_0_tile<2, 3>, q8_0_tile<2, 4>},
+      {q8_0_tile<3, 1>, q8_0_tile<3, 2>, q8_0_tile<3, 3>, q8_0_tile<3, 4>},
+      {q8_0_tile<4, 1>, q8_0_tile<4, 2>, q8_0_tile<4, 3>, q8_0_tile<4, 4>},
+  };
+  run_tiles(tiles, 4, w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+}  // namespace
+
+void fill_table(kernel_table& t) {
+  t.dot = dot;
+  t.f16_to_f32 = f16_to_f32;
+  t.axpy = axpy;
+  t.quantize_groups = x86_quantize_groups;
+  t.silu = x86_sigmoid_gate<false>;
+  t.gelu = x86_sigmoid_gate<true>;
+  t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
+  t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16>;
+  t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16>;
+  t.row_dot[dtype_slot(dtype::q4_0)] = dot_q4_0;
+  t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
+  t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
+  t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
+  t.row_dot[dtype_slot(dtype::q6_k)] = dot_q6_k;
+  t.row_gemm[dtype_slot(dtype::q4_0)] = gemm_q4_0;
+  t.row_gemm[dtype_slot(dtype::q8_0)] = gemm_q8_0;
+  t.row_gemm[dtype_slot(dtype::q4_k)] = gemm_k45<false>;
+  t.row_gemm[dtype_slot(dtype::q5_k)] = gemm_k45<true>;
+  t.row_gemm[dtype_slot(dtype::q6_k)] = gemm_q6_k;
+  t.gemm_f32 = gemm_f32;
 }
 
 }  // namespace strata::kernels::avx512

@@ -1,78 +1,130 @@
 #include "kernels/matmul.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "kernels/quants.hpp"
-#include "kernels/simd.hpp"
 
 namespace strata::kernels {
 namespace {
 
-constexpr std::int64_t k_row_tile = 4;
+constexpr std::int64_t k_row_block = 16;  // weight rows per row GEMM call / f32 tile
 
-/// Per-thread buffer for dequantized weight rows; grows on first use only.
-float* scratch(std::size_t n) {
-  thread_local std::vector<float> buf;
+/// A per-thread buffer that grows on first use and is reused afterwards.
+template <class T>
+T* scratch(std::vector<T>& buf, std::size_t n) {
   if (buf.size() < n) buf.resize(n);
   return buf.data();
 }
 
-/// Row r of W as f32: a pointer into W for f32 weights, else dequantized into dst.
-const float* row_f32(const kernel_table& kt, dtype wt, const std::byte* w, std::size_t row_stride, std::int64_t r,
-                     std::int64_t k, float* dst) {
-  const std::byte* src = w + static_cast<std::size_t>(r) * row_stride;
-  switch (wt) {
-    case dtype::f32: return reinterpret_cast<const float*>(src);
-    case dtype::f16: kt.f16_to_f32(reinterpret_cast<const std::uint16_t*>(src), dst, k); return dst;
-    default: dequantize_row(wt, src, dst, k); return dst;
+bool is_float(dtype t) { return t == dtype::f32 || t == dtype::f16 || t == dtype::bf16; }
+
+/// Rows [r0, r1) of a float-typed W against all m activation rows: f32 tiles of k_row_block rows.
+void gemm_f32_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
+                   std::int64_t rows, std::int64_t k, const float* x, std::int64_t m, float* y) {
+  thread_local std::vector<float> tile_buf;
+  float* tile = wt == dtype::f32 ? nullptr : scratch(tile_buf, static_cast<std::size_t>(k_row_block * k));
+  const std::size_t stride = row_bytes(wt, k);
+  for (std::int64_t rb = r0; rb < r1; rb += k_row_block) {
+    const int nr = static_cast<int>(std::min(k_row_block, r1 - rb));
+    const std::byte* src = w + static_cast<std::size_t>(rb) * stride;
+    const float* wf = reinterpret_cast<const float*>(src);
+    if (wt == dtype::f16) {
+      kt.f16_to_f32(reinterpret_cast<const std::uint16_t*>(src), tile, nr * k);
+      wf = tile;
+    } else if (wt == dtype::bf16) {
+      dequantize_row(wt, src, tile, nr * k);
+      wf = tile;
+    }
+    kt.gemm_f32(wf, x, k, nr, static_cast<int>(m), y + rb, rows);
   }
 }
 
-void matmul_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
-                 std::int64_t rows, std::int64_t k, const float* x, std::int64_t m, float* y) {
+/// Rows [r0, r1) of W against the m prepared activation rows.
+void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
+              std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y) {
   const std::size_t stride = row_bytes(wt, k);
-  float* tile = scratch(static_cast<std::size_t>(k * k_row_tile));
-  std::int64_t r = r0;
-  if (m >= 4) {
-    for (; r + k_row_tile <= r1; r += k_row_tile) {
-      for (int t = 0; t < k_row_tile; ++t) {
-        const float* src = row_f32(kt, wt, w, stride, r + t, k, tile + t * k);
-        if (src != tile + t * k) std::copy(src, src + k, tile + t * k);
-      }
-      std::int64_t i = 0;
-      float out[4][4];
-      for (; i + 4 <= m; i += 4) {
-        kt.dot_4x4(tile, x + i * k, k, out);
-        for (int t = 0; t < 4; ++t)
-          for (int c = 0; c < 4; ++c) y[(i + c) * rows + r + t] = out[t][c];
-      }
-      for (; i < m; ++i)
-        for (int t = 0; t < 4; ++t) y[i * rows + r + t] = kt.dot(tile + t * k, x + i * k, k);
+  const row_gemm_fn gemm = kt.row_gemm[dtype_slot(wt)];
+  if (gemm == nullptr) {
+    const row_dot_fn dot = kt.row_dot[dtype_slot(wt)];
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const std::byte* wr = w + static_cast<std::size_t>(r) * stride;
+      for (std::int64_t i = 0; i < m; ++i) y[i * rows + r] = dot(wr, xs[i], k);
     }
+    return;
   }
-  for (; r < r1; ++r) {
-    const float* wr = row_f32(kt, wt, w, stride, r, k, tile);
-    for (std::int64_t i = 0; i < m; ++i) y[i * rows + r] = kt.dot(wr, x + i * k, k);
+  for (std::int64_t rb = r0; rb < r1; rb += k_row_block) {
+    const int nr = static_cast<int>(std::min(k_row_block, r1 - rb));
+    gemm(w + static_cast<std::size_t>(rb) * stride, stride, nr, xs, static_cast<int>(m), k, y + rb, rows);
   }
 }
+
+/// Activation rows of one matmul call, prepared by the calling thread.
+struct prepared_x {
+  std::vector<act_row> rows;
+  std::vector<std::byte> data;
+};
 
 }  // namespace
 
-void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
-            std::int64_t m, float* y) {
-  const kernel_table& kt = active_kernels();
+void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
+            const float* x, std::int64_t m, float* y) {
+  thread_local prepared_x px;
   const auto* wb = static_cast<const std::byte*>(w);
-  // Small products are not worth waking the pool.
-  if (rows * k * m < 32 * 1024 || pool.size() == 1) {
-    matmul_rows(kt, wt, wb, 0, rows, rows, k, x, m, y);
+  const bool single = rows * k * m < 32 * 1024 || pool.size() == 1;
+  if (is_float(wt) && m >= k_gemm_min_m && k % 16 == 0) {
+    if (single) {
+      gemm_f32_rows(kt, wt, wb, 0, rows, rows, k, x, m, y);
+      return;
+    }
+    auto job = [&](int ith, int nth) {
+      std::int64_t b, e;
+      compute_pool::split(rows, k_row_block, ith, nth, b, e);
+      if (b < e) gemm_f32_rows(kt, wt, wb, b, e, rows, k, x, m, y);
+    };
+    pool.run(std::ref(job));  // a reference_wrapper: std::function stores it without allocating
     return;
   }
-  pool.run([&](int ith, int nth) {
+  const act_format fmt = act_format_for(wt);
+  act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
+  if (fmt == act_format::f32) {
+    for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
+  } else {
+    const std::size_t per_row = act_row_bytes(fmt, k);
+    // One spare row of bytes lets the start be rounded up to 64.
+    std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
+    data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
+    auto quantize = [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i)
+        xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
+    };
+    if (single || m < 4) {
+      quantize(0, m);
+    } else {
+      auto job = [&](int ith, int nth) {
+        std::int64_t b, e;
+        compute_pool::split(m, 1, ith, nth, b, e);
+        quantize(b, e);
+      };
+      pool.run(std::ref(job));
+    }
+  }
+  if (single) {
+    dot_rows(kt, wt, wb, 0, rows, rows, k, xs, m, y);
+    return;
+  }
+  auto job = [&](int ith, int nth) {
     std::int64_t b, e;
-    compute_pool::split(rows, k_row_tile, ith, nth, b, e);
-    if (b < e) matmul_rows(kt, wt, wb, b, e, rows, k, x, m, y);
-  });
+    compute_pool::split(rows, m == 1 ? 4 : k_row_block, ith, nth, b, e);
+    if (b < e) dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y);
+  };
+  pool.run(std::ref(job));
+}
+
+void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
+            std::int64_t m, float* y) {
+  matmul(pool, active_kernels(), wt, w, rows, k, x, m, y);
 }
 
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,

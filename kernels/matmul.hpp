@@ -4,19 +4,34 @@
 #include <cstdint>
 
 #include "kernels/compute_pool.hpp"
+#include "kernels/simd.hpp"
 #include "kernels/types.hpp"
 
 namespace strata::kernels {
 
+/// From this many activation rows on, f32/f16/bf16 weights take f32 tiles with register-blocked
+/// FMA instead of row dots.
+constexpr std::int64_t k_gemm_min_m = 16;
+
 /// Y[i][r] = sum_j W[r][j] * X[i][j] for i < m, r < rows: W has `rows` rows of `k` elements of
-/// type wt (GGUF layout); X (m x k) and Y (m x rows) are f32, row-major. m == 1 is the decode
-/// GEMV; m > 1 (prefill, batched decode) reuses each dequantized weight tile across 4 activation
-/// rows at a time. Rows are split over the pool. Activations stay f32: the result is what the
-/// dequantized weights compute, without rounding the activations.
+/// type wt (GGUF layout); X (m x k) and Y (m x rows) are f32, row-major. Rows are split over the
+/// pool.
+///  - Quantized W: X is quantized to 8 bits first (per 32 values for q4_0/q8_0, per 256 with
+///    sums per 16 for K-quants) and each weight row is dotted in its GGUF layout with integer
+///    products; for m > 1 blocks of 16 weight rows go through the row GEMM kernels.
+///  - f32/f16/bf16 W: X stays f32; small m uses row dots, m >= k_gemm_min_m expands 16 weight rows
+///    at a time to f32 and runs a register-blocked FMA kernel.
+/// Every m computes the same sums up to the order of float additions, so a row's result does not
+/// depend on the batch it is in beyond rounding. Scratch buffers are per thread and grow on first
+/// use only.
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
             std::int64_t m, float* y);
+/// The same with an explicit kernel level (tests and benchmarks compare levels with it).
+void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
+            const float* x, std::int64_t m, float* y);
 
-/// The single-threaded reference: dequantize each row, then a plain dot product in double.
+/// The single-threaded exact reference: dequantize each row, then a plain dot product in double
+/// against the unrounded activations.
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,
                       float* y);
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/simd.hpp"
+
 namespace strata::kernels {
 
 void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
@@ -44,17 +46,9 @@ float softmax(float* x, std::int64_t n) {
   return mx + static_cast<float>(std::log(sum));
 }
 
-void silu(float* x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
-}
+void silu(float* x, std::int64_t n) { active_kernels().silu(x, n); }
 
-void gelu(float* x, std::int64_t n) {
-  constexpr float k = 0.7978845608028654f;  // sqrt(2/pi)
-  for (std::int64_t i = 0; i < n; ++i) {
-    float v = x[i];
-    x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-  }
-}
+void gelu(float* x, std::int64_t n) { active_kernels().gelu(x, n); }
 
 void soft_cap(float* x, std::int64_t n, float cap) {
   for (std::int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
@@ -69,5 +63,11 @@ void add(float* y, const float* a, const float* b, std::int64_t n) {
 void scale(float* x, std::int64_t n, float s) {
   for (std::int64_t i = 0; i < n; ++i) x[i] *= s;
 }
+
+void convert_row_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
+void convert_row_from_f16(const std::uint16_t* src, float* dst, std::int64_t n) { active_kernels().f16_to_f32(src, dst, n); }
 
 }  // namespace strata::kernels

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "kernels/quants.hpp"  // fp16_to_fp32, fp32_to_fp16, bf16_to_fp32, fp32_to_bf16
+
 namespace strata::kernels {
 
 /// y = x / rms(x) * weight (weight may be null: no scaling). y may equal x.
@@ -20,5 +22,8 @@ void soft_cap(float* x, std::int64_t n, float cap);
 void mul(float* y, const float* a, const float* b, std::int64_t n);
 void add(float* y, const float* a, const float* b, std::int64_t n);
 void scale(float* x, std::int64_t n, float s);
+/// f32 to f16 (round to nearest even) and back, for the KV cache.
+void convert_row_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
+void convert_row_from_f16(const std::uint16_t* src, float* dst, std::int64_t n);
 
 }  // namespace strata::kernels

@@ -1,34 +1,83 @@
 #include "kernels/simd.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "kernels/quants.hpp"
 
 namespace strata::kernels {
+namespace {
 
-namespace scalar {
-float dot(const float* a, const float* b, std::int64_t n) {
-  // Eight partial sums, like the SIMD variants, keep rounding error comparable and small.
-  float s[8] = {};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  float t = 0;
-  for (; i < n; ++i) t += a[i] * b[i];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
+
+}  // namespace
+
+act_format act_format_for(dtype wt) {
+  switch (wt) {
+    case dtype::q4_0: case dtype::q8_0: return act_format::q8_32;
+    case dtype::q4_k: case dtype::q5_k: case dtype::q6_k: return act_format::q8_256;
+    default: return act_format::f32;
+  }
 }
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]) {
-  for (int r = 0; r < 4; ++r)
-    for (int c = 0; c < 4; ++c) out[r][c] = dot(w + r * k, x + c * k, k);
+
+std::size_t act_row_bytes(act_format fmt, std::int64_t k) {
+  const auto n = static_cast<std::size_t>(k);
+  switch (fmt) {
+    case act_format::f32: return round64(n * 4);
+    case act_format::q8_32: return round64(n) + round64(n / 32 * 4) + round64(n / 32 * 4);
+    case act_format::q8_256: return round64(n) + round64(n / 256 * 4) + round64(n / 16 * 4);
+  }
+  return 0;
 }
-void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+
+act_row quantize_activations(act_format fmt, const float* x, std::int64_t k, void* buf) {
+  return quantize_activations(kernels_for(simd_level::scalar), fmt, x, k, buf);
 }
-void axpy(float a, const float* x, float* y, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+
+act_row quantize_activations(const kernel_table& kt, act_format fmt, const float* x, std::int64_t k, void* buf) {
+  act_row r;
+  auto* b = static_cast<std::byte*>(buf);
+  const auto n = static_cast<std::size_t>(k);
+  switch (fmt) {
+    case act_format::f32:
+      std::memcpy(buf, x, n * 4);
+      r.f = static_cast<const float*>(buf);
+      return r;
+    case act_format::q8_32: {
+      auto* qs = reinterpret_cast<std::int8_t*>(b);
+      auto* d = reinterpret_cast<float*>(b + round64(n));
+      auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / 32 * 4));
+      kt.quantize_groups(x, k, 32, 32, qs, d, sums);
+      r.qs = qs, r.d = d, r.sums = sums;
+      return r;
+    }
+    case act_format::q8_256: {
+      auto* qs = reinterpret_cast<std::int8_t*>(b);
+      auto* d = reinterpret_cast<float*>(b + round64(n));
+      auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / 256 * 4));
+      kt.quantize_groups(x, k, 256, 16, qs, d, sums);
+      r.qs = qs, r.d = d, r.sums = sums;
+      return r;
+    }
+  }
+  return r;
 }
-}  // namespace scalar
+
+int dtype_slot(dtype t) {
+  switch (t) {
+    case dtype::f32: return 0;
+    case dtype::f16: return 1;
+    case dtype::bf16: return 2;
+    case dtype::q4_0: return 3;
+    case dtype::q8_0: return 4;
+    case dtype::q4_k: return 5;
+    case dtype::q5_k: return 6;
+    case dtype::q6_k: return 7;
+  }
+  return 0;
+}
 
 const char* simd_level_name(simd_level level) {
   switch (level) {
@@ -43,10 +92,12 @@ bool cpu_supports(simd_level level) {
 #if defined(__x86_64__)
   switch (level) {
     case simd_level::scalar: return true;
-    case simd_level::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    case simd_level::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case simd_level::avx512:
       return cpu_supports(simd_level::avx2) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vnni");
   }
   return false;
 #else
@@ -55,16 +106,24 @@ bool cpu_supports(simd_level level) {
 }
 
 const kernel_table& kernels_for(simd_level level) {
-  static const kernel_table tables[] = {
-      {simd_level::scalar, scalar::dot, scalar::dot_4x4, scalar::f16_to_f32, scalar::axpy},
-      {simd_level::avx2, avx2::dot, avx2::dot_4x4, avx2::f16_to_f32, avx2::axpy},
-      {simd_level::avx512, avx512::dot, avx512::dot_4x4, avx512::f16_to_f32, avx512::axpy},
-  };
-  return tables[static_cast<int>(level)];
+  static const auto tables = [] {
+    struct all {
+      kernel_table t[3];
+    } a;
+    scalar::fill_table(a.t[0]);
+    a.t[1] = a.t[0];  // a level falls back to the scalar kernel wherever it has none of its own
+    avx2::fill_table(a.t[1]);
+    a.t[2] = a.t[1];
+    avx512::fill_table(a.t[2]);
+    a.t[1].level = simd_level::avx2;
+    a.t[2].level = simd_level::avx512;
+    return a;
+  }();
+  return tables.t[static_cast<int>(level)];
 }
 
 const kernel_table& active_kernels() {
-  static const kernel_table& table = [] () -> const kernel_table& {
+  static const kernel_table& table = []() -> const kernel_table& {
     simd_level best = simd_level::scalar;
     if (cpu_supports(simd_level::avx2)) best = simd_level::avx2;
     if (cpu_supports(simd_level::avx512)) best = simd_level::avx512;

@@ -1,49 +1,120 @@
 #pragma once
 // The per-CPU kernel table: the scalar reference and the AVX2 / AVX-512 variants of the inner
 // loops, picked once at start from cpuid (STRATA_KERNELS=scalar|avx2|avx512 forces a level).
+//
+// Two product paths sit behind matmul():
+//  - row dots (GEMV, small m): a weight row in its GGUF layout against one activation row. For
+//    quantized weights the activations are first quantized to 8 bits (act_format), and the dot
+//    runs on integers with one float multiply per block, as the GGUF block scales require;
+//    f32/f16/bf16 weights take f32 activations.
+//  - row GEMMs (large m): the same products, blocked so that each decoded weight serves several
+//    activation rows (and each activation several weight rows). f32/f16/bf16 weights are
+//    expanded to f32 tiles and multiplied with FMA. Both paths compute the same sums up to the
+//    order of float additions, so a sequence gets the same logits alone or in a batch.
 
+#include <cstddef>
 #include <cstdint>
+
+#include "kernels/types.hpp"
 
 namespace strata::kernels {
 
 enum class simd_level { scalar, avx2, avx512 };
 
+/// How activations are quantized for a weight type's row dot.
+enum class act_format {
+  f32,     // not quantized (f32, f16, bf16 weights)
+  q8_32,   // int8 with one f32 scale per 32 values, sums per 32 (q4_0, q8_0 weights)
+  q8_256,  // int8 with one f32 scale per 256 values, sums per 16 (q4_K, q5_K, q6_K weights)
+};
+act_format act_format_for(dtype wt);
+
+/// One activation row as the row dots read it. For act_format::f32 only `f` is set; otherwise
+/// x[j] ~ qs[j] * d[j / group] and sums[b] = sum of qs over the b-th run of sum_group values.
+struct act_row {
+  const float* f = nullptr;
+  const std::int8_t* qs = nullptr;
+  const float* d = nullptr;
+  const std::int32_t* sums = nullptr;
+};
+
+/// Bytes one quantized activation row of k values takes in a buffer (64-byte multiple).
+std::size_t act_row_bytes(act_format fmt, std::int64_t k);
+/// Quantizes x[0..k) into buf (act_row_bytes(fmt, k) bytes, 64-byte aligned) and returns the view.
+/// k is a multiple of the format's group. Round to nearest; the scale is max|x| / 127.
+act_row quantize_activations(act_format fmt, const float* x, std::int64_t k, void* buf);
+struct kernel_table;
+/// The same with a kernel level's quantizer (every level gives the same bytes).
+act_row quantize_activations(const kernel_table& kt, act_format fmt, const float* x, std::int64_t k, void* buf);
+
+/// dot(W row, x) for one weight row of k elements in its GGUF layout.
+using row_dot_fn = float (*)(const void* w, const act_row& x, std::int64_t k);
+/// y[c * ldy + r] = dot(W row r, x[c]) for r < nr, c < nc, where W row r starts at
+/// w + r * w_stride (GGUF layout). The same sums as row_dot up to the order of float additions;
+/// variants block rows and columns so that each decoded weight serves several activation rows.
+using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k,
+                             float* y, std::int64_t ldy);
+/// y[c * ldy + r] = sum_j w[r * k + j] * x[c * k + j] for r < nr, c < nc, all f32; k a multiple
+/// of 16.
+using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
+
+/// Index of a dtype in kernel_table::row_dot.
+int dtype_slot(dtype t);
+constexpr int k_dtype_slots = 8;
+
 struct kernel_table {
   simd_level level = simd_level::scalar;
   /// sum_i a[i] * b[i]
   float (*dot)(const float* a, const float* b, std::int64_t n) = nullptr;
-  /// out[r][c] = dot(w[r], x[c]) for 4 weight rows and 4 activation rows (stride k).
-  void (*dot_4x4)(const float* w, const float* x, std::int64_t k, float out[4][4]) = nullptr;
   /// f16 to f32 conversion of a row.
   void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::int64_t n) = nullptr;
   /// y += a * x
   void (*axpy)(float a, const float* x, float* y, std::int64_t n) = nullptr;
+  /// Groups of `group` values (32 or 256) get one scale d = max|x| / 127 and levels round(x / d);
+  /// sums of the levels per `sum_group` (16 or 32) values.
+  void (*quantize_groups)(const float* x, std::int64_t k, int group, int sum_group, std::int8_t* qs, float* d,
+                          std::int32_t* sums) = nullptr;
+  /// In place: x * sigmoid(x), and GELU with the tanh approximation.
+  void (*silu)(float* x, std::int64_t n) = nullptr;
+  void (*gelu)(float* x, std::int64_t n) = nullptr;
+  row_dot_fn row_dot[k_dtype_slots] = {};
+  /// For the quantized types (the float slots stay null: they take gemm_f32).
+  row_gemm_fn row_gemm[k_dtype_slots] = {};
+  gemm_f32_fn gemm_f32 = nullptr;
 };
+
+/// A row GEMM made of row dots, activation rows outermost (each stays in L1 across the weight
+/// rows of the block).
+template <row_dot_fn dot>
+void row_gemm_by_dots(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+                      std::int64_t ldy) {
+  for (int c = 0; c < nc; ++c)
+    for (int r = 0; r < nr; ++r)
+      y[c * ldy + r] = dot(static_cast<const std::byte*>(w) + static_cast<std::size_t>(r) * w_stride, x[c], k);
+}
 
 const kernel_table& kernels_for(simd_level level);
 /// The table in use: the best level this CPU supports, unless STRATA_KERNELS says otherwise.
 const kernel_table& active_kernels();
 const char* simd_level_name(simd_level level);
-/// Levels this CPU can run, lowest first.
+/// Whether this CPU can run a level.
 bool cpu_supports(simd_level level);
 
 namespace scalar {
 float dot(const float* a, const float* b, std::int64_t n);
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]);
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
 void axpy(float a, const float* x, float* y, std::int64_t n);
+void quantize_groups(const float* x, std::int64_t k, int group, int sum_group, std::int8_t* qs, float* d,
+                     std::int32_t* sums);
+void silu(float* x, std::int64_t n);
+void gelu(float* x, std::int64_t n);
+void fill_table(kernel_table& t);
 }  // namespace scalar
 namespace avx2 {
-float dot(const float* a, const float* b, std::int64_t n);
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]);
-void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
-void axpy(float a, const float* x, float* y, std::int64_t n);
+void fill_table(kernel_table& t);
 }  // namespace avx2
 namespace avx512 {
-float dot(const float* a, const float* b, std::int64_t n);
-void dot_4x4(const float* w, const float* x, std::int64_t k, float out[4][4]);
-void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
-void axpy(float a, const float* x, float* y, std::int64_t n);
+void fill_table(kernel_table& t);
 }  // namespace avx512
 
 }  // namespace strata::kernels

@@ -1,5 +1,7 @@
 #include "kernels/types.hpp"
 
+#include <cstdio>
+
 namespace strata::kernels {
 
 std::optional<dtype> dtype_from_id(std::uint32_t id) {
@@ -18,7 +20,9 @@ const char* ggml_type_name(std::uint32_t id) {
                                       "i8",   "i16",  "i32",   "i64",     "f64",     "iq1_m",   "bf16",  "q4_0_4_4",
                                       "q4_0_4_8", "q4_0_8_8", "tq1_0", "tq2_0"};
   if (id < sizeof(names) / sizeof(names[0])) return names[id];
-  return "unknown";
+  thread_local char buf[24];
+  std::snprintf(buf, sizeof(buf), "unknown(%u)", id);
+  return buf;
 }
 
 std::int64_t block_elements(dtype t) {

@@ -13,7 +13,8 @@ enum class dtype : std::uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 
 std::optional<dtype> dtype_from_id(std::uint32_t ggml_type);
 /// "f16", "q4_K", ...
 const char* dtype_name(dtype t);
-/// The name of any GGML type id ("iq2_xs", "unknown(77)").
+/// The name of any GGML type id ("iq2_xs", "unknown(77)"; the latter lives in a per-thread
+/// buffer until the next unknown id on the same thread).
 const char* ggml_type_name(std::uint32_t ggml_type);
 /// Elements per block (1 for f32/f16/bf16, 32 for q4_0/q8_0, 256 for K-quants).
 std::int64_t block_elements(dtype t);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "actors/runtime/address.hpp"
+#include "src/sampling/sampling_params.hpp"
 
 namespace strata::pipeline {
 
@@ -34,21 +35,6 @@ struct batch_layout {
   std::int32_t n_rows() const { return static_cast<std::int32_t>(tokens.size()); }
 };
 
-/// The per-request sampling settings the output stage keeps for a sequence.
-struct sampling_settings {
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  std::int32_t top_k = 0;
-  float min_p = 0.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  float repetition_penalty = 1.0f;
-  std::uint64_t seed = 0;
-  std::int32_t top_logprobs = 0;
-  bool logprobs = false;
-  std::vector<std::pair<std::int32_t, float>> logit_bias;
-};
-
 /// Activations moving down the pipeline: n_rows x hidden floats, owned by the message.
 struct forward {
   batch_layout layout;
@@ -58,7 +44,7 @@ struct forward {
 /// Output stage: start or stop keeping a sampler for a sequence (penalty counts, RNG).
 struct open_sampler {
   std::uint64_t id = 0;
-  sampling_settings settings;
+  sampling::sampling_params settings;
   /// Tokens already in the sequence (prompt), for repetition penalties.
   std::vector<std::int32_t> history;
 };

@@ -2,6 +2,7 @@
 // Messages the scheduler receives, and the stream events it sends to a request's reply address.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -44,11 +45,30 @@ struct request_rejected {
   std::string code;
 };
 
-using stream_inbox = std::variant<token_event, request_done, request_rejected>;
+/// Where one API request's output goes, kept by the actor that receives the request's stream
+/// events (the API's stream hub). Choices (n > 1) arrive with their index set.
+class stream_sink {
+ public:
+  virtual ~stream_sink() = default;
+  virtual void on_token(const token_event& e) = 0;
+  /// One choice ended; the sink is dropped after the last one.
+  virtual void on_done(const request_done& d) = 0;
+  /// The scheduler refused a choice.
+  virtual void on_rejected(const request_rejected& r) = 0;
+};
+
+/// Registers a sink for the scheduler requests `requests` (choice i is requests[i]). Sent to the
+/// stream receiver before the submits, so it is in that mailbox before any reply.
+struct open_stream {
+  std::vector<std::uint64_t> requests;
+  std::unique_ptr<stream_sink> sink;
+};
+
+using stream_inbox = std::variant<token_event, request_done, request_rejected, open_stream>;
 using stream_address = actors::address<stream_inbox>;
 
 struct generation_settings {
-  pipeline::sampling_settings sampling;
+  sampling::sampling_params sampling;
   std::int32_t max_tokens = 256;
   std::vector<std::string> stop;
   bool ignore_eos = false;

@@ -2,6 +2,7 @@
 // SIGINT or SIGTERM.
 
 #include <csignal>
+#include <filesystem>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -16,6 +17,10 @@
 #include "src/commands/command_registry.hpp"
 #include "src/common/log.hpp"
 #include "src/config/config.hpp"
+#include "src/api/completions_service.hpp"
+#include "src/api/stream_hub.hpp"
+#include "src/engine/engine.hpp"
+#include "src/model/synth.hpp"
 
 namespace strata::commands {
 namespace {
@@ -72,6 +77,58 @@ int serve(const serve_options& opts) {
   status.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   api::router router(status, metrics);
+
+  std::unique_ptr<engine::engine> eng;
+  std::unique_ptr<api::completions_service> completions;
+  std::string model_path = cfg.model.path;
+  if (model_path.empty()) {
+    // The built-in demo: a small random-weight model with the built-in byte-level vocabulary,
+    // synthesized once into the cache directory.
+    std::filesystem::path demo = cfg.cache_dir() / "demo-qwen2-q8_0.gguf";
+    if (!std::filesystem::exists(demo)) {
+      std::error_code ec;
+      std::filesystem::create_directories(demo.parent_path(), ec);
+      spdlog::info("no model given: synthesizing the built-in demo model into {}", demo.string());
+      model::synth_options so;
+      so.arch = "qwen2";
+      so.layers = 4;
+      so.hidden = 256;
+      so.heads = 4;
+      so.kv_heads = 2;
+      so.ffn = 768;
+      so.vocab = "builtin";
+      so.type = "q8_0";
+      so.ctx = 4096;
+      so.seed = 1;
+      so.name = "strata-demo";
+      so.out = demo;
+      if (auto r = model::synthesize(so); !r) {
+        spdlog::error("cannot synthesize the demo model: {}", r.err().message);
+        return 1;
+      }
+    }
+    spdlog::info("serving the built-in demo model {} (random weights: its text is noise)", demo.string());
+    model_path = demo.string();
+  }
+  {
+    auto loaded = engine::engine::load(cfg, model_path);
+    if (!loaded) {
+      spdlog::error("{}", loaded.err().message);
+      return 1;
+    }
+    eng = std::move(*loaded);
+    eng->start(system, metrics);
+    status.model_id = eng->model_id();
+    auto hub = system.spawn<api::stream_hub>("stream-hub", actors::supervision::stop_system);
+    completions = std::make_unique<api::completions_service>(*eng, hub, metrics);
+    using io::http::verb;
+    auto* c = completions.get();
+    router.add(verb::post, "/v1/chat/completions", [c](io::http_request& r, const io::request_context& x) { return c->chat(r, x); });
+    router.add(verb::post, "/v1/completions", [c](io::http_request& r, const io::request_context& x) { return c->completion(r, x); });
+    router.add(verb::post, "/tokenize", [c](io::http_request& r, const io::request_context& x) { return c->tokenize(r, x); });
+    router.add(verb::post, "/detokenize", [c](io::http_request& r, const io::request_context& x) { return c->detokenize(r, x); });
+    router.add(verb::get, "/v1/ws", [c](io::http_request& r, const io::request_context& x) { return c->websocket(r, x); });
+  }
 
   io::http_options http_opts;
   http_opts.host = cfg.server.host;

@@ -1,7 +1,8 @@
 // `strata tokenize --vocab V.gguf --in FILE`: tokenizes each text of FILE (texts separated by a
 // line `__ggml_vocab_test__`) with no BOS/EOS and special tokens not parsed, and prints one line
 // of token ids per text (" id id id"), the format of ../shared/vocab/*.out.
-// `strata tokenize --vocab V.gguf --text "..."` prints the ids of one text.
+// `strata tokenize --vocab V.gguf --text "..." [--special]` prints the ids of one text (with
+// --special, special-token text becomes its token; --add-special adds BOS/EOS as the vocab says).
 
 #include <cstdio>
 #include <fstream>
@@ -78,7 +79,7 @@ const bool registered = register_command("tokenize", "Print the token ids of tex
   auto* text = sub.add_option("--text", o->text, "One text");
   in->excludes(text);
   sub.add_flag("--add-special", o->add_special, "Add BOS/EOS as the vocabulary says");
-  sub.add_flag("--parse-special", o->parse_special, "Turn special-token text into special tokens");
+  sub.add_flag("--special,--parse-special", o->parse_special, "Turn special-token text such as <|im_start|> into its token");
   sub.callback([in, text] {
     if (in->count() == 0 && text->count() == 0) throw CLI::ValidationError("one of --in or --text is required");
   });

@@ -10,27 +10,15 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "src/common/json_escape.hpp"
+
 namespace strata::log {
 
 std::string json_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 8);
   for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
+    if (!append_json_escape(out, c)) out += static_cast<char>(c);
   }
   return out;
 }

@@ -2,29 +2,50 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <memory>
 
+#include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/quants.hpp"
-#include "kernels/simd.hpp"
 
 namespace strata::model {
-namespace {
 
-/// Per-thread activations, grown to the largest batch seen and then reused.
-struct scratch {
-  std::vector<float> cur, q, k, v, attn, out, gate, up;
-  static scratch& get() {
-    thread_local scratch s;
-    return s;
-  }
+/// The forward functions' way into scratch's buffers.
+struct forward_access {
+  static float* cur(scratch& s) { return s.cur_.data(); }
+  static float* q(scratch& s) { return s.q_.data(); }
+  static float* k(scratch& s) { return s.k_.data(); }
+  static float* v(scratch& s) { return s.v_.data(); }
+  static float* attn(scratch& s) { return s.attn_.data(); }
+  static float* out(scratch& s) { return s.out_.data(); }
+  static float* gate(scratch& s) { return s.gate_.data(); }
+  static float* up(scratch& s) { return s.up_.data(); }
+  static std::vector<seq_rows>& slice(scratch& s) { return s.slice_; }
 };
 
-float* sized(std::vector<float>& v, std::size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
+scratch::scratch(const hparams& h, std::int32_t max_rows)
+    : max_rows_(std::max<std::int32_t>(1, max_rows)), n_embd_(h.n_embd), q_dim_(h.q_dim()), kv_dim_(h.kv_dim()), n_ff_(h.n_ff) {
+  const auto n = static_cast<std::size_t>(max_rows_);
+  cur_.resize(n * static_cast<std::size_t>(n_embd_));
+  q_.resize(n * static_cast<std::size_t>(q_dim_));
+  k_.resize(n * static_cast<std::size_t>(kv_dim_));
+  v_.resize(n * static_cast<std::size_t>(kv_dim_));
+  attn_.resize(n * static_cast<std::size_t>(q_dim_));
+  out_.resize(n * static_cast<std::size_t>(n_embd_));
+  // gate holds the fused gate+up (phi3) or the fused qkv rows, whichever is wider.
+  gate_.resize(n * static_cast<std::size_t>(std::max(2 * n_ff_, q_dim_ + 2 * kv_dim_)));
+  up_.resize(n * static_cast<std::size_t>(n_ff_));
+  slice_.reserve(64);
 }
+
+bool scratch::fits(const hparams& h) const {
+  return n_embd_ == h.n_embd && q_dim_ == h.q_dim() && kv_dim_ == h.kv_dim() && n_ff_ == h.n_ff;
+}
+
+namespace {
+
+using fa = forward_access;
 
 void matmul(kernels::compute_pool& pool, const tensor_view& w, const float* x, std::int64_t n, float* y) {
   kernels::matmul(pool, w.type, w.data, w.rows, w.cols, x, n, y);
@@ -35,91 +56,50 @@ void add_bias(float* y, const tensor_view& b, std::int64_t n, std::int64_t dim) 
   for (std::int64_t i = 0; i < n; ++i) kernels::add(y + i * dim, y + i * dim, b.f32(), dim);
 }
 
-/// One (row, head) of attention over the sequence's pages: out = softmax(q.K * scale) V.
-void attend_one(const hparams& h, const layer_kv& kv, const seq_rows& s, std::int32_t pos, bool sliding, const float* q,
-                int head, float* out) {
-  const kernels::kernel_table& kt = kernels::active_kernels();
-  thread_local std::vector<float> scores, row;
-  const int hd = h.head_dim;
-  const int kvh = head / (h.n_head / h.n_head_kv);
-  const std::int32_t first = sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
-  const std::int32_t n = pos - first + 1;
-  float* sc = sized(scores, static_cast<std::size_t>(n));
-  float* tmp = sized(row, static_cast<std::size_t>(hd));
-  const std::int32_t pt = kv.page_tokens();
-  for (std::int32_t t = 0; t < n; ++t) {
-    std::int32_t p = first + t;
-    kt.f16_to_f32(kv.k(s.blocks[p / pt], p % pt) + kvh * hd, tmp, hd);
-    sc[t] = kt.dot(q, tmp, hd) * h.attn_scale;
-  }
-  if (h.attn_softcap > 0) kernels::soft_cap(sc, n, h.attn_softcap);
-  kernels::softmax(sc, n);
-  std::fill(out, out + hd, 0.0f);
-  for (std::int32_t t = 0; t < n; ++t) {
-    std::int32_t p = first + t;
-    kt.f16_to_f32(kv.v(s.blocks[p / pt], p % pt) + kvh * hd, tmp, hd);
-    kt.axpy(sc[t], tmp, out, hd);
-  }
+void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t n, std::int64_t dim, float eps) {
+  for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(x + i * dim, w.f32(), y + i * dim, dim, eps);
 }
 
-}  // namespace
-
-void embed(const model& m, const std::int32_t* tokens, std::int32_t n, float* hidden) {
-  const tensor_view& e = m.weights.token_embd;
-  const std::size_t stride = kernels::row_bytes(e.type, e.cols);
-  for (std::int32_t i = 0; i < n; ++i) {
-    std::int32_t t = std::clamp<std::int32_t>(tokens[i], 0, m.hp.n_vocab - 1);
-    kernels::dequantize_row(e.type, static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * stride,
-                            hidden + static_cast<std::size_t>(i) * e.cols, e.cols);
-    if (m.hp.embed_scale != 1.0f) kernels::scale(hidden + static_cast<std::size_t>(i) * e.cols, e.cols, m.hp.embed_scale);
+/// Rotary embedding of one row's heads; with per-frequency divisors when the model has them.
+void rope_row(float* x, int n_heads, const hparams& h, std::int32_t pos, const tensor_view& factors) {
+  if (!factors) {
+    kernels::rope(x, n_heads, h.head_dim, h.n_rot, pos, h.rope_freq_base, h.rope_freq_scale, h.rope_neox);
+    return;
   }
-}
-
-void layer_forward(const model& m, int il, const batch_view& batch, float* hidden, layer_kv& kv,
-                   kernels::compute_pool& pool) {
-  const hparams& h = m.hp;
-  const layer_weights& L = m.weights.layers[static_cast<std::size_t>(il)];
-  const std::int64_t n = batch.n_rows, d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
-  scratch& s = scratch::get();
-  float* cur = sized(s.cur, n * d);
-  float* q = sized(s.q, n * qd);
-  float* k = sized(s.k, n * kvd);
-  float* v = sized(s.v, n * kvd);
-  float* attn = sized(s.attn, n * qd);
-  float* out = sized(s.out, n * d);
-
-  // Attention block.
-  for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(hidden + i * d, L.attn_norm.f32(), cur + i * d, d, h.norm_eps);
-  if (L.wqkv) {
-    float* qkv = sized(s.gate, n * (qd + 2 * kvd));
-    matmul(pool, L.wqkv, cur, n, qkv);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* r = qkv + i * (qd + 2 * kvd);
-      std::copy(r, r + qd, q + i * qd);
-      std::copy(r + qd, r + qd + kvd, k + i * kvd);
-      std::copy(r + qd + kvd, r + qd + 2 * kvd, v + i * kvd);
+  const float p = static_cast<float>(pos) * h.rope_freq_scale;
+  const int half = h.n_rot / 2;
+  for (int i = 0; i < half; ++i) {
+    const float theta = p * std::pow(h.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(h.n_rot)) / factors.f32()[i];
+    const float c = std::cos(theta), s = std::sin(theta);
+    const int a = h.rope_neox ? i : 2 * i;
+    const int b = h.rope_neox ? i + half : 2 * i + 1;
+    for (int hh = 0; hh < n_heads; ++hh) {
+      float* v = x + static_cast<std::int64_t>(hh) * h.head_dim;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
     }
-  } else {
-    matmul(pool, L.wq, cur, n, q);
-    matmul(pool, L.wk, cur, n, k);
-    matmul(pool, L.wv, cur, n, v);
   }
-  add_bias(q, L.bq, n, qd);
-  add_bias(k, L.bk, n, kvd);
-  add_bias(v, L.bv, n, kvd);
+}
 
+/// Q/K norms, RoPE, then the row's K and V into its page slot.
+void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& batch, float* q, float* k, const float* v,
+                  layer_kv& kv) {
+  const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
   for (const seq_rows& sq : batch.seqs) {
     for (std::int32_t r = 0; r < sq.n_rows; ++r) {
       const std::int64_t row = sq.first_row + r;
       const std::int32_t pos = sq.start_pos + r;
       float* qr = q + row * qd;
       float* kr = k + row * kvd;
-      if (L.q_norm) {
-        for (int hh = 0; hh < h.n_head; ++hh) kernels::rms_norm(qr + hh * h.head_dim, L.q_norm.f32(), qr + hh * h.head_dim, h.head_dim, h.norm_eps);
-        for (int hh = 0; hh < h.n_head_kv; ++hh) kernels::rms_norm(kr + hh * h.head_dim, L.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
+      if (w.q_norm) {
+        for (int hh = 0; hh < h.n_head; ++hh)
+          kernels::rms_norm(qr + hh * h.head_dim, w.q_norm.f32(), qr + hh * h.head_dim, h.head_dim, h.norm_eps);
+        for (int hh = 0; hh < h.n_head_kv; ++hh)
+          kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
-      kernels::rope(qr, h.n_head, h.head_dim, h.n_rot, pos, h.rope_freq_base, h.rope_freq_scale, h.rope_neox);
-      kernels::rope(kr, h.n_head_kv, h.head_dim, h.n_rot, pos, h.rope_freq_base, h.rope_freq_scale, h.rope_neox);
+      rope_row(qr, h.n_head, h, pos, w.rope_freqs);
+      rope_row(kr, h.n_head_kv, h, pos, w.rope_freqs);
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
       std::uint16_t* kd = kv.k(page, slot);
       std::uint16_t* vd = kv.v(page, slot);
@@ -130,68 +110,180 @@ void layer_forward(const model& m, int il, const batch_view& batch, float* hidde
       }
     }
   }
+}
 
-  // Every (row, head) pair is independent: spread them over the pool.
+/// Attention of every row over its sequence. The work units are (row, run of query heads that
+/// share a kv head); workers take them as they free up, the longest contexts (last rows) first.
+void attend_rows(const hparams& h, int il, const batch_view& batch, const float* q, float* attn, const layer_kv& kv,
+                 kernels::compute_pool& pool) {
+  const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
   const bool sliding = h.sliding(il);
-  const std::int64_t items = n * h.n_head;
-  auto attend_range = [&](std::int64_t b, std::int64_t e) {
-    std::size_t si = 0;
-    for (std::int64_t it = b; it < e; ++it) {
-      const std::int64_t row = it / h.n_head;
-      const int head = static_cast<int>(it % h.n_head);
-      while (row >= batch.seqs[si].first_row + batch.seqs[si].n_rows) ++si;
-      const seq_rows& sq = batch.seqs[si];
-      const std::int32_t pos = sq.start_pos + static_cast<std::int32_t>(row - sq.first_row);
-      attend_one(h, kv, sq, pos, sliding, q + row * qd + head * h.head_dim, head, attn + row * qd + head * h.head_dim);
-    }
+  const std::int64_t qd = h.q_dim();
+  const int group = h.n_head / h.n_head_kv;
+  const std::int64_t n = batch.n_rows;
+  // Enough units for every worker even for one decode row: split a group when needed.
+  const std::int64_t per_row_wanted = (pool.size() + n - 1) / n;
+  const int splits = static_cast<int>(std::clamp<std::int64_t>((per_row_wanted + h.n_head_kv - 1) / h.n_head_kv, 1, group));
+  const int heads_per_unit = (group + splits - 1) / splits;
+  const int units_per_group = (group + heads_per_unit - 1) / heads_per_unit;
+  const std::int64_t units_per_row = static_cast<std::int64_t>(h.n_head_kv) * units_per_group;
+  const std::int64_t units = n * units_per_row;
+  const kernels::kv_page_view pages{kv.k(0, 0), kv.v(0, 0), static_cast<std::int64_t>(kv.page_tokens()) * kv.kv_dim(),
+                                    kv.kv_dim(), kv.page_tokens(), nullptr};
+
+  auto run_unit = [&](std::int64_t u) {
+    const std::int64_t row = u / units_per_row;
+    const int in_row = static_cast<int>(u % units_per_row);
+    const int kvh = in_row / units_per_group;
+    const int h0 = kvh * group + (in_row % units_per_group) * heads_per_unit;
+    const int h1 = std::min(h0 + heads_per_unit, (kvh + 1) * group);
+    // The sequence whose rows hold `row`: the last one starting at or before it.
+    const auto it = std::upper_bound(batch.seqs.begin(), batch.seqs.end(), row,
+                                     [](std::int64_t r, const seq_rows& sq) { return r < sq.first_row; });
+    const seq_rows& sq = *(it - 1);
+    const std::int32_t pos = sq.start_pos + static_cast<std::int32_t>(row - sq.first_row);
+    const std::int32_t first = sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
+    kernels::kv_page_view view = pages;
+    view.blocks = sq.blocks;
+    kernels::attention(shape, view, first, pos, q + row * qd, attn + row * qd, h0, h1);
   };
-  if (items * (batch.seqs.empty() ? 1 : batch.seqs[0].start_pos + 1) < 256) {
-    attend_range(0, items);
+
+  std::int64_t work = 0;  // key positions times query heads, to skip the pool for tiny steps
+  for (const seq_rows& sq : batch.seqs) work += static_cast<std::int64_t>(sq.n_rows) * (sq.start_pos + sq.n_rows);
+  work *= h.n_head * h.head_dim;
+  if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
+    for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
-    pool.run([&](int ith, int nth) {
-      std::int64_t b, e;
-      kernels::compute_pool::split(items, 1, ith, nth, b, e);
-      if (b < e) attend_range(b, e);
-    });
+    pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
-  matmul(pool, L.wo, attn, n, out);
-  if (L.post_attn_norm)
-    for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(out + i * d, L.post_attn_norm.f32(), out + i * d, d, h.norm_eps);
+}
+
+void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden, layer_kv& kv,
+                 scratch& s, kernels::compute_pool& pool) {
+  const std::int64_t n = batch.n_rows, d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
+  float* cur = fa::cur(s);
+  float* q = fa::q(s);
+  float* k = fa::k(s);
+  float* v = fa::v(s);
+  float* attn = fa::attn(s);
+  float* out = fa::out(s);
+  float* gate = fa::gate(s);
+  float* up = fa::up(s);
+
+  // Attention block.
+  rms_norm_rows(hidden, w.attn_norm, cur, n, d, h.norm_eps);
+  if (w.wqkv) {
+    matmul(pool, w.wqkv, cur, n, gate);  // each row: q, k, v
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float* r = gate + i * (qd + 2 * kvd);
+      std::copy(r, r + qd, q + i * qd);
+      std::copy(r + qd, r + qd + kvd, k + i * kvd);
+      std::copy(r + qd + kvd, r + qd + 2 * kvd, v + i * kvd);
+    }
+  } else {
+    matmul(pool, w.wq, cur, n, q);
+    matmul(pool, w.wk, cur, n, k);
+    matmul(pool, w.wv, cur, n, v);
+  }
+  add_bias(q, w.bq, n, qd);
+  add_bias(k, w.bk, n, kvd);
+  add_bias(v, w.bv, n, kvd);
+  prepare_rows(w, h, batch, q, k, v, kv);
+  attend_rows(h, il, batch, q, attn, kv, pool);
+  matmul(pool, w.wo, attn, n, out);
+  if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, n, d, h.norm_eps);
   kernels::add(hidden, hidden, out, n * d);
 
   // Feed-forward block.
-  for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(hidden + i * d, L.ffn_norm.f32(), cur + i * d, d, h.norm_eps);
-  float* gate = sized(s.gate, n * ff * (L.gate_up ? 2 : 1));
-  float* up = sized(s.up, n * ff);
-  if (L.gate_up) {
-    matmul(pool, L.gate_up, cur, n, gate);  // each row: gate (ff) then up (ff)
-    for (std::int64_t i = n - 1; i >= 0; --i) {
+  rms_norm_rows(hidden, w.ffn_norm, cur, n, d, h.norm_eps);
+  if (w.gate_up) {
+    matmul(pool, w.gate_up, cur, n, gate);  // each row: gate (ff) then up (ff)
+    // Compact in place: row i's gate moves down to i * ff; it never overtakes an unread row.
+    for (std::int64_t i = 0; i < n; ++i) {
       std::copy(gate + i * 2 * ff + ff, gate + i * 2 * ff + 2 * ff, up + i * ff);
       std::copy(gate + i * 2 * ff, gate + i * 2 * ff + ff, gate + i * ff);
     }
   } else {
-    matmul(pool, L.gate, cur, n, gate);
-    matmul(pool, L.up, cur, n, up);
+    matmul(pool, w.gate, cur, n, gate);
+    matmul(pool, w.up, cur, n, up);
   }
   if (h.architecture == arch::gemma2) kernels::gelu(gate, n * ff);
   else kernels::silu(gate, n * ff);
   kernels::mul(gate, gate, up, n * ff);
-  matmul(pool, L.down, gate, n, out);
-  if (L.post_ffn_norm)
-    for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(out + i * d, L.post_ffn_norm.f32(), out + i * d, d, h.norm_eps);
+  matmul(pool, w.down, gate, n, out);
+  if (w.post_ffn_norm) rms_norm_rows(out, w.post_ffn_norm, out, n, d, h.norm_eps);
   kernels::add(hidden, hidden, out, n * d);
+}
+
+/// A per-thread scratch for the model-based overloads, replaced when too small or of other dims.
+scratch& thread_scratch(const hparams& h, std::int32_t rows) {
+  thread_local std::unique_ptr<scratch> s;
+  if (!s || !s->fits(h) || s->max_rows() < rows) s = std::make_unique<scratch>(h, std::max(rows, s && s->fits(h) ? s->max_rows() : 1));
+  return *s;
+}
+
+}  // namespace
+
+void embed(const model_weights& w, const hparams& h, const std::int32_t* tokens, std::int32_t n, float* hidden) {
+  const tensor_view& e = w.token_embd;
+  const std::size_t stride = kernels::row_bytes(e.type, e.cols);
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t t = std::clamp<std::int32_t>(tokens[i], 0, h.n_vocab - 1);
+    float* row = hidden + static_cast<std::size_t>(i) * static_cast<std::size_t>(e.cols);
+    kernels::dequantize_row(e.type, static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * stride, row, e.cols);
+    if (h.embed_scale != 1.0f) kernels::scale(row, e.cols, h.embed_scale);
+  }
+}
+
+void layer_forward(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden,
+                   layer_kv& kv, scratch& s, kernels::compute_pool& pool) {
+  if (batch.n_rows <= s.max_rows()) {
+    layer_slice(w, h, il, batch, hidden, kv, s, pool);
+    return;
+  }
+  // Slices of at most max_rows rows, in row order: a sequence cut in two writes its first part's
+  // KV before its second part attends to it.
+  std::vector<seq_rows>& part = fa::slice(s);
+  for (std::int32_t r0 = 0; r0 < batch.n_rows; r0 += s.max_rows()) {
+    const std::int32_t r1 = std::min(batch.n_rows, r0 + s.max_rows());
+    part.clear();
+    for (const seq_rows& sq : batch.seqs) {
+      const std::int32_t b = std::max(r0, sq.first_row), e = std::min(r1, sq.first_row + sq.n_rows);
+      if (b < e) part.push_back({sq.blocks, sq.n_blocks, b - r0, e - b, sq.start_pos + (b - sq.first_row)});
+    }
+    batch_view sub{batch.tokens ? batch.tokens + r0 : nullptr, r1 - r0, part};
+    layer_slice(w, h, il, sub, hidden + static_cast<std::int64_t>(r0) * h.n_embd, kv, s, pool);
+  }
+}
+
+void output_logits(const model_weights& w, const hparams& h, const float* hidden, std::span<const std::int32_t> rows,
+                   float* logits, scratch& s, kernels::compute_pool& pool) {
+  const std::int64_t d = h.n_embd;
+  float* cur = fa::cur(s);
+  for (std::size_t r0 = 0; r0 < rows.size(); r0 += static_cast<std::size_t>(s.max_rows())) {
+    const std::size_t n = std::min(rows.size() - r0, static_cast<std::size_t>(s.max_rows()));
+    for (std::size_t i = 0; i < n; ++i)
+      kernels::rms_norm(hidden + static_cast<std::int64_t>(rows[r0 + i]) * d, w.output_norm.f32(),
+                        cur + static_cast<std::int64_t>(i) * d, d, h.norm_eps);
+    float* out = logits + static_cast<std::int64_t>(r0) * h.n_vocab;
+    matmul(pool, w.output, cur, static_cast<std::int64_t>(n), out);
+    if (h.final_softcap > 0) kernels::soft_cap(out, static_cast<std::int64_t>(n) * h.n_vocab, h.final_softcap);
+  }
+}
+
+void embed(const model& m, const std::int32_t* tokens, std::int32_t n, float* hidden) {
+  embed(m.weights, m.hp, tokens, n, hidden);
+}
+
+void layer_forward(const model& m, int il, const batch_view& batch, float* hidden, layer_kv& kv,
+                   kernels::compute_pool& pool) {
+  layer_forward(m.weights.layers[static_cast<std::size_t>(il)], m.hp, il, batch, hidden, kv,
+                thread_scratch(m.hp, batch.n_rows), pool);
 }
 
 void output_logits(const model& m, const float* hidden, std::span<const std::int32_t> rows, float* logits,
                    kernels::compute_pool& pool) {
-  const hparams& h = m.hp;
-  const std::int64_t d = h.n_embd, n = static_cast<std::int64_t>(rows.size());
-  float* cur = sized(scratch::get().cur, n * d);
-  for (std::int64_t i = 0; i < n; ++i)
-    kernels::rms_norm(hidden + static_cast<std::int64_t>(rows[static_cast<std::size_t>(i)]) * d, m.weights.output_norm.f32(),
-                      cur + i * d, d, h.norm_eps);
-  matmul(pool, m.weights.output, cur, n, logits);
-  if (h.final_softcap > 0) kernels::soft_cap(logits, n * h.n_vocab, h.final_softcap);
+  output_logits(m.weights, m.hp, hidden, rows, logits, thread_scratch(m.hp, static_cast<std::int32_t>(rows.size())), pool);
 }
 
 }  // namespace strata::model

@@ -219,6 +219,7 @@ result<void> gguf_file::load() {
   if (*magic != 0x46554747u) return fail(errc::corrupt_data, "not a GGUF file (bad magic)");
   auto version = c.read<std::uint32_t>("version");
   if (!version) return std::move(version).err();
+  if (*version == 0x02000000u || *version == 0x03000000u) return fail(errc::unsupported, "big-endian GGUF files are not supported");
   if (*version != 2 && *version != 3) return fail(errc::unsupported, "GGUF version ", *version, " is not supported (2 and 3 are)");
   version_ = *version;
   auto n_tensors = c.read<std::uint64_t>("tensor count");
@@ -238,7 +239,7 @@ result<void> gguf_file::load() {
     if (k.empty()) return fail(errc::corrupt_data, "metadata entry ", i, " has an empty key");
     auto t = read_type(c, k);
     if (!t) return std::move(t).err();
-    value_ref ref{*t, {}, 0, 0};
+    value_ref ref{*t, {}, 0, 0, c.pos(), 0};
     if (*t == gguf_type::array) {
       std::uint64_t start = c.pos();  // the element type, then the count, then the elements
       if (auto r = skip_value(c, gguf_type::array, k, 0); !r) return r;
@@ -249,6 +250,7 @@ result<void> gguf_file::load() {
       ref.pos = c.pos();
       if (auto r = skip_value(c, *t, k, 0); !r) return r;
     }
+    ref.end = c.pos();
     if (!kv_.emplace(k, ref).second) return fail(errc::corrupt_data, "duplicate metadata key '", k, "'");
     key_order_.push_back(std::move(k));
   }
@@ -305,7 +307,9 @@ result<void> gguf_file::load() {
   spans.reserve(tensors_.size());
   for (std::size_t i = 0; i < tensors_.size(); ++i) {
     gguf_tensor& t = tensors_[i];
-    if (t.offset > data_size || t.n_bytes > data_size - t.offset)
+    if (t.offset > data_size)
+      return fail(errc::corrupt_data, "tensor '", t.name, "': data starts at offset ", t.offset, " past the end of the data section (", data_size, " bytes)");
+    if (t.n_bytes > data_size - t.offset)
       return fail(errc::corrupt_data, "tensor '", t.name, "': data ends at byte ", data_start + t.offset + t.n_bytes,
                   " past the end of the file (", size_, " bytes)");
     t.data = base_ + data_start + t.offset;
@@ -355,6 +359,18 @@ std::optional<std::uint64_t> gguf_file::array_size(std::string_view key) const {
   auto it = kv_.find(std::string(key));
   if (it == kv_.end() || it->second.type != gguf_type::array) return std::nullopt;
   return it->second.count;
+}
+
+std::optional<gguf_type> gguf_file::array_type(std::string_view key) const {
+  auto it = kv_.find(std::string(key));
+  if (it == kv_.end() || it->second.type != gguf_type::array) return std::nullopt;
+  return it->second.elem;
+}
+
+std::optional<std::span<const std::byte>> gguf_file::raw_value(std::string_view key) const {
+  auto it = kv_.find(std::string(key));
+  if (it == kv_.end()) return std::nullopt;
+  return std::span<const std::byte>(base_ + it->second.begin, it->second.end - it->second.begin);
 }
 
 std::optional<std::vector<std::string_view>> gguf_file::get_string_array(std::string_view key) const {

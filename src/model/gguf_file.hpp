@@ -64,6 +64,11 @@ class gguf_file {
   std::optional<std::vector<std::int64_t>> get_int_array(std::string_view key) const;
   /// Number of elements of an array value, or nullopt.
   std::optional<std::uint64_t> array_size(std::string_view key) const;
+  /// Element type of an array value, or nullopt.
+  std::optional<gguf_type> array_type(std::string_view key) const;
+  /// The value's encoded bytes as stored after its type field (for an array: element type,
+  /// count, elements), for copying it into another file.
+  std::optional<std::span<const std::byte>> raw_value(std::string_view key) const;
   std::vector<std::string> keys() const;
 
   const std::vector<gguf_tensor>& tensors() const { return tensors_; }
@@ -79,6 +84,8 @@ class gguf_file {
     gguf_type elem{};       // for arrays
     std::uint64_t count = 0;  // for arrays
     std::size_t pos = 0;      // where the value (or the array's first element) starts
+    std::size_t begin = 0;    // the encoded value: [begin, end)
+    std::size_t end = 0;
   };
   gguf_file() = default;
   result<void> load();

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/attention.hpp"
+
 namespace strata::model {
 
 const char* arch_name(arch a) {
@@ -50,7 +52,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     if (auto v = f.get_int(a + ".attention.value_length"); v && *v != h.head_dim)
       return fail(errc::unsupported, a, ".attention.value_length ", *v, " differs from key_length ", h.head_dim);
   } else if (h.n_embd % h.n_head != 0) {
-    return fail(errc::corrupt_data, a, ".embedding_length is not a multiple of the head count and no key_length is given");
+    return fail(errc::corrupt_data, a, ".embedding_length = ", h.n_embd, " is not a multiple of ", a, ".attention.head_count = ",
+                h.n_head, " and no ", a, ".attention.key_length is given");
   }
   h.n_rot = h.head_dim;
   if (f.has(a + ".rope.dimension_count")) {
@@ -69,12 +72,24 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   if (!eps || !(*eps > 0) || *eps > 1) return fail(errc::corrupt_data, "metadata key ", a, ".attention.layer_norm_rms_epsilon is missing or invalid");
   h.norm_eps = static_cast<float>(*eps);
 
+  if (h.head_dim > kernels::k_attention_max_head_dim)
+    return fail(errc::unsupported, a, ".attention.key_length = ", h.head_dim, " exceeds the longest head supported (",
+                kernels::k_attention_max_head_dim, ")");
+
+  // llama.cpp's convention: adjacent-pair rotation for llama, NeoX halves for the others.
   h.rope_neox = h.architecture != arch::llama;
   h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim));
   if (h.architecture == arch::gemma2) {
-    if (auto v = f.get_int(a + ".attention.sliding_window")) h.sliding_window = static_cast<std::int32_t>(*v);
+    // Gemma 2 27B (46 layers) was trained with query_pre_attn_scalar = n_embd / n_head, the
+    // smaller models with the head length.
+    if (h.n_layer == 46) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+    if (auto r = need_int("attention.sliding_window", h.sliding_window, 1, 1 << 24); !r) return std::move(r).err();
+    // The soft-caps Gemma 2 was trained with, unless the file says otherwise (0 turns one off).
+    h.attn_softcap = 50.0f;
+    h.final_softcap = 30.0f;
     if (auto v = f.get_float(a + ".attn_logit_softcapping")) h.attn_softcap = static_cast<float>(*v);
     if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
+    if (h.attn_softcap < 0 || h.final_softcap < 0) return fail(errc::corrupt_data, a, ": a logit soft-cap is negative");
     h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
   }
 

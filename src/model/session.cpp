@@ -5,13 +5,15 @@
 
 namespace strata::model {
 
-session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens, std::int32_t page_tokens)
-    : m_(std::move(m)), pool_(pool), max_tokens_(max_tokens) {
-  std::int32_t pages = (max_tokens + page_tokens - 1) / page_tokens;
+session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens,
+                 std::int32_t page_tokens, std::int32_t max_batch)
+    : m_(std::move(m)), pool_(pool), max_tokens_(max_tokens), scratch_(m_->hp, std::min(max_batch, std::max(1, max_tokens))) {
+  const std::int32_t pages = (max_tokens + page_tokens - 1) / page_tokens;
   kv_.reserve(static_cast<std::size_t>(m_->hp.n_layer));
   for (int i = 0; i < m_->hp.n_layer; ++i) kv_.emplace_back(pages, page_tokens, m_->hp.kv_dim());
   blocks_.resize(static_cast<std::size_t>(pages));
   std::iota(blocks_.begin(), blocks_.end(), 0);
+  hidden_.resize(static_cast<std::size_t>(scratch_.max_rows()) * static_cast<std::size_t>(m_->hp.n_embd));
 }
 
 result<std::vector<float>> session::append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk) {
@@ -20,19 +22,21 @@ result<std::vector<float>> session::append(std::span<const std::int32_t> tokens,
     return fail(errc::limit_exceeded, "sequence of ", pos_ + tokens.size(), " tokens exceeds the session's ", max_tokens_);
   for (std::int32_t t : tokens)
     if (t < 0 || t >= h.n_vocab) return fail(errc::invalid_argument, "token id ", t, " is outside the vocabulary (", h.n_vocab, ")");
+  chunk = std::clamp(chunk, 1, scratch_.max_rows());
   std::vector<float> logits;
-  std::vector<float> hidden;
+  std::vector<std::int32_t> rows;
   std::size_t done = 0;
   while (done < tokens.size()) {
     const auto n = static_cast<std::int32_t>(std::min<std::size_t>(static_cast<std::size_t>(chunk), tokens.size() - done));
-    hidden.resize(static_cast<std::size_t>(n) * h.n_embd);
-    embed(*m_, tokens.data() + done, n, hidden.data());
-    seq_rows s{blocks_.data(), static_cast<std::int32_t>(blocks_.size()), 0, n, pos_};
-    batch_view b{tokens.data() + done, n, std::span<const seq_rows>(&s, 1)};
-    for (int il = 0; il < h.n_layer; ++il) layer_forward(*m_, il, b, hidden.data(), kv_[static_cast<std::size_t>(il)], pool_);
+    embed(m_->weights, h, tokens.data() + done, n, hidden_.data());
+    const seq_rows s{blocks_.data(), static_cast<std::int32_t>(blocks_.size()), 0, n, pos_};
+    const batch_view b{tokens.data() + done, n, std::span<const seq_rows>(&s, 1)};
+    for (int il = 0; il < h.n_layer; ++il)
+      layer_forward(m_->weights.layers[static_cast<std::size_t>(il)], h, il, b, hidden_.data(), kv_[static_cast<std::size_t>(il)],
+                    scratch_, pool_);
     pos_ += n;
     done += static_cast<std::size_t>(n);
-    std::vector<std::int32_t> rows;
+    rows.clear();
     if (all_logits) {
       rows.resize(static_cast<std::size_t>(n));
       std::iota(rows.begin(), rows.end(), 0);
@@ -40,9 +44,9 @@ result<std::vector<float>> session::append(std::span<const std::int32_t> tokens,
       rows.push_back(n - 1);
     }
     if (!rows.empty()) {
-      std::size_t at = logits.size();
+      const std::size_t at = logits.size();
       logits.resize(at + rows.size() * static_cast<std::size_t>(h.n_vocab));
-      output_logits(*m_, hidden.data(), rows, logits.data() + at, pool_);
+      output_logits(m_->weights, h, hidden_.data(), rows, logits.data() + at, scratch_, pool_);
     }
   }
   return logits;

@@ -16,8 +16,9 @@ namespace strata::model {
 
 class session {
  public:
-  /// Room for max_tokens positions.
-  session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens, std::int32_t page_tokens = 32);
+  /// Room for max_tokens positions; steps of up to max_batch rows.
+  session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens,
+          std::int32_t page_tokens = 32, std::int32_t max_batch = 512);
 
   /// Appends tokens (in chunks of at most `chunk` rows) and returns the logits of every appended
   /// position (tokens.size() x n_vocab) when all_logits, else only of the last one.
@@ -33,6 +34,8 @@ class session {
   std::int32_t max_tokens_;
   std::vector<layer_kv> kv_;
   std::vector<std::int32_t> blocks_;
+  scratch scratch_;
+  std::vector<float> hidden_;
   std::int32_t pos_ = 0;
 };
 

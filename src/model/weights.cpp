@@ -50,6 +50,8 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
   STRATA_TRY_ASSIGN(w.output_norm, b.get("output_norm.weight", d, 1, false, true));
   STRATA_TRY_ASSIGN(w.output, b.get("output.weight", d, h.n_vocab, true));
   if (!w.output) w.output = w.token_embd;
+  tensor_view rope_freqs;
+  STRATA_TRY_ASSIGN(rope_freqs, b.get("rope_freqs.weight", h.n_rot / 2, 1, true, true));
   const bool gemma = h.architecture == arch::gemma2;
   const bool phi = h.architecture == arch::phi3;
   for (int il = 0; il < h.n_layer; ++il) {
@@ -84,6 +86,7 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
       STRATA_TRY_ASSIGN(L.up, b.get(p + "ffn_up.weight", d, ff, false));
     }
     STRATA_TRY_ASSIGN(L.down, b.get(p + "ffn_down.weight", ff, d, false));
+    L.rope_freqs = rope_freqs;
     w.layers.push_back(L);
   }
   // A decoded token reads one embedding row, not the whole table (unless it is the tied output).

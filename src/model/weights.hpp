@@ -22,9 +22,14 @@ struct tensor_view {
   const float* f32() const { return static_cast<const float*>(data); }
 };
 
+/// One layer's tensors; those an architecture lacks stay empty (phi3 has wqkv and gate_up instead
+/// of wq/wk/wv and gate/up; qwen2 adds the biases, qwen3 q_norm/k_norm, gemma2 the post norms).
 struct layer_weights {
   tensor_view attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
   tensor_view ffn_norm, gate, up, gate_up, down, post_ffn_norm;
+  /// Per-frequency divisors of the rotary angles (n_rot / 2 values, Llama 3.1 style), shared by
+  /// every layer; empty when the file has none.
+  tensor_view rope_freqs;
 };
 
 struct model_weights {

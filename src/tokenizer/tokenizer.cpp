@@ -1,62 +1,31 @@
 #include "src/tokenizer/tokenizer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdio>
-#include <queue>
+#include <limits>
 
+#include "src/common/utf8.hpp"
+#include "src/tokenizer/byte_level.hpp"
 #include "src/tokenizer/pre_tokenizer.hpp"
 
 namespace strata::tokenizer {
 namespace {
 
-/// GPT-2's reversible byte <-> printable code point mapping.
-struct byte_map {
-  std::string encode[256];              // byte -> UTF-8 of its code point
-  std::unordered_map<std::uint32_t, std::uint8_t> decode;  // code point -> byte
-  byte_map() {
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      std::uint32_t cp = printable ? static_cast<std::uint32_t>(b) : static_cast<std::uint32_t>(256 + n++);
-      std::string u;
-      if (cp < 0x80) {
-        u += static_cast<char>(cp);
-      } else {
-        u += static_cast<char>(0xC0 | (cp >> 6));
-        u += static_cast<char>(0x80 | (cp & 0x3F));
-      }
-      encode[b] = u;
-      decode[cp] = static_cast<std::uint8_t>(b);
-    }
-  }
-};
+constexpr std::string_view k_space_marker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
-const byte_map& bytes() {
-  static const byte_map m;
-  return m;
+/// Token texts that end a turn in common chat formats; each found in the vocabulary ends generation.
+constexpr std::string_view k_end_of_turn[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+    "<|end_of_text|>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|return|>", "<|call|>"};
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
 }
-
-std::size_t utf8_len(unsigned char c) {
-  if (c < 0x80) return 1;
-  if ((c >> 5) == 6) return 2;
-  if ((c >> 4) == 14) return 3;
-  if ((c >> 3) == 30) return 4;
-  return 1;
-}
-
-/// A merge candidate: two adjacent symbols whose union is a token (SPM) or a ranked pair (BPE).
-struct bigram {
-  int left, right;
-  float score;       // SPM: higher first; BPE: -rank
-  std::size_t size;  // bytes of the union, to detect stale entries
-  bool operator<(const bigram& o) const { return score < o.score || (score == o.score && left > o.left); }
-};
-
-struct symbol {
-  int prev, next;
-  const char* text;
-  std::size_t n;
-};
 
 }  // namespace
 
@@ -71,11 +40,24 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   t.model_ = std::string(*model);
   if (t.model_ != "llama" && t.model_ != "gpt2")
     return fail(errc::unsupported, "tokenizer model '", t.model_, "' is not supported (llama and gpt2 are)");
+  const bool spm = t.model_ == "llama";
+
   auto toks = f.get_string_array("tokenizer.ggml.tokens");
   if (!toks || toks->empty()) return fail(errc::corrupt_data, "tokenizer.ggml.tokens is missing or empty");
   const std::size_t n = toks->size();
-  t.tokens_.reserve(n);
-  for (auto s : *toks) t.tokens_.emplace_back(s);
+  if (n >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    return fail(errc::corrupt_data, "tokenizer.ggml.tokens has ", n, " entries");
+  std::size_t total = 0;
+  for (auto s : *toks) total += s.size();
+  if (total >= std::numeric_limits<std::uint32_t>::max()) return fail(errc::corrupt_data, "tokenizer.ggml.tokens is too large");
+  t.text_.reserve(total);
+  t.offsets_.reserve(n + 1);
+  for (auto s : *toks) {
+    t.offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
+    t.text_.insert(t.text_.end(), s.begin(), s.end());
+  }
+  t.offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
+
   t.scores_.assign(n, 0.0f);
   if (auto sc = f.get_float_array("tokenizer.ggml.scores")) {
     if (sc->size() != n) return fail(errc::corrupt_data, "tokenizer.ggml.scores has ", sc->size(), " entries for ", n, " tokens");
@@ -84,66 +66,118 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   t.types_.assign(n, token_type::normal);
   if (auto ty = f.get_int_array("tokenizer.ggml.token_type")) {
     if (ty->size() != n) return fail(errc::corrupt_data, "tokenizer.ggml.token_type has ", ty->size(), " entries for ", n, " tokens");
-    for (std::size_t i = 0; i < n; ++i) t.types_[i] = static_cast<token_type>((*ty)[i]);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::int64_t v = (*ty)[i];
+      t.types_[i] = v >= 1 && v <= 6 ? static_cast<token_type>(v) : token_type::normal;
+    }
   }
   t.index_.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) t.index_.emplace(t.tokens_[i], static_cast<std::int32_t>(i));
+  for (std::size_t i = 0; i < n; ++i) t.index_[t.token_text(static_cast<std::int32_t>(i))] = static_cast<std::int32_t>(i);  // a repeated string maps to its last id
+
+  // SentencePiece vocabularies follow LLaMA's conventions unless the metadata says otherwise.
   auto id_of = [&](const char* key, std::int32_t fallback) {
     auto v = f.get_int(key);
-    return v && *v >= 0 && *v < static_cast<std::int64_t>(n) ? static_cast<std::int32_t>(*v) : fallback;
+    std::int32_t id = v ? static_cast<std::int32_t>(std::clamp<std::int64_t>(*v, -1, std::numeric_limits<std::int32_t>::max())) : fallback;
+    return id >= 0 && static_cast<std::size_t>(id) < n ? id : -1;
   };
-  const bool spm = t.model_ == "llama";
   t.bos_ = id_of("tokenizer.ggml.bos_token_id", spm ? 1 : -1);
   t.eos_ = id_of("tokenizer.ggml.eos_token_id", spm ? 2 : -1);
   t.unk_ = id_of("tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
-  t.add_bos_ = f.get_bool("tokenizer.ggml.add_bos_token").value_or(spm);
-  t.add_eos_ = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
+  t.eot_ = id_of("tokenizer.ggml.eot_token_id", -1);
+  t.pad_ = id_of("tokenizer.ggml.padding_token_id", -1);
   t.add_space_prefix_ = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(spm);
   if (auto ct = f.get_string("tokenizer.chat_template")) t.chat_template_ = std::string(*ct);
 
-  std::fill(std::begin(t.byte_tokens_), std::end(t.byte_tokens_), -1);
+  t.byte_tokens_.fill(-1);
+  bool default_add_bos = spm;
   if (spm) {
     for (int b = 0; b < 256; ++b) {
       char name[8];
       std::snprintf(name, sizeof(name), "<0x%02X>", b);
-      t.byte_tokens_[b] = t.find(name);
+      t.byte_tokens_[static_cast<std::size_t>(b)] = t.find(name);
+    }
+    // When no token has U+2581 right after another character, no merge crosses the start of a
+    // word, and each word can be merged on its own (same result, much smaller queues).
+    t.spm_words_independent_ = true;
+    for (std::int32_t i = 0; i < static_cast<std::int32_t>(n) && t.spm_words_independent_; ++i) {
+      std::string_view s = t.token_text(i);
+      for (std::size_t p = s.find(k_space_marker, 1); p != std::string_view::npos; p = s.find(k_space_marker, p + 1)) {
+        if (p >= 3 && s.substr(p - 3, 3) == k_space_marker) continue;  // inside a run of U+2581
+        t.spm_words_independent_ = false;
+        break;
+      }
     }
   } else {
-    auto merges = f.get_string_array("tokenizer.ggml.merges");
-    if (!merges) return fail(errc::corrupt_data, "tokenizer.ggml.merges is missing for a gpt2 tokenizer");
-    t.merge_rank_.reserve(merges->size());
-    for (std::size_t i = 0; i < merges->size(); ++i) t.merge_rank_.emplace(std::string((*merges)[i]), static_cast<std::int32_t>(i));
-    std::string pre(f.get_string("tokenizer.ggml.pre").value_or("default"));
-    auto p = pre_tokenizer::create(pre);
-    if (!p) return std::move(p).err();
-    t.pre_ = pre;
-    t.pre_tokenizer_ = std::move(*p);
+    auto r = t.load_bpe(f);
+    if (!r) return std::move(r).err();
+    default_add_bos = t.pre_tokenizer_->adds_bos();
   }
+  t.add_bos_ = f.get_bool("tokenizer.ggml.add_bos_token").value_or(default_add_bos);
+  t.add_eos_ = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
 
+  // Special tokens, matched in text before the rest is tokenized: bucketed by first byte, longest first.
   for (std::size_t i = 0; i < n; ++i) {
-    if (t.types_[i] == token_type::control || t.types_[i] == token_type::user_defined)
-      if (!t.tokens_[i].empty()) t.specials_.push_back(static_cast<std::int32_t>(i));
+    token_type ty = t.types_[i];
+    auto text = t.token_text(static_cast<std::int32_t>(i));
+    if ((ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown) && !text.empty())
+      t.specials_[static_cast<unsigned char>(text[0])].push_back(static_cast<std::int32_t>(i));
   }
-  std::sort(t.specials_.begin(), t.specials_.end(), [&](std::int32_t a, std::int32_t b) {
-    return t.tokens_[static_cast<std::size_t>(a)].size() > t.tokens_[static_cast<std::size_t>(b)].size();
-  });
-  if (t.eos_ >= 0) t.eog_.push_back(t.eos_);
-  if (auto eot = f.get_int("tokenizer.ggml.eot_token_id")) t.eog_.push_back(static_cast<std::int32_t>(*eot));
-  for (const char* s : {"<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|EOT|>", "<|end_of_text|>"}) {
-    std::int32_t id = t.find(s);
-    if (id >= 0 && t.types_[static_cast<std::size_t>(id)] == token_type::control) t.eog_.push_back(id);
-  }
+  for (auto& bucket : t.specials_)
+    std::stable_sort(bucket.begin(), bucket.end(), [&](std::int32_t a, std::int32_t b) { return t.token_text(a).size() > t.token_text(b).size(); });
+
+  for (std::int32_t id : {t.eos_, t.eot_, id_of("tokenizer.ggml.eom_token_id", -1)})
+    if (id >= 0) t.eog_.push_back(id);
+  for (std::string_view s : k_end_of_turn)
+    if (std::int32_t id = t.find(s); id >= 0 && t.types_[static_cast<std::size_t>(id)] != token_type::normal) t.eog_.push_back(id);
+  std::sort(t.eog_.begin(), t.eog_.end());
+  t.eog_.erase(std::unique(t.eog_.begin(), t.eog_.end()), t.eog_.end());
   return t;
 }
 
+result<void> tokenizer::load_bpe(const model::gguf_file& f) {
+  std::string pre(f.get_string("tokenizer.ggml.pre").value_or("default"));
+  auto p = pre_tokenizer::create(pre);
+  if (!p && p.err().code == errc::not_found) {
+    spdlog::warn("tokenizer: pre-tokenizer '{}' is not known; using the default one", pre);
+    pre = "default";
+    p = pre_tokenizer::create(pre);
+  }
+  if (!p) return std::move(p).err();
+  pre_ = pre;
+  pre_tokenizer_ = std::move(*p);
+  ignore_merges_ = pre_tokenizer_->ignore_merges();
+
+  const auto& bl = byte_level::get();
+  for (std::size_t b = 0; b < 256; ++b) byte_tokens_[b] = find(bl.encode[b]);
+
+  auto merges = f.get_string_array("tokenizer.ggml.merges");
+  if (!merges) return fail(errc::corrupt_data, "tokenizer.ggml.merges is missing for a gpt2 tokenizer");
+  merges_.reserve(merges->size());
+  std::string joined;
+  for (std::size_t i = 0; i < merges->size(); ++i) {
+    std::string_view m = (*merges)[i];
+    std::size_t space = m.find(' ', 1);
+    if (space == std::string_view::npos) continue;
+    std::int32_t left = find(m.substr(0, space)), right = find(m.substr(space + 1));
+    joined.assign(m.substr(0, space));
+    joined.append(m.substr(space + 1));
+    std::int32_t merged = find(joined);
+    if (left < 0 || right < 0 || merged < 0) continue;  // a merge into no token can never be emitted
+    std::uint64_t key = (static_cast<std::uint64_t>(left) << 32) | static_cast<std::uint32_t>(right);
+    merges_.emplace(key, merge{static_cast<std::int32_t>(i), merged});
+  }
+  return {};
+}
+
 std::int32_t tokenizer::find(std::string_view text) const {
-  auto it = index_.find(std::string(text));
+  auto it = index_.find(text);
   return it == index_.end() ? -1 : it->second;
 }
 
 std::string_view tokenizer::token_text(std::int32_t id) const {
   if (id < 0 || id >= n_vocab()) return {};
-  return tokens_[static_cast<std::size_t>(id)];
+  auto i = static_cast<std::size_t>(id);
+  return std::string_view(text_.data() + offsets_[i], offsets_[i + 1] - offsets_[i]);
 }
 
 token_type tokenizer::type(std::int32_t id) const {
@@ -151,181 +185,71 @@ token_type tokenizer::type(std::int32_t id) const {
   return types_[static_cast<std::size_t>(id)];
 }
 
-bool tokenizer::is_eog(std::int32_t id) const { return std::find(eog_.begin(), eog_.end(), id) != eog_.end(); }
+bool tokenizer::is_eog(std::int32_t id) const { return std::binary_search(eog_.begin(), eog_.end(), id); }
+
+std::int32_t tokenizer::match_special(std::string_view text, std::size_t pos, bool parse_special) const {
+  for (std::int32_t id : specials_[static_cast<unsigned char>(text[pos])]) {
+    token_type ty = types_[static_cast<std::size_t>(id)];
+    if (!parse_special && ty != token_type::user_defined) continue;
+    std::string_view s = token_text(id);
+    if (text.size() - pos >= s.size() && text.compare(pos, s.size(), s) == 0) return id;
+  }
+  return -1;
+}
 
 std::vector<std::int32_t> tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   std::vector<std::int32_t> out;
+  out.reserve(text.size() / 3 + 4);
   if (add_special && add_bos_ && bos_ >= 0) out.push_back(bos_);
-  // Split on special tokens first: control tokens only when parse_special, user-defined always.
-  bool prev_special = true;
-  std::size_t pos = 0, text_start = 0;
-  auto flush_text = [&](std::size_t end) {
-    if (end > text_start) {
-      std::string_view frag = text.substr(text_start, end - text_start);
-      if (model_ == "llama") {
-        std::string s = add_space_prefix_ && prev_special ? " " : "";
-        s += frag;
-        encode_spm(s, out);
-      } else {
-        encode_bpe(frag, out);
-      }
-      prev_special = false;
-    }
-  };
-  while (pos < text.size()) {
-    std::int32_t hit = -1;
-    if (!specials_.empty()) {
-      for (std::int32_t id : specials_) {
-        const std::string& s = tokens_[static_cast<std::size_t>(id)];
-        if (types_[static_cast<std::size_t>(id)] == token_type::control && !parse_special) continue;
-        if (text.compare(pos, s.size(), s) == 0) {
-          hit = id;
-          break;
-        }
-      }
-    }
-    if (hit < 0) {
+  // Special tokens split the text; each stretch between them is tokenized on its own.
+  std::size_t start = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    if (specials_[static_cast<unsigned char>(text[pos])].empty()) {
       ++pos;
       continue;
     }
-    flush_text(pos);
-    out.push_back(hit);
-    prev_special = true;
-    pos += tokens_[static_cast<std::size_t>(hit)].size();
-    text_start = pos;
+    std::int32_t id = match_special(text, pos, parse_special);
+    if (id < 0) {
+      ++pos;
+      continue;
+    }
+    if (pos > start) encode_fragment(text.substr(start, pos - start), out);
+    out.push_back(id);
+    pos += token_text(id).size();
+    start = pos;
   }
-  flush_text(text.size());
+  if (start < text.size()) encode_fragment(text.substr(start), out);
   if (add_special && add_eos_ && eos_ >= 0) out.push_back(eos_);
   return out;
 }
 
-void tokenizer::byte_fallback(std::string_view bytes_in, std::vector<std::int32_t>& out) const {
-  for (unsigned char c : bytes_in) {
-    std::int32_t id = byte_tokens_[c];
-    out.push_back(id >= 0 ? id : unk_);
-  }
-}
-
-void tokenizer::encode_spm(std::string_view raw, std::vector<std::int32_t>& out) const {
-  std::string text;
-  text.reserve(raw.size() + 8);
-  for (char c : raw) {
-    if (c == ' ') text += "\xE2\x96\x81";  // U+2581
-    else text += c;
-  }
-  std::vector<symbol> sym;
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = std::min(utf8_len(static_cast<unsigned char>(text[i])), text.size() - i);
-    sym.push_back({static_cast<int>(sym.size()) - 1, static_cast<int>(sym.size()) + 1, text.data() + i, n});
-    i += n;
-  }
-  if (sym.empty()) return;
-  sym.back().next = -1;
-  std::priority_queue<bigram> q;
-  std::unordered_map<std::string, std::pair<int, int>> rev;  // merged text -> its two parts, for resegmenting
-  auto try_add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
-    std::string s(sym[static_cast<std::size_t>(l)].text, sym[static_cast<std::size_t>(l)].n + sym[static_cast<std::size_t>(r)].n);
-    std::int32_t id = find(s);
-    if (id < 0) return;
-    q.push({l, r, scores_[static_cast<std::size_t>(id)], s.size()});
-  };
-  for (std::size_t i = 1; i < sym.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
-  while (!q.empty()) {
-    bigram b = q.top();
-    q.pop();
-    symbol& L = sym[static_cast<std::size_t>(b.left)];
-    symbol& R = sym[static_cast<std::size_t>(b.right)];
-    if (L.n == 0 || R.n == 0 || L.n + R.n != b.size || L.next != b.right) continue;
-    L.n += R.n;
-    R.n = 0;
-    L.next = R.next;
-    if (R.next >= 0) sym[static_cast<std::size_t>(R.next)].prev = b.left;
-    try_add(L.prev, b.left);
-    try_add(b.left, L.next);
-  }
-  for (int i = 0; i != -1; i = sym[static_cast<std::size_t>(i)].next) {
-    const symbol& s = sym[static_cast<std::size_t>(i)];
-    std::int32_t id = find(std::string_view(s.text, s.n));
-    if (id >= 0) out.push_back(id);
-    else byte_fallback(std::string_view(s.text, s.n), out);
-  }
-}
-
-void tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
-  const byte_map& bm = bytes();
-  for (std::string_view piece : pre_tokenizer_->split(text)) {
-    std::string mapped;
-    for (unsigned char c : piece) mapped += bm.encode[c];
-    bpe_piece(mapped, out);
-  }
-}
-
-void tokenizer::bpe_piece(const std::string& text, std::vector<std::int32_t>& out) const {
-  std::vector<symbol> sym;
-  for (std::size_t i = 0; i < text.size();) {
-    std::size_t n = std::min(utf8_len(static_cast<unsigned char>(text[i])), text.size() - i);
-    sym.push_back({static_cast<int>(sym.size()) - 1, static_cast<int>(sym.size()) + 1, text.data() + i, n});
-    i += n;
-  }
-  if (sym.empty()) return;
-  sym.back().next = -1;
-  std::priority_queue<bigram> q;
-  std::string key;
-  auto try_add = [&](int l, int r) {
-    if (l < 0 || r < 0) return;
-    const symbol& a = sym[static_cast<std::size_t>(l)];
-    const symbol& b = sym[static_cast<std::size_t>(r)];
-    key.assign(a.text, a.n);
-    key += ' ';
-    key.append(b.text, b.n);
-    auto it = merge_rank_.find(key);
-    if (it == merge_rank_.end()) return;
-    q.push({l, r, -static_cast<float>(it->second), a.n + b.n});
-  };
-  for (std::size_t i = 1; i < sym.size(); ++i) try_add(static_cast<int>(i) - 1, static_cast<int>(i));
-  while (!q.empty()) {
-    bigram b = q.top();
-    q.pop();
-    symbol& L = sym[static_cast<std::size_t>(b.left)];
-    symbol& R = sym[static_cast<std::size_t>(b.right)];
-    if (L.n == 0 || R.n == 0 || L.n + R.n != b.size || L.next != b.right) continue;
-    L.n += R.n;
-    R.n = 0;
-    L.next = R.next;
-    if (R.next >= 0) sym[static_cast<std::size_t>(R.next)].prev = b.left;
-    try_add(L.prev, b.left);
-    try_add(b.left, L.next);
-  }
-  for (int i = 0; i != -1; i = sym[static_cast<std::size_t>(i)].next) {
-    const symbol& s = sym[static_cast<std::size_t>(i)];
-    std::int32_t id = find(std::string_view(s.text, s.n));
-    if (id >= 0) {
-      out.push_back(id);
-      continue;
-    }
-    // Not in the vocabulary (a malformed vocab): fall back to one token per mapped character.
-    for (std::size_t j = 0; j < s.n;) {
-      std::size_t n = std::min(utf8_len(static_cast<unsigned char>(s.text[j])), s.n - j);
-      std::int32_t c = find(std::string_view(s.text + j, n));
-      if (c >= 0) out.push_back(c);
-      else if (unk_ >= 0) out.push_back(unk_);
-      j += n;
-    }
-  }
+void tokenizer::encode_fragment(std::string_view text, std::vector<std::int32_t>& out) const {
+  if (model_ == "llama") encode_spm(text, out);
+  else encode_bpe(text, out);
 }
 
 std::string tokenizer::token_to_piece(std::int32_t id, bool render_special) const {
   if (id < 0 || id >= n_vocab()) return {};
-  const std::string& t = tokens_[static_cast<std::size_t>(id)];
-  token_type ty = types_[static_cast<std::size_t>(id)];
-  if (ty == token_type::control || ty == token_type::unknown || ty == token_type::unused) return render_special ? t : std::string();
-  if (ty == token_type::user_defined) return t;
+  std::string_view t = token_text(id);
+  switch (types_[static_cast<std::size_t>(id)]) {
+    case token_type::control:
+    case token_type::unknown:
+    case token_type::unused:
+      return render_special ? std::string(t) : std::string();
+    case token_type::user_defined:
+      return std::string(t);
+    case token_type::byte:
+      if (t.size() == 6 && t.substr(0, 3) == "<0x" && t[5] == '>' && hex_digit(t[3]) >= 0 && hex_digit(t[4]) >= 0)
+        return std::string(1, static_cast<char>(hex_digit(t[3]) * 16 + hex_digit(t[4])));
+      break;
+    case token_type::normal:
+      break;
+  }
+  std::string out;
+  out.reserve(t.size());
   if (model_ == "llama") {
-    if (ty == token_type::byte && t.size() == 6) return std::string(1, static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16)));
-    std::string out;
     for (std::size_t i = 0; i < t.size();) {
-      if (t.compare(i, 3, "\xE2\x96\x81") == 0) {
+      if (t.substr(i, 3) == k_space_marker) {
         out += ' ';
         i += 3;
       } else {
@@ -334,18 +258,15 @@ std::string tokenizer::token_to_piece(std::int32_t id, bool render_special) cons
     }
     return out;
   }
-  const byte_map& bm = bytes();
-  std::string out;
+  // Byte-level BPE: each code point of the alphabet is one byte; anything else is kept as it is.
+  const auto& bl = byte_level::get();
   for (std::size_t i = 0; i < t.size();) {
     auto c = static_cast<unsigned char>(t[i]);
-    std::uint32_t cp;
-    std::size_t n = utf8_len(c);
-    if (n == 1) cp = c;
-    else if (n == 2 && i + 1 < t.size()) cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(t[i + 1]) & 0x3Fu);
-    else cp = 0xFFFFFFFF;
-    auto it = bm.decode.find(cp);
-    if (it != bm.decode.end()) out += static_cast<char>(it->second);
-    else out.append(t, i, n);
+    std::size_t n = std::min(utf8::lead_length(c), t.size() - i);
+    std::uint32_t cp = c;
+    if (n == 2) cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(t[i + 1]) & 0x3Fu);
+    if ((n == 1 || n == 2) && cp < byte_level::k_code_points && bl.decode[cp] >= 0) out += static_cast<char>(bl.decode[cp]);
+    else out.append(t.substr(i, n));
     i += n;
   }
   return out;
@@ -353,10 +274,14 @@ std::string tokenizer::token_to_piece(std::int32_t id, bool render_special) cons
 
 std::string tokenizer::decode(std::span<const std::int32_t> ids, bool render_special) const {
   std::string out;
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    std::string p = token_to_piece(ids[i], render_special);
-    // SentencePiece adds a space before the text; the first word gives it back.
-    if (model_ == "llama" && add_space_prefix_ && out.empty() && !p.empty() && p[0] == ' ') p.erase(0, 1);
+  // SentencePiece put a space before the text; the first piece that renders gives it back.
+  bool strip = add_space_prefix_ && model_ == "llama";
+  for (std::int32_t id : ids) {
+    std::string p = token_to_piece(id, render_special);
+    if (strip && !p.empty()) {
+      if (p[0] == ' ') p.erase(0, 1);
+      strip = false;
+    }
     out += p;
   }
   return out;

@@ -15,6 +15,7 @@
 #include "kernels/compute_pool.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
+#include "src/tokenizer/tokenizer.hpp"
 
 namespace strata::model {
 namespace {
@@ -102,6 +103,23 @@ TEST_P(golden, logits_are_within_the_manifest_tolerance_of_the_reference) {
   EXPECT_LE(mean, tol_mean);
   EXPECT_LE(missing, 0.2);
   EXPECT_LE(max_lse, 10 * tol_max);
+}
+
+// The golden test above takes its tokens from the reference, so that it does not depend on the
+// tokenizer; this one checks that the tokenizer gives those same tokens from the prompt text.
+TEST_P(golden, tokenizer_gives_the_reference_tokens) {
+  const std::string name = GetParam();
+  json::value manifest = read_json(k_shared + "/golden/manifest.json");
+  auto f = gguf_file::open(k_shared + "/" + std::string(manifest.at("models").at(name).at("file").as_string()));
+  ASSERT_TRUE(f) << f.err().message;
+  auto tok = tokenizer::tokenizer::from_gguf(*f);
+  ASSERT_TRUE(tok) << tok.err().message;
+  json::value ref = read_json(k_shared + "/golden/" + name + ".ref.json");
+  for (const auto& c : ref.at("cases").as_array()) {
+    std::vector<std::int32_t> want;
+    for (const auto& t : c.at("tokens").as_array()) want.push_back(static_cast<std::int32_t>(t.to_number<std::int64_t>()));
+    EXPECT_EQ(tok->encode(std::string(c.at("prompt").as_string()), true, true), want) << c.at("prompt").as_string();
+  }
 }
 
 std::vector<std::string> manifest_models() {

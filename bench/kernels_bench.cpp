@@ -1,0 +1,161 @@
+// Kernel throughput: memory bandwidth (the bound for decode), GEMV bandwidth per weight type and
+// GEMM (m = 512, prefill) GFLOP/s per weight type, for every SIMD level this CPU runs.
+//
+//   kernels_bench [--benchmark_filter=gemm] [--threads N]
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/compute_pool.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/quants.hpp"
+#include "kernels/simd.hpp"
+
+namespace {
+
+using namespace strata::kernels;
+
+int g_threads = 2;
+constexpr std::size_t k_stream_bytes = std::size_t{512} << 20;  // well past the last-level cache
+constexpr std::int64_t k_gemv_k = 4864;                         // qwen2-0.5B ffn; a multiple of 256
+constexpr std::int64_t k_gemm_rows = 1024, k_gemm_k = 4864, k_gemm_m = 512;
+
+compute_pool& pool() {
+  static compute_pool p(g_threads);
+  return p;
+}
+
+/// rows x k weights of type t: 64 distinct quantized random rows, repeated.
+std::vector<std::byte> make_weights(dtype t, std::int64_t rows, std::int64_t k) {
+  std::mt19937 gen(42);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  const std::size_t rb = row_bytes(t, k);
+  std::vector<std::byte> w(rb * static_cast<std::size_t>(rows));
+  std::vector<float> row(static_cast<std::size_t>(k));
+  const std::int64_t distinct = std::min<std::int64_t>(rows, 64);
+  for (std::int64_t r = 0; r < distinct; ++r) {
+    for (auto& v : row) v = dist(gen);
+    quantize_row(t, row.data(), w.data() + static_cast<std::size_t>(r) * rb, k);
+  }
+  for (std::int64_t r = distinct; r < rows; ++r)
+    std::memcpy(w.data() + static_cast<std::size_t>(r) * rb, w.data() + static_cast<std::size_t>(r % distinct) * rb, rb);
+  return w;
+}
+
+std::vector<float> make_x(std::int64_t m, std::int64_t k) {
+  std::mt19937 gen(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(m * k));
+  for (auto& v : x) v = dist(gen);
+  return x;
+}
+
+/// Reads a buffer far larger than the caches with the widest vector loads this CPU has (the
+/// best level's f32 dot of the buffer with itself: one stream, two FMAs per 64 bytes).
+void bm_read_bandwidth(benchmark::State& state) {
+  const std::size_t n = k_stream_bytes / 4;
+  static std::vector<float> buf(n, 1.0f);
+  const kernel_table& kt = active_kernels();
+  float sink = 0;
+  for (auto _ : state) {
+    float parts[64] = {};
+    pool().run([&](int ith, int nth) {
+      std::int64_t b, e;
+      compute_pool::split(static_cast<std::int64_t>(n), 4096, ith, nth, b, e);
+      parts[ith] = kt.dot(buf.data() + b, buf.data() + b, e - b);
+    });
+    for (float p : parts) sink += p;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(k_stream_bytes) * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
+void bm_memcpy_bandwidth(benchmark::State& state) {
+  static std::vector<char> a(k_stream_bytes / 2, 1), b(k_stream_bytes / 2, 2);
+  for (auto _ : state) {
+    pool().run([&](int ith, int nth) {
+      std::int64_t s, e;
+      compute_pool::split(static_cast<std::int64_t>(a.size()), 4096, ith, nth, s, e);
+      std::memcpy(b.data() + s, a.data() + s, static_cast<std::size_t>(e - s));
+    });
+    benchmark::ClobberMemory();
+  }
+  // Read plus write traffic.
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(a.size()) * 2 * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
+void bm_gemv(benchmark::State& state, simd_level level, dtype t) {
+  const std::int64_t rows = static_cast<std::int64_t>(k_stream_bytes / 2 / row_bytes(t, k_gemv_k));
+  const auto w = make_weights(t, rows, k_gemv_k);
+  const auto x = make_x(1, k_gemv_k);
+  std::vector<float> y(static_cast<std::size_t>(rows));
+  const kernel_table& kt = kernels_for(level);
+  for (auto _ : state) {
+    matmul(pool(), kt, t, w.data(), rows, k_gemv_k, x.data(), 1, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
+void bm_gemm(benchmark::State& state, simd_level level, dtype t) {
+  const auto w = make_weights(t, k_gemm_rows, k_gemm_k);
+  const auto x = make_x(k_gemm_m, k_gemm_k);
+  std::vector<float> y(static_cast<std::size_t>(k_gemm_m * k_gemm_rows));
+  const kernel_table& kt = kernels_for(level);
+  for (auto _ : state) {
+    matmul(pool(), kt, t, w.data(), k_gemm_rows, k_gemm_k, x.data(), k_gemm_m, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * k_gemm_rows * k_gemm_k * k_gemm_m;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * static_cast<double>(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+void register_all() {
+  benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)->UseRealTime()->MinTime(1.0);
+  benchmark::RegisterBenchmark("memcpy_bandwidth", bm_memcpy_bandwidth)->UseRealTime()->MinTime(1.0);
+  const dtype types[] = {dtype::q8_0, dtype::q4_k, dtype::q4_0, dtype::q5_k, dtype::q6_k,
+                         dtype::f16,  dtype::bf16, dtype::f32};
+  for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    for (dtype t : types) {
+      const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t)->UseRealTime()->MinTime(1.0);
+    }
+    for (dtype t : types) {
+      const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
+      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, t)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(level == simd_level::scalar ? 0.1 : 1.0);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      g_threads = std::max(1, std::atoi(argv[i + 1]));
+      for (int j = i; j + 2 < argc; ++j) argv[j] = argv[j + 2];
+      argc -= 2;
+      break;
+    }
+  }
+  register_all();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,44 @@
+#include "kernels/attention.hpp"
+
+#include "kernels/attention_impl.hpp"
+#include "kernels/quants.hpp"
+
+namespace strata::kernels {
+namespace {
+
+struct scalar_ops {
+  static float dot(const float* q, const std::uint16_t* k, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; ++i) s += q[i] * fp16_to_fp32(k[i]);
+    return s;
+  }
+  static void axpy(float a, const std::uint16_t* v, float* acc, int n) {
+    for (int i = 0; i < n; ++i) acc[i] += a * fp16_to_fp32(v[i]);
+  }
+};
+
+}  // namespace
+
+namespace scalar {
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end) {
+  detail::attention_loop<scalar_ops>(s, kv, first, last, q, out, head_begin, head_end);
+}
+}  // namespace scalar
+
+attention_fn attention_for(simd_level level) {
+  switch (level) {
+    case simd_level::scalar: return scalar::attention;
+    case simd_level::avx2: return avx2::attention;
+    case simd_level::avx512: return avx512::attention;
+  }
+  return scalar::attention;
+}
+
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end) {
+  static const attention_fn fn = attention_for(active_kernels().level);
+  fn(s, kv, first, last, q, out, head_begin, head_end);
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,64 @@
+#pragma once
+// Scaled dot-product attention of one query row over a sequence's f16 KV pages, with online
+// softmax (one pass over the keys, no score buffer the size of the context). A scalar reference
+// and AVX2 / AVX-512 variants; attention() uses the one picked once at start.
+
+#include <cstdint>
+
+#include "kernels/simd.hpp"
+
+namespace strata::kernels {
+
+/// Longest head the kernels accept (their accumulators live on the stack).
+constexpr int k_attention_max_head_dim = 512;
+
+/// Where one sequence's keys and values lie. The layer's K (and V) pool is an array of pages;
+/// a page holds `page_tokens` positions of `kv_dim` f16 values (n_head_kv heads of head_dim):
+///
+///   k: | page 0: pos 0 [head 0 | head 1 | ...] pos 1 [...] ... | page 1 | ...
+///
+/// Position p of the sequence is slot p % page_tokens of page blocks[p / page_tokens].
+struct kv_page_view {
+  const std::uint16_t* k = nullptr;  // the start of page 0
+  const std::uint16_t* v = nullptr;
+  std::int64_t page_elems = 0;       // f16 values per page: page_tokens * kv_dim
+  std::int32_t kv_dim = 0;
+  std::int32_t page_tokens = 0;
+  const std::int32_t* blocks = nullptr;
+};
+
+struct attention_shape {
+  int n_head = 0;
+  int n_head_kv = 0;   // divides n_head; query head h reads kv head h / (n_head / n_head_kv)
+  int head_dim = 0;    // at most k_attention_max_head_dim
+  float scale = 1.0f;  // multiplies q.k
+  float softcap = 0.0f;  // 0: none, else a score s becomes softcap * tanh(s / softcap)
+};
+
+/// For the query heads [head_begin, head_end) of one row q (n_head x head_dim, f32):
+/// out[h] = sum_t softmax_t(score(q[h], K[t])) V[t] over the positions t in [first, last].
+/// out has the layout of q; only the heads asked are written.
+using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
+                              const float* q, float* out, int head_begin, int head_end);
+
+/// The variant for a SIMD level (the caller checks cpu_supports).
+attention_fn attention_for(simd_level level);
+
+/// Runs the variant matching active_kernels().level.
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end);
+
+namespace scalar {
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end);
+}
+namespace avx2 {
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end);
+}
+namespace avx512 {
+void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
+               float* out, int head_begin, int head_end);
+}
+
+}  // namespace strata::kernels

@@ -1,0 +1,168 @@
+#include "kernels/attention.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/quants.hpp"
+#include "kernels/simd.hpp"
+
+namespace strata::kernels {
+namespace {
+
+/// The online-softmax scalar kernel against the two-pass double-precision definition.
+constexpr double k_scalar_vs_exact = 2e-5;
+/// A SIMD variant against the scalar kernel (only the summation order differs).
+constexpr double k_simd_vs_scalar = 1e-5;
+
+/// A layer's KV pool with random f16 contents and one sequence spread over shuffled pages.
+struct paged_kv {
+  paged_kv(std::mt19937& rng, int n_head_kv, int head_dim, int page_tokens, int n_positions) {
+    kv_dim = n_head_kv * head_dim;
+    this->page_tokens = page_tokens;
+    const int n_pages = (n_positions + page_tokens - 1) / page_tokens + 3;  // some pages unused
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    k.resize(static_cast<std::size_t>(n_pages) * page_tokens * kv_dim);
+    v.resize(k.size());
+    for (auto& x : k) x = fp32_to_fp16(u(rng));
+    for (auto& x : v) x = fp32_to_fp16(u(rng));
+    blocks.resize(static_cast<std::size_t>(n_pages));
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);
+  }
+  kv_page_view view() const {
+    return {k.data(), v.data(), static_cast<std::int64_t>(page_tokens) * kv_dim, kv_dim, page_tokens, blocks.data()};
+  }
+  float key(int pos, int kvh, int head_dim, int d) const { return at(k, pos, kvh, head_dim, d); }
+  float value(int pos, int kvh, int head_dim, int d) const { return at(v, pos, kvh, head_dim, d); }
+
+  int kv_dim = 0, page_tokens = 0;
+  std::vector<std::uint16_t> k, v;
+  std::vector<std::int32_t> blocks;
+
+ private:
+  float at(const std::vector<std::uint16_t>& pool, int pos, int kvh, int head_dim, int d) const {
+    const std::size_t page = static_cast<std::size_t>(blocks[static_cast<std::size_t>(pos / page_tokens)]);
+    return fp16_to_fp32(pool[(page * page_tokens + static_cast<std::size_t>(pos % page_tokens)) * kv_dim +
+                             static_cast<std::size_t>(kvh * head_dim + d)]);
+  }
+};
+
+/// Two passes in double: scores, softmax, weighted sum.
+std::vector<double> exact_attention(const attention_shape& s, const paged_kv& kv, int first, int last,
+                                    const std::vector<float>& q) {
+  std::vector<double> out(static_cast<std::size_t>(s.n_head * s.head_dim));
+  const int group = s.n_head / s.n_head_kv;
+  for (int h = 0; h < s.n_head; ++h) {
+    std::vector<double> sc;
+    for (int t = first; t <= last; ++t) {
+      double dot = 0;
+      for (int d = 0; d < s.head_dim; ++d) dot += static_cast<double>(q[static_cast<std::size_t>(h * s.head_dim + d)]) * kv.key(t, h / group, s.head_dim, d);
+      dot *= s.scale;
+      if (s.softcap > 0) dot = s.softcap * std::tanh(dot / s.softcap);
+      sc.push_back(dot);
+    }
+    const double mx = *std::max_element(sc.begin(), sc.end());
+    double sum = 0;
+    for (double& x : sc) sum += (x = std::exp(x - mx));
+    for (int d = 0; d < s.head_dim; ++d) {
+      double acc = 0;
+      for (int t = first; t <= last; ++t) acc += sc[static_cast<std::size_t>(t - first)] * kv.value(t, h / group, s.head_dim, d);
+      out[static_cast<std::size_t>(h * s.head_dim + d)] = acc / sum;
+    }
+  }
+  return out;
+}
+
+struct attention_case {
+  int n_head, n_head_kv, head_dim, page_tokens, first, last;
+  float softcap;
+};
+
+const attention_case k_cases[] = {
+    {4, 4, 64, 32, 0, 0, 0.0f},        // one position: the output is that position's value
+    {4, 2, 64, 32, 0, 100, 0.0f},      // GQA over four pages
+    {14, 2, 64, 16, 0, 300, 0.0f},     // a group of 7 query heads per kv head
+    {8, 1, 128, 32, 37, 259, 0.0f},    // a window that starts inside a page
+    {4, 2, 256, 32, 0, 77, 50.0f},     // soft-capped scores, long heads
+    {2, 1, 20, 8, 3, 45, 0.0f},        // a head length that is no multiple of the SIMD width
+    {6, 3, 80, 32, 0, 1000, 0.0f},     // a long context, scores far apart
+};
+
+std::vector<float> random_query(std::mt19937& rng, int n, float amplitude) {
+  std::uniform_real_distribution<float> u(-amplitude, amplitude);
+  std::vector<float> q(static_cast<std::size_t>(n));
+  for (auto& x : q) x = u(rng);
+  return q;
+}
+
+TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
+  std::mt19937 rng(std::random_device{}());
+  for (const auto& c : k_cases) {
+    attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+    paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1);
+    // Large queries make the softmax peaked, which is where online rescaling matters.
+    auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+    std::vector<float> out(q.size(), -1.0f);
+    scalar::attention(s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
+    auto want = exact_attention(s, kv, c.first, c.last, q);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_NEAR(out[i], want[i], k_scalar_vs_exact) << "head_dim " << c.head_dim << " last " << c.last << " at " << i;
+  }
+}
+
+TEST(attention, one_position_returns_its_value_row) {
+  std::mt19937 rng(std::random_device{}());
+  attention_shape s{4, 2, 32, 0.2f, 0.0f};
+  paged_kv kv(rng, 2, 32, 32, 40);
+  auto q = random_query(rng, 4 * 32, 1.0f);
+  std::vector<float> out(q.size());
+  scalar::attention(s, kv.view(), 33, 33, q.data(), out.data(), 0, 4);
+  for (int h = 0; h < 4; ++h)
+    for (int d = 0; d < 32; ++d) EXPECT_EQ(out[static_cast<std::size_t>(h * 32 + d)], kv.value(33, h / 2, 32, d));
+}
+
+TEST(attention, writes_only_the_heads_asked_for) {
+  std::mt19937 rng(std::random_device{}());
+  attention_shape s{8, 2, 64, 0.125f, 0.0f};
+  paged_kv kv(rng, 2, 64, 32, 50);
+  auto q = random_query(rng, 8 * 64, 1.0f);
+  std::vector<float> out(q.size(), 7.0f);
+  attention(s, kv.view(), 0, 49, q.data(), out.data(), 3, 6);
+  for (int h = 0; h < 8; ++h) {
+    const bool asked = h >= 3 && h < 6;
+    for (int d = 0; d < 64; ++d) {
+      float x = out[static_cast<std::size_t>(h * 64 + d)];
+      if (asked) EXPECT_LT(std::fabs(x), 1.0f);
+      else EXPECT_EQ(x, 7.0f);
+    }
+  }
+}
+
+TEST(attention, simd_variants_match_the_scalar_kernel) {
+  std::mt19937 rng(std::random_device{}());
+  int tested = 0;
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    ++tested;
+    attention_fn fn = attention_for(level);
+    for (const auto& c : k_cases) {
+      attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1);
+      auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+      std::vector<float> want(q.size()), got(q.size());
+      scalar::attention(s, kv.view(), c.first, c.last, q.data(), want.data(), 0, c.n_head);
+      fn(s, kv.view(), c.first, c.last, q.data(), got.data(), 0, c.n_head);
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar) << simd_level_name(level) << " head_dim " << c.head_dim << " at " << i;
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -1,0 +1,55 @@
+#include "kernels/compute_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace strata::kernels {
+namespace {
+
+TEST(compute_pool, parallel_for_runs_every_task_exactly_once) {
+  for (int threads : {1, 2, 3}) {
+    compute_pool pool(threads);
+    EXPECT_EQ(pool.size(), threads);
+    for (int n : {0, 1, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      pool.parallel_for(n, [&](int task, int n_tasks) {
+        EXPECT_EQ(n_tasks, n);
+        hits[static_cast<std::size_t>(task)].fetch_add(1);
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << i << " of " << n;
+    }
+  }
+}
+
+TEST(compute_pool, run_calls_every_worker_once_per_job) {
+  compute_pool pool(3);
+  for (int job = 0; job < 200; ++job) {
+    std::atomic<int> seen[3] = {};
+    pool.run([&](int ith, int nth) {
+      EXPECT_EQ(nth, 3);
+      seen[ith].fetch_add(1);
+    });
+    for (auto& s : seen) ASSERT_EQ(s.load(), 1) << "job " << job;
+  }
+}
+
+TEST(compute_pool, split_covers_the_range_in_aligned_pieces) {
+  for (int nth : {1, 2, 5})
+    for (std::int64_t n : {0, 1, 15, 16, 100, 1001}) {
+      std::int64_t next = 0;
+      for (int i = 0; i < nth; ++i) {
+        std::int64_t b, e;
+        compute_pool::split(n, 16, i, nth, b, e);
+        EXPECT_EQ(b, next);
+        EXPECT_TRUE(b % 16 == 0 || b == n);
+        EXPECT_LE(b, e);
+        next = e;
+      }
+      EXPECT_EQ(next, n);
+    }
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -1,0 +1,189 @@
+#include "kernels/matmul.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/quants.hpp"
+#include "kernels/simd.hpp"
+
+namespace strata::kernels {
+namespace {
+
+// Errors are measured against sum_j |w_j * x_j| of the row and activation (the scale at which
+// rounding happens), so one bound serves every magnitude.
+/// A SIMD level against the scalar kernels: same integer sums, f32 accumulation in another order.
+constexpr double k_simd_vs_scalar_tolerance = 2e-5;
+/// Row dots with 8-bit activations against the exact product of the dequantized weights.
+constexpr double k_q8_dot_tolerance = 6e-3;
+/// f32/f16/bf16 row dots with f32 activations against the exact product.
+constexpr double k_float_dot_tolerance = 1e-5;
+
+constexpr dtype k_all_types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::q4_0,
+                                 dtype::q8_0, dtype::q4_k, dtype::q5_k, dtype::q6_k};
+
+struct problem {
+  std::vector<std::byte> w;
+  std::vector<float> x;
+  std::vector<double> abs_dot;  // m x rows: sum_j |w_rj x_ij| with the dequantized weights
+  std::vector<float> exact;     // m x rows
+};
+
+problem make_problem(dtype t, std::int64_t rows, std::int64_t k, std::int64_t m, std::mt19937& gen) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  problem p;
+  std::vector<float> wf(static_cast<std::size_t>(rows * k));
+  for (auto& v : wf) v = dist(gen) * 0.05f;
+  p.w.resize(row_bytes(t, k) * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r)
+    quantize_row(t, wf.data() + r * k, p.w.data() + static_cast<std::size_t>(r) * row_bytes(t, k), k);
+  p.x.resize(static_cast<std::size_t>(m * k));
+  for (auto& v : p.x) v = dist(gen);
+  p.exact.resize(static_cast<std::size_t>(m * rows));
+  matmul_reference(t, p.w.data(), rows, k, p.x.data(), m, p.exact.data());
+  std::vector<float> row(static_cast<std::size_t>(k));
+  p.abs_dot.resize(static_cast<std::size_t>(m * rows));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    dequantize_row(t, p.w.data() + static_cast<std::size_t>(r) * row_bytes(t, k), row.data(), k);
+    for (std::int64_t i = 0; i < m; ++i) {
+      double s = 0;
+      for (std::int64_t j = 0; j < k; ++j) s += std::fabs(static_cast<double>(row[j]) * p.x[i * k + j]);
+      p.abs_dot[i * rows + r] = s;
+    }
+  }
+  return p;
+}
+
+double exact_tolerance(dtype t) {
+  return act_format_for(t) == act_format::f32 ? k_float_dot_tolerance : k_q8_dot_tolerance;
+}
+
+class matmul_types : public ::testing::TestWithParam<dtype> {};
+
+TEST_P(matmul_types, scalar_kernels_match_the_exact_product) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const dtype t = GetParam();
+  compute_pool pool(2);
+  for (std::int64_t m : {1, 3, 17}) {
+    const std::int64_t rows = 37, k = 512;
+    problem p = make_problem(t, rows, k, m, gen);
+    std::vector<float> y(static_cast<std::size_t>(m * rows));
+    matmul(pool, kernels_for(simd_level::scalar), t, p.w.data(), rows, k, p.x.data(), m, y.data());
+    const double tol = exact_tolerance(t);
+    for (std::size_t i = 0; i < y.size(); ++i)
+      ASSERT_NEAR(y[i], p.exact[i], tol * p.abs_dot[i] + 1e-6)
+          << dtype_name(t) << " m " << m << " at " << i << " seed " << seed;
+  }
+}
+
+TEST_P(matmul_types, every_simd_level_matches_the_scalar_kernels) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const dtype t = GetParam();
+  compute_pool pool(2);
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    for (std::int64_t m : {1, 2, 5, 16, 23}) {
+      const std::int64_t rows = 45, k = 768;
+      problem p = make_problem(t, rows, k, m, gen);
+      std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size());
+      matmul(pool, kernels_for(simd_level::scalar), t, p.w.data(), rows, k, p.x.data(), m, want.data());
+      matmul(pool, kernels_for(level), t, p.w.data(), rows, k, p.x.data(), m, got.data());
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar_tolerance * p.abs_dot[i] + 1e-6)
+            << simd_level_name(level) << " " << dtype_name(t) << " m " << m << " at " << i << " seed " << seed;
+    }
+  }
+}
+
+TEST_P(matmul_types, a_single_thread_and_the_pool_agree_exactly) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const dtype t = GetParam();
+  compute_pool one(1), two(2);
+  for (std::int64_t m : {1, 20}) {
+    const std::int64_t rows = 133, k = 256;
+    problem p = make_problem(t, rows, k, m, gen);
+    std::vector<float> a(static_cast<std::size_t>(m * rows)), b(a.size());
+    matmul(one, t, p.w.data(), rows, k, p.x.data(), m, a.data());
+    matmul(two, t, p.w.data(), rows, k, p.x.data(), m, b.data());
+    EXPECT_EQ(a, b) << dtype_name(t) << " m " << m << " seed " << seed;
+  }
+}
+
+TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const dtype t = GetParam();
+  compute_pool pool(2);
+  const std::int64_t rows = 70, k = 512, m = 21;
+  problem p = make_problem(t, rows, k, m, gen);
+  std::vector<float> batch(static_cast<std::size_t>(m * rows)), alone(static_cast<std::size_t>(rows));
+  matmul(pool, t, p.w.data(), rows, k, p.x.data(), m, batch.data());
+  for (std::int64_t i : {0, 7, 20}) {
+    matmul(pool, t, p.w.data(), rows, k, p.x.data() + i * k, 1, alone.data());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      // Quantized weights run the very same row dot for every m; float weights switch to the FMA
+      // tiles from k_gemm_min_m rows on, which only sum in another order.
+      if (act_format_for(t) != act_format::f32) {
+        ASSERT_EQ(alone[r], batch[i * rows + r]) << dtype_name(t) << " row " << i << " seed " << seed;
+      } else {
+        ASSERT_NEAR(alone[r], batch[i * rows + r], k_simd_vs_scalar_tolerance * p.abs_dot[i * rows + r] + 1e-6)
+            << dtype_name(t) << " row " << i << " seed " << seed;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(all, matmul_types, ::testing::ValuesIn(k_all_types),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(matmul, quantized_activations_keep_their_block_sums) {
+  std::mt19937 gen(std::random_device{}());
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  std::vector<float> x(512);
+  for (auto& v : x) v = dist(gen);
+  alignas(64) std::byte buf[2048];
+  ASSERT_LE(act_row_bytes(act_format::q8_256, 512), sizeof(buf));
+  act_row a = quantize_activations(act_format::q8_256, x.data(), 512, buf);
+  for (int s = 0; s < 32; ++s) {
+    int sum = 0;
+    for (int j = 0; j < 16; ++j) sum += a.qs[16 * s + j];
+    EXPECT_EQ(a.sums[s], sum);
+  }
+  for (int j = 0; j < 512; ++j) EXPECT_NEAR(a.qs[j] * a.d[j / 256], x[j], a.d[j / 256] * 0.5f + 1e-6f);
+}
+
+TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  const std::int64_t k = 1024;
+  std::vector<float> x(k);
+  for (auto& v : x) v = dist(gen);
+  x[5] = 0;
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);  // an all-zero group
+  for (act_format fmt : {act_format::q8_32, act_format::q8_256}) {
+    std::vector<std::byte> want(act_row_bytes(fmt, k) + 64), got(want.size());
+    auto align = [](std::vector<std::byte>& v) {
+      auto a = reinterpret_cast<std::uintptr_t>(v.data());
+      return v.data() + (64 - a % 64) % 64;
+    };
+    quantize_activations(kernels_for(simd_level::scalar), fmt, x.data(), k, align(want));
+    for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+      if (!cpu_supports(level)) continue;
+      std::fill(got.begin(), got.end(), std::byte{0});
+      quantize_activations(kernels_for(level), fmt, x.data(), k, align(got));
+      EXPECT_EQ(0, std::memcmp(align(want), align(got), act_row_bytes(fmt, k)))
+          << simd_level_name(level) << " seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -1,0 +1,117 @@
+#include "kernels/ops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/simd.hpp"
+
+namespace strata::kernels {
+namespace {
+
+/// SIMD activations against std::exp / std::tanh: relative, plus an absolute floor near zero.
+constexpr float k_activation_rel_tolerance = 2e-6f;
+constexpr float k_activation_abs_tolerance = 1e-7f;
+
+std::vector<float> random_values(std::int64_t n, float sigma, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
+  const unsigned seed = std::random_device{}();
+  auto x = random_values(1003, 6.0f, seed);
+  x[0] = 100.0f;
+  x[1] = -100.0f;
+  x[2] = 0.0f;
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    for (bool gelu_form : {false, true}) {
+      auto want = x, got = x;
+      const kernel_table& s = kernels_for(simd_level::scalar);
+      const kernel_table& t = kernels_for(level);
+      (gelu_form ? s.gelu : s.silu)(want.data(), static_cast<std::int64_t>(want.size()));
+      (gelu_form ? t.gelu : t.silu)(got.data(), static_cast<std::int64_t>(got.size()));
+      for (std::size_t i = 0; i < x.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * k_activation_rel_tolerance + k_activation_abs_tolerance)
+            << simd_level_name(level) << (gelu_form ? " gelu" : " silu") << " x = " << x[i] << " seed " << seed;
+    }
+  }
+}
+
+TEST(ops, silu_and_gelu_follow_their_formulas) {
+  float v[3] = {1.0f, -2.0f, 0.5f};
+  silu(v, 3);
+  EXPECT_NEAR(v[0], 1.0f / (1.0f + std::exp(-1.0f)), 1e-6f);
+  EXPECT_NEAR(v[1], -2.0f / (1.0f + std::exp(2.0f)), 1e-6f);
+  float g[1] = {0.5f};
+  gelu(g, 1);
+  EXPECT_NEAR(g[0], 0.5f * 0.5f * (1.0f + std::tanh(0.7978845608f * (0.5f + 0.044715f * 0.125f))), 1e-6f);
+}
+
+TEST(ops, rms_norm_scales_to_unit_rms) {
+  auto x = random_values(896, 3.0f, std::random_device{}());
+  std::vector<float> w(896, 2.0f), y(896);
+  rms_norm(x.data(), w.data(), y.data(), 896, 1e-6f);
+  double ss = 0;
+  for (float v : y) ss += static_cast<double>(v) * v;
+  EXPECT_NEAR(std::sqrt(ss / 896), 2.0, 1e-4);
+  rms_norm(x.data(), nullptr, x.data(), 896, 1e-6f);  // in place, no weight
+  EXPECT_NEAR(x[7] * 2.0f, y[7], 1e-5f);
+}
+
+TEST(ops, rope_rotates_adjacent_pairs_or_halves) {
+  // One head of 4 dims, position 1, base 10000: pair i turns by 10000^(-2i/4).
+  std::vector<float> normal = {1, 0, 1, 0}, neox = {1, 1, 0, 0};
+  rope(normal.data(), 1, 4, 4, 1, 10000.0f, 1.0f, false);
+  rope(neox.data(), 1, 4, 4, 1, 10000.0f, 1.0f, true);
+  const float t0 = 1.0f, t1 = 0.01f;
+  EXPECT_NEAR(normal[0], std::cos(t0), 1e-6f);
+  EXPECT_NEAR(normal[1], std::sin(t0), 1e-6f);
+  EXPECT_NEAR(normal[2], std::cos(t1), 1e-6f);
+  EXPECT_NEAR(normal[3], std::sin(t1), 1e-6f);
+  EXPECT_NEAR(neox[0], std::cos(t0), 1e-6f);
+  EXPECT_NEAR(neox[2], std::sin(t0), 1e-6f);
+  EXPECT_NEAR(neox[1], std::cos(t1), 1e-6f);
+  EXPECT_NEAR(neox[3], std::sin(t1), 1e-6f);
+}
+
+TEST(ops, softmax_sums_to_one_and_returns_the_logsumexp) {
+  std::vector<float> x = {1.0f, 2.0f, 3.0f, 1000.0f};
+  const float lse = softmax(x.data(), 3);
+  EXPECT_NEAR(lse, std::log(std::exp(1.0f) + std::exp(2.0f) + std::exp(3.0f)), 1e-5f);
+  EXPECT_NEAR(x[0] + x[1] + x[2], 1.0f, 1e-6f);
+  EXPECT_NEAR(x[2], std::exp(3.0f - lse), 1e-6f);
+  EXPECT_EQ(x[3], 1000.0f);  // past n: untouched
+}
+
+TEST(ops, f16_rows_convert_both_ways) {
+  auto x = random_values(37, 10.0f, std::random_device{}());
+  std::vector<std::uint16_t> h(37);
+  std::vector<float> back(37);
+  convert_row_to_f16(x.data(), h.data(), 37);
+  convert_row_from_f16(h.data(), back.data(), 37);
+  for (int i = 0; i < 37; ++i) {
+    EXPECT_EQ(h[static_cast<std::size_t>(i)], fp32_to_fp16(x[static_cast<std::size_t>(i)]));
+    EXPECT_NEAR(back[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)], std::fabs(x[static_cast<std::size_t>(i)]) * 1e-3f);
+  }
+}
+
+TEST(ops, elementwise_ops_combine_rows) {
+  float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, y[3];
+  mul(y, a, b, 3);
+  EXPECT_EQ(y[2], 18.0f);
+  add(y, a, b, 3);
+  EXPECT_EQ(y[1], 7.0f);
+  scale(y, 3, 0.5f);
+  EXPECT_EQ(y[0], 2.5f);
+}
+
+}  // namespace
+}  // namespace strata::kernels

@@ -1,0 +1,210 @@
+#include "src/api/completions_service.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "src/api/response_writer.hpp"
+#include "src/api/sinks.hpp"
+#include "src/api/stream_framing.hpp"
+#include "src/api/tokenize_request.hpp"
+#include "src/api/ws_envelope.hpp"
+
+namespace strata::api {
+namespace {
+
+namespace json = boost::json;
+
+io::http_response error_response(unsigned version, const api_error& e) {
+  auto res = io::make_json(version, static_cast<io::http::status>(e.status), schema::write_error(e));
+  if (e.status == 429) res.set(io::http::field::retry_after, "1");
+  return res;
+}
+
+api_error queue_full() {
+  return api_error{429, "the server is busy: too many requests are waiting", "rate_limit_error", {}, "queue_full"};
+}
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// Per-socket bookkeeping of a WebSocket: the client's ids of requests still running.
+struct ws_state {
+  std::mutex mu;
+  std::unordered_map<std::string, std::vector<std::uint64_t>> running;
+};
+
+}  // namespace
+
+completions_service::completions_service(const engine::engine& e, hub_address hub, metrics::registry& registry)
+    : engine_(e), hub_(std::move(hub)) {
+  rejected_ = &registry.make_counter("strata_requests_rejected_total", "Requests refused with 429 because the queue was full");
+}
+
+std::vector<std::uint64_t> completions_service::new_ids(int n) {
+  std::vector<std::uint64_t> ids;
+  for (int i = 0; i < n; ++i) ids.push_back(next_id_.fetch_add(1));
+  return ids;
+}
+
+std::optional<api_error> completions_service::prepare(generation_request& r) {
+  const auto& tok = engine_.tok();
+  // The pages hold f16; quantized KV formats arrive with the KV cache work.
+  if (r.kv_bits != 16)
+    return invalid_request("kv_bits", "kv_bits " + std::to_string(r.kv_bits) + " is not available in this build; use 16", "unsupported_kv_bits");
+  if (r.chat) {
+    json::object extra;
+    if (!r.tools.is_null()) extra["tools"] = r.tools;
+    auto text = engine_.chat().render_chat(r.messages, true, engine_.bos_text(), engine_.eos_text(), extra);
+    if (!text) return invalid_request("messages", "chat template error: " + text.err().message, "template_error");
+    r.prompt_tokens = tok.encode(*text, false, true);
+    if (tok.add_bos() && tok.bos_id() >= 0 && (r.prompt_tokens.empty() || r.prompt_tokens[0] != tok.bos_id()))
+      r.prompt_tokens.insert(r.prompt_tokens.begin(), tok.bos_id());
+  } else if (r.prompt_tokens.empty()) {
+    r.prompt_tokens = tok.encode(r.prompt_text, true, true);
+  } else {
+    for (auto t : r.prompt_tokens)
+      if (t >= tok.n_vocab()) return invalid_request("prompt", "prompt token id " + std::to_string(t) + " is outside the vocabulary");
+  }
+  if (r.prompt_tokens.empty()) return invalid_request("prompt", "the prompt is empty");
+  for (const auto& [id, b] : r.settings.sampling.logit_bias)
+    if (id >= tok.n_vocab()) return invalid_request("logit_bias", "logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
+  const auto n_prompt = static_cast<std::int32_t>(r.prompt_tokens.size());
+  if (n_prompt >= engine_.max_context())
+    return invalid_request(r.chat ? "messages" : "prompt",
+                           "the prompt has " + std::to_string(n_prompt) + " tokens; this server's context is " +
+                               std::to_string(engine_.max_context()),
+                           "context_length_exceeded");
+  const std::int64_t room = engine_.max_context() - n_prompt;
+  r.settings.max_tokens = static_cast<std::int32_t>(r.max_tokens ? std::min(*r.max_tokens, room) : room);
+  return std::nullopt;
+}
+
+std::vector<std::uint64_t> completions_service::submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids) {
+  hub_.tell(open_stream{ids, std::move(sink)});
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    sched::generation_settings g = r.settings;
+    // Each choice draws its own tokens: consecutive seeds.
+    g.sampling.seed = r.settings.sampling.seed + i;
+    engine_.scheduler().tell(sched::submit{ids[i], r.prompt_tokens, std::move(g), hub_});
+  }
+  return ids;
+}
+
+io::handler_result completions_service::generate(io::http_request& req, const io::request_context& ctx, bool chat) {
+  generation_request r;
+  if (auto e = parse_generation_request(req.body(), chat, r)) return error_response(req.version(), *e);
+  if (auto e = prepare(r)) return error_response(req.version(), *e);
+  if (engine_.waiting() >= engine_.max_queued()) {
+    rejected_->inc();
+    return error_response(req.version(), queue_full());
+  }
+  auto ids = new_ids(r.n);
+  response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
+                     r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
+  spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
+  auto scheduler = engine_.scheduler();
+  if (r.stream) {
+    auto channel = std::make_shared<io::stream_channel>(ctx.executor);
+    channel->on_cancel([scheduler, ids] {
+      for (auto id : ids) scheduler.tell(sched::cancel{id});
+    });
+    channel->on_pressure([scheduler, ids](bool paused) {
+      for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
+    });
+    auto sink = std::make_unique<chunk_sink>(meta, channel, chunk_sink::framing::sse);
+    sink->start();
+    submit(r, std::move(sink), ids);
+    io::stream_reply reply;
+    reply.head = io::http_response{io::http::status::ok, req.version()};
+    reply.head.set(io::http::field::content_type, "text/event-stream");
+    reply.head.set(io::http::field::cache_control, "no-cache");
+    reply.channel = channel;
+    return reply;
+  }
+  auto slot = std::make_shared<io::response_slot>(ctx.executor);
+  slot->on_cancel([scheduler, ids] {
+    for (auto id : ids) scheduler.tell(sched::cancel{id});
+  });
+  submit(r, std::make_unique<full_sink>(meta, slot, req.version()), ids);
+  return io::deferred_reply{slot};
+}
+
+io::handler_result completions_service::chat(io::http_request& req, const io::request_context& ctx) { return generate(req, ctx, true); }
+io::handler_result completions_service::completion(io::http_request& req, const io::request_context& ctx) { return generate(req, ctx, false); }
+
+io::handler_result completions_service::tokenize(io::http_request& req, const io::request_context&) {
+  auto r = schema::parse_tokenize_request(req.body());
+  if (!r) return error_response(req.version(), r.err());
+  const auto& tok = engine_.tok();
+  auto ids = tok.encode(r->content, r->add_special, r->parse_special);
+  if (!r->with_pieces) return io::make_json(req.version(), io::http::status::ok, schema::write_tokenize(ids));
+  std::vector<std::string> pieces;
+  pieces.reserve(ids.size());
+  for (auto id : ids) pieces.push_back(tok.token_to_piece(id, true));
+  return io::make_json(req.version(), io::http::status::ok, schema::write_tokenize_pieces(ids, pieces));
+}
+
+io::handler_result completions_service::detokenize(io::http_request& req, const io::request_context&) {
+  auto r = schema::parse_detokenize_request(req.body());
+  if (!r) return error_response(req.version(), r.err());
+  for (auto t : r->tokens)
+    if (t >= engine_.tok().n_vocab())
+      return error_response(req.version(), invalid_request("tokens", "token id " + std::to_string(t) + " is outside the vocabulary"));
+  return io::make_json(req.version(), io::http::status::ok, schema::write_detokenize(engine_.tok().decode(r->tokens)));
+}
+
+io::handler_result completions_service::websocket(io::http_request&, const io::request_context& ctx) {
+  auto state = std::make_shared<ws_state>();
+  auto scheduler = engine_.scheduler();
+  io::websocket_accept accept;
+  std::string request_id = ctx.request_id;
+  accept.on_message = [this, state, scheduler, request_id](std::string message, const std::shared_ptr<io::stream_channel>& outbox) {
+    schema::ws_envelope env;
+    auto fail = [&](const api_error& e) { outbox->push(schema::ws_error_frame(env.id_json, e)); };
+    if (auto e = schema::parse_ws_envelope(message, env)) return fail(*e);
+    if (env.type == schema::ws_envelope::kind::cancel) {
+      std::lock_guard lock(state->mu);
+      if (auto it = state->running.find(env.id_json); it != state->running.end())
+        for (auto sid : it->second) scheduler.tell(sched::cancel{sid});
+      return;
+    }
+    const bool chat = env.endpoint == schema::ws_envelope::target::chat_completions;
+    generation_request r;
+    if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
+    if (auto e = prepare(r)) return fail(*e);
+    if (engine_.waiting() >= engine_.max_queued()) {
+      rejected_->inc();
+      return fail(queue_full());
+    }
+    auto ids = new_ids(r.n);
+    {
+      std::lock_guard lock(state->mu);
+      state->running[env.id_json] = ids;
+    }
+    response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
+                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler,
+                       [state, key = env.id_json, first = ids[0]] {
+                         std::lock_guard lock(state->mu);
+                         // A later request may have reused the id: forget only this one.
+                         if (auto it = state->running.find(key); it != state->running.end() && it->second[0] == first)
+                           state->running.erase(it);
+                       }};
+    auto sink = std::make_unique<chunk_sink>(meta, outbox, chunk_sink::framing::websocket, env.id_json);
+    sink->start();
+    submit(r, std::move(sink), ids);
+  };
+  accept.on_close = [state, scheduler] {
+    std::lock_guard lock(state->mu);
+    for (auto& [k, ids] : state->running)
+      for (auto sid : ids) scheduler.tell(sched::cancel{sid});
+    state->running.clear();
+  };
+  return accept;
+}
+
+}  // namespace strata::api

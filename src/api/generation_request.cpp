@@ -1,0 +1,62 @@
+#include "src/api/generation_request.hpp"
+
+#include <random>
+
+#include "src/api/chat_request.hpp"
+#include "src/api/completion_request.hpp"
+
+namespace strata::api {
+namespace {
+
+/// A seed when the client gave none: every unseeded request draws differently.
+std::uint64_t fresh_seed() {
+  static thread_local std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+void apply_sampling(const schema::sampling_params& p, generation_request& out) {
+  auto& s = out.settings.sampling;
+  s.temperature = static_cast<float>(p.temperature);
+  s.top_p = static_cast<float>(p.top_p);
+  s.top_k = static_cast<std::int32_t>(p.top_k);
+  s.min_p = static_cast<float>(p.min_p);
+  s.presence_penalty = static_cast<float>(p.presence_penalty);
+  s.frequency_penalty = static_cast<float>(p.frequency_penalty);
+  s.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  s.seed = p.seed ? static_cast<std::uint64_t>(*p.seed) : fresh_seed();
+  s.logprobs = p.logprobs;
+  s.top_logprobs = p.top_logprobs;
+  s.logit_bias.clear();
+  for (const auto& [id, bias] : p.logit_bias) s.logit_bias.emplace_back(id, static_cast<float>(bias));
+  out.stream = p.stream;
+  out.include_usage = p.include_usage;
+  out.settings.stop = p.stop;
+  out.settings.ignore_eos = p.ignore_eos;
+  out.n = p.n;
+  out.logprobs = p.logprobs;
+  out.top_logprobs = p.top_logprobs;
+  out.max_tokens = p.max_tokens;
+  out.kv_bits = p.kv_bits;
+}
+
+}  // namespace
+
+std::optional<api_error> parse_generation_request(std::string_view body, bool chat, generation_request& out) {
+  out.chat = chat;
+  if (chat) {
+    auto r = schema::parse_chat_request(body);
+    if (!r) return std::move(r).err();
+    out.messages = std::move(r->messages_json);
+    out.tools = std::move(r->tools);
+    apply_sampling(r->sampling, out);
+  } else {
+    auto r = schema::parse_completion_request(body);
+    if (!r) return std::move(r).err();
+    out.prompt_text = std::move(r->prompt_text);
+    out.prompt_tokens = std::move(r->prompt_tokens);
+    apply_sampling(r->sampling, out);
+  }
+  return std::nullopt;
+}
+
+}  // namespace strata::api

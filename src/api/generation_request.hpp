@@ -1,0 +1,43 @@
+#pragma once
+// A generating request (/v1/chat/completions or /v1/completions) as the completions service
+// submits it: parsed and validated by the schema parsers (simdjson on-demand), then mapped onto
+// the scheduler's generation settings.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/array.hpp>
+#include <boost/json/value.hpp>
+
+#include "actors/scheduler/messages.hpp"
+#include "src/api/api_error.hpp"
+
+namespace strata::api {
+
+using schema::api_error;
+using schema::invalid_request;
+
+struct generation_request {
+  bool chat = true;
+  bool stream = false;
+  bool include_usage = false;
+  int n = 1;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  /// The client's limit; empty means up to the context.
+  std::optional<std::int64_t> max_tokens;
+  int kv_bits = 16;
+  sched::generation_settings settings;
+  boost::json::array messages;  // chat: as the template sees them
+  boost::json::value tools;     // chat: null when absent
+  std::string prompt_text;      // completions
+  std::vector<std::int32_t> prompt_tokens;  // completions given as ids; filled from the prompt otherwise
+};
+
+/// Parses and validates a body of the chat (`chat` true) or the completions endpoint.
+std::optional<api_error> parse_generation_request(std::string_view body, bool chat, generation_request& out);
+
+}  // namespace strata::api

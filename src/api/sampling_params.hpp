@@ -1,0 +1,59 @@
+#pragma once
+// The sampling and generation parameters shared by /v1/chat/completions and /v1/completions.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::api::schema {
+
+/// Which endpoint's schema a body follows; a few parameters differ between the two.
+enum class endpoint { chat, completions };
+
+/// Parameters common to both generating endpoints, validated and with OpenAI's defaults filled
+/// in. Extensions beyond OpenAI's API are marked.
+struct sampling_params {
+  /// Send the answer as a stream of chunks (SSE or WebSocket frames).
+  bool stream = false;
+  /// `stream_options.include_usage`: a final chunk with usage; meaningful only when streaming.
+  bool include_usage = false;
+  /// The completion-token limit. `max_completion_tokens` (chat's newer name) takes precedence over
+  /// `max_tokens` whenever both are given, whatever their order in the body. Empty: up to the context.
+  std::optional<std::int64_t> max_tokens;
+  /// [0, 2]; 0 means greedy.
+  double temperature = 1.0;
+  /// (0, 1].
+  double top_p = 1.0;
+  /// Extension: keep the k most likely tokens; 0 disables.
+  std::int64_t top_k = 0;
+  /// Extension: [0, 1]; 0 disables.
+  double min_p = 0.0;
+  /// [-2, 2] each.
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  /// Extension: > 0; 1 disables.
+  double repetition_penalty = 1.0;
+  /// Any int64; empty draws from the server's entropy.
+  std::optional<std::int64_t> seed;
+  /// Up to 4 non-empty stop strings.
+  std::vector<std::string> stop;
+  /// Choices per request, [1, 16].
+  int n = 1;
+  /// Whether to return log-probabilities: chat's `logprobs: true`, or any completions `logprobs`.
+  bool logprobs = false;
+  /// Alternatives per position: chat's `top_logprobs` [0, 20], completions' `logprobs` [0, 5].
+  int top_logprobs = 0;
+  /// Token id and bias in [-100, 100], in the order given (a repeated id keeps its last bias).
+  std::vector<std::pair<std::int32_t, double>> logit_bias;
+  /// Extension: keep generating past the end-of-sequence token.
+  bool ignore_eos = false;
+  /// Extension: KV cache precision of this request, 4, 8 or 16.
+  int kv_bits = 16;
+  /// Accepted for compatibility (chat); tool calls are produced one at a time or in parallel as
+  /// the model writes them.
+  bool parallel_tool_calls = true;
+};
+
+}  // namespace strata::api::schema

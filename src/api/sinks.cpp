@@ -1,0 +1,153 @@
+#include "src/api/sinks.hpp"
+
+#include "io/http_types.hpp"
+#include "src/api/stream_framing.hpp"
+
+namespace strata::api {
+namespace {
+
+const char* finish_name(sched::finish_reason r) { return r == sched::finish_reason::length ? "length" : "stop"; }
+
+/// One position's logprobs with the tokens spelled as raw bytes (the writer names them).
+schema::token_logprob logprob_of(const tokenizer::tokenizer& tok, const sched::token_event& e) {
+  schema::token_logprob lp{tok.token_to_piece(e.token, false), e.logprob, {}};
+  lp.top.reserve(e.top_logprobs.size());
+  for (const auto& [id, alt] : e.top_logprobs) lp.top.push_back({tok.token_to_piece(id, false), alt});
+  return lp;
+}
+
+/// A choice that ended in error is reported like a refusal.
+sched::request_rejected failure_of(const sched::request_done& d) { return {d.request, 500, d.error, "generation_failed"}; }
+
+void cancel_others(const response_meta& meta, std::uint64_t failed) {
+  for (auto id : meta.ids)
+    if (id != failed) meta.scheduler.tell(sched::cancel{id});
+}
+
+void add_usage(schema::usage_counts& u, const sched::request_done& d) {
+  // Every choice shares the prompt; completions add up.
+  u.prompt_tokens = d.prompt_tokens;
+  u.cached_tokens = d.cached_tokens;
+  u.completion_tokens += d.completion_tokens;
+}
+
+}  // namespace
+
+schema::api_error rejection_error(const sched::request_rejected& r) {
+  std::string type = r.status == 429 ? "rate_limit_error" : r.status >= 500 ? "server_error" : "invalid_request_error";
+  return schema::api_error{r.status, r.message, std::move(type), {}, r.code};
+}
+
+chunk_sink::chunk_sink(response_meta meta, std::shared_ptr<io::stream_channel> out, framing f, std::string ws_id_json)
+    : meta_(std::move(meta)), out_(std::move(out)), framing_(f), ws_id_(std::move(ws_id_json)),
+      text_offsets_(static_cast<std::size_t>(meta_.n), 0) {}
+
+void chunk_sink::send(const std::string& chunk_json) {
+  out_->push(framing_ == framing::sse ? schema::sse_event(chunk_json) : schema::ws_chunk_frame(ws_id_, chunk_json));
+}
+
+void chunk_sink::start() {
+  if (!meta_.chat) return;
+  for (int i = 0; i < meta_.n; ++i) send(schema::write_chat_role_chunk(meta_.head, i, meta_.include_usage));
+}
+
+void chunk_sink::on_token(const sched::token_event& e) {
+  if (failed_) return;
+  if (e.text.empty() && !meta_.logprobs) return;
+  std::vector<schema::token_logprob> lps;
+  if (meta_.logprobs && e.token >= 0) lps.push_back(logprob_of(*meta_.tok, e));
+  const auto* lp = meta_.logprobs ? &lps : nullptr;
+  if (meta_.chat) {
+    send(schema::write_chat_content_chunk(meta_.head, e.index, e.text, lp, meta_.include_usage));
+  } else {
+    auto& offset = text_offsets_[static_cast<std::size_t>(e.index)];
+    send(schema::write_text_chunk(meta_.head, e.index, e.text, lp, offset, std::nullopt, meta_.include_usage));
+    offset += static_cast<std::int64_t>(e.text.size());
+  }
+}
+
+void chunk_sink::on_done(const sched::request_done& d) {
+  if (failed_) return;
+  if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
+  add_usage(usage_, d);
+  if (meta_.chat) {
+    send(schema::write_chat_finish_chunk(meta_.head, d.index, finish_name(d.reason), meta_.include_usage));
+  } else {
+    send(schema::write_text_chunk(meta_.head, d.index, "", nullptr, 0, std::string_view(finish_name(d.reason)), meta_.include_usage));
+  }
+  if (++done_ == meta_.n) finish_stream();
+}
+
+void chunk_sink::finish_stream() {
+  if (meta_.include_usage)
+    send(meta_.chat ? schema::write_chat_usage_chunk(meta_.head, usage_) : schema::write_text_usage_chunk(meta_.head, usage_));
+  if (framing_ == framing::sse) {
+    out_->push(std::string(schema::sse_done()));
+    out_->close();
+  } else {
+    out_->push(schema::ws_done_frame(ws_id_));
+  }
+  if (meta_.on_end) meta_.on_end();
+}
+
+void chunk_sink::on_rejected(const sched::request_rejected& r) {
+  if (failed_) return;
+  failed_ = true;
+  cancel_others(meta_, r.request);
+  auto err = rejection_error(r);
+  if (framing_ == framing::sse) {
+    // The status line is long gone: the error travels as an event, then the stream ends.
+    out_->push(schema::sse_event(schema::write_error(err)));
+    out_->push(std::string(schema::sse_done()));
+    out_->close();
+  } else {
+    out_->push(schema::ws_error_frame(ws_id_, err));
+  }
+  if (meta_.on_end) meta_.on_end();
+}
+
+full_sink::full_sink(response_meta meta, std::shared_ptr<io::response_slot> slot, unsigned http_version)
+    : meta_(std::move(meta)), slot_(std::move(slot)), version_(http_version), choices_(static_cast<std::size_t>(meta_.n)) {}
+
+void full_sink::on_token(const sched::token_event& e) {
+  auto& c = choices_[static_cast<std::size_t>(e.index)];
+  c.text += e.text;
+  if (meta_.logprobs && e.token >= 0) c.logprobs.push_back(logprob_of(*meta_.tok, e));
+}
+
+void full_sink::on_done(const sched::request_done& d) {
+  if (failed_) return;
+  if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
+  choices_[static_cast<std::size_t>(d.index)].finish = finish_name(d.reason);
+  add_usage(usage_, d);
+  if (++done_ < meta_.n) return;
+  std::string body;
+  if (meta_.chat) {
+    std::vector<schema::chat_choice> out;
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      auto& c = choices_[i];
+      out.push_back({static_cast<int>(i), std::move(c.text), meta_.logprobs, std::move(c.logprobs), c.finish});
+    }
+    body = schema::write_chat_completion(meta_.head, out, usage_);
+  } else {
+    std::vector<schema::text_choice> out;
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      auto& c = choices_[i];
+      out.push_back({static_cast<int>(i), std::move(c.text), meta_.logprobs, std::move(c.logprobs), 0, c.finish});
+    }
+    body = schema::write_text_completion(meta_.head, out, usage_);
+  }
+  slot_->set(io::make_json(version_, io::http::status::ok, std::move(body)));
+}
+
+void full_sink::on_rejected(const sched::request_rejected& r) {
+  if (failed_) return;
+  failed_ = true;
+  cancel_others(meta_, r.request);
+  auto err = rejection_error(r);
+  auto res = io::make_json(version_, static_cast<io::http::status>(r.status), schema::write_error(err));
+  if (r.status == 429) res.set(io::http::field::retry_after, "1");
+  slot_->set(std::move(res));
+}
+
+}  // namespace strata::api

@@ -1,0 +1,118 @@
+#include "src/engine/engine.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "actors/pipeline/layer_actor.hpp"
+#include "actors/pipeline/output_actor.hpp"
+#include "actors/scheduler/scheduler_actor.hpp"
+#include "src/engine/stages.hpp"
+#include "src/sampling/text_stream.hpp"
+
+namespace strata::engine {
+namespace {
+
+const char* const k_chatml =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+/// Forwards to an address set after construction: the output stage needs the scheduler's
+/// address and the scheduler needs the first stage's.
+class late_scheduler final : public actors::actor<sched::scheduler_inbox> {
+ public:
+  explicit late_scheduler(std::shared_ptr<sched::scheduler_address> target) : target_(std::move(target)) {}
+  void receive(sched::scheduler_inbox msg) override {
+    std::visit([this](auto&& m) { target_->tell(std::move(m)); }, std::move(msg));
+  }
+
+ private:
+  std::shared_ptr<sched::scheduler_address> target_;
+};
+
+class assembler final : public sched::text_assembler {
+ public:
+  explicit assembler(std::vector<std::string> stop) : t_(std::move(stop)) {}
+  output feed(const std::string& piece) override {
+    auto o = t_.feed(piece);
+    return {std::move(o.text), o.stopped};
+  }
+  std::string finish() override { return t_.finish(); }
+
+ private:
+  sampling::text_stream t_;
+};
+
+}  // namespace
+
+result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, const std::string& path) {
+  std::unique_ptr<engine> e(new engine());
+  e->cfg_ = cfg;
+  auto t0 = std::chrono::steady_clock::now();
+  auto m = model::model::load(path);
+  if (!m) return std::move(m).err();
+  e->model_ = *m;
+  auto tok = tokenizer::tokenizer::from_gguf(e->model_->file);
+  if (!tok) return fail(tok.err().code, path, ": ", tok.err().message);
+  e->tok_ = std::make_shared<const tokenizer::tokenizer>(std::move(*tok));
+  std::string source = e->tok_->chat_template();
+  e->own_template_ = !source.empty();
+  auto tmpl = chat::chat_template::parse(e->own_template_ ? source : k_chatml);
+  if (!tmpl) {
+    spdlog::warn("the model's chat template does not parse ({}); using ChatML", tmpl.err().message);
+    tmpl = chat::chat_template::parse(k_chatml);
+    e->own_template_ = false;
+  }
+  e->template_.emplace(std::move(*tmpl));
+  e->model_id_ = std::filesystem::path(path).stem().string();
+  const auto& hp = e->model_->hp;
+  e->max_context_ = cfg.model.ctx > 0 ? cfg.model.ctx : std::min(hp.n_ctx_train, 32768);
+  e->page_tokens_ = cfg.kv.block_tokens;
+  const std::uint64_t per_page = static_cast<std::uint64_t>(e->page_tokens_) * hp.kv_dim() * 2 * 2 * hp.n_layer;
+  e->kv_pages_ = static_cast<std::int32_t>(std::max<std::uint64_t>(cfg.kv.memory / per_page, (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1));
+  int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  e->pool_ = std::make_shared<kernels::compute_pool>(threads);
+  e->max_queued_ = cfg.scheduler.max_queued;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} pages of {} tokens ({} MiB); chat template: {}",
+               path, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, e->kv_pages_, e->page_tokens_,
+               per_page * static_cast<std::uint64_t>(e->kv_pages_) >> 20, e->own_template_ ? "the model's" : "ChatML (none in the model)");
+  return e;
+}
+
+std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }
+std::string engine::eos_text() const { return std::string(tok_->token_text(tok_->eos_id())); }
+
+void engine::start(actors::actor_system& system, metrics::registry& registry) {
+  auto slot = std::make_shared<sched::scheduler_address>();
+  auto to_sched = system.spawn<late_scheduler>("scheduler-link", actors::supervision::stop_system, slot);
+  pipeline::stage_address next = system.spawn<pipeline::output_actor>(
+      "output", actors::supervision::stop_system,
+      std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
+      pipeline::sampler_factory([](const pipeline::open_sampler& o) { return std::make_unique<sequence_sampler>(o); }), to_sched);
+  for (int il = model_->hp.n_layer - 1; il >= 0; --il) {
+    next = system.spawn<pipeline::layer_actor>(
+        "layer-" + std::to_string(il), actors::supervision::stop_system,
+        std::shared_ptr<pipeline::layer_compute>(std::make_shared<layer_stage>(model_, il, kv_pages_, page_tokens_, pool_)), next);
+  }
+  auto tok = tok_;
+  sched::text_services text{
+      [tok](std::int32_t t) { return tok->token_to_piece(t, false); },
+      [tok](std::int32_t t) { return tok->is_eog(t); },
+      [](const std::vector<std::string>& stop) { return std::make_unique<assembler>(stop); }};
+  sched::scheduler_config sc;
+  sc.planner.token_budget = cfg_.scheduler.token_budget;
+  sc.planner.max_running = cfg_.scheduler.max_running;
+  sc.planner.max_queued = cfg_.scheduler.max_queued;
+  sc.planner.block_tokens = page_tokens_;
+  sc.planner.max_context = max_context_;
+  sc.kv_blocks = kv_pages_;
+  auto m = sched::scheduler_metrics::create(registry);
+  waiting_ = m.waiting;
+  *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, m);
+  scheduler_ = *slot;
+}
+
+}  // namespace strata::engine

@@ -1,0 +1,61 @@
+#pragma once
+// engine: a loaded model with its tokenizer and chat template, and the actors that serve it
+// (one layer actor per layer, the output stage, the scheduler). `strata serve` owns one.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/runtime/actor_system.hpp"
+#include "actors/scheduler/messages.hpp"
+#include "kernels/compute_pool.hpp"
+#include "src/chat/chat_template.hpp"
+#include "src/common/metrics.hpp"
+#include "src/config/config.hpp"
+#include "src/model/model.hpp"
+#include "src/tokenizer/tokenizer.hpp"
+
+namespace strata::engine {
+
+class engine {
+ public:
+  /// Opens the model, its tokenizer and chat template; nothing runs yet.
+  static result<std::unique_ptr<engine>> load(const config::server_config& cfg, const std::string& model_path);
+
+  /// Spawns the layer actors, the output stage and the scheduler on `system`.
+  void start(actors::actor_system& system, metrics::registry& registry);
+
+  const model::model& mdl() const { return *model_; }
+  const tokenizer::tokenizer& tok() const { return *tok_; }
+  std::shared_ptr<const tokenizer::tokenizer> tok_ptr() const { return tok_; }
+  /// The model's template, or ChatML when the GGUF has none.
+  const chat::chat_template& chat() const { return *template_; }
+  bool has_own_template() const { return own_template_; }
+  std::string bos_text() const;
+  std::string eos_text() const;
+  const std::string& model_id() const { return model_id_; }
+  std::int32_t max_context() const { return max_context_; }
+  sched::scheduler_address scheduler() const { return scheduler_; }
+  /// Requests waiting in the scheduler (for the API's fast 429 path).
+  double waiting() const { return waiting_ ? waiting_->value() : 0.0; }
+  int max_queued() const { return max_queued_; }
+
+ private:
+  engine() = default;
+  std::shared_ptr<const model::model> model_;
+  std::shared_ptr<const tokenizer::tokenizer> tok_;
+  std::optional<chat::chat_template> template_;
+  bool own_template_ = false;
+  std::string model_id_;
+  std::shared_ptr<kernels::compute_pool> pool_;
+  std::int32_t max_context_ = 4096;
+  std::int32_t kv_pages_ = 0;
+  std::int32_t page_tokens_ = 32;
+  config::server_config cfg_;
+  int max_queued_ = 256;
+  sched::scheduler_address scheduler_;
+  metrics::gauge* waiting_ = nullptr;
+};
+
+}  // namespace strata::engine

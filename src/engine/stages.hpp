@@ -1,0 +1,51 @@
+#pragma once
+// The real model behind the pipeline's stage interfaces: one layer_stage per layer actor (it owns
+// that layer's KV pages), the output stage's LM head, and the per-sequence samplers.
+
+#include <memory>
+#include <vector>
+
+#include "actors/pipeline/stage_compute.hpp"
+#include "kernels/compute_pool.hpp"
+#include "src/model/forward.hpp"
+#include "src/model/layer_kv.hpp"
+#include "src/sampling/sampler.hpp"
+
+namespace strata::engine {
+
+class layer_stage final : public pipeline::layer_compute {
+ public:
+  layer_stage(std::shared_ptr<const model::model> m, int layer, std::int32_t n_pages, std::int32_t page_tokens,
+              std::shared_ptr<kernels::compute_pool> pool);
+  void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override;
+
+ private:
+  std::shared_ptr<const model::model> m_;
+  int layer_;
+  model::layer_kv kv_;
+  std::shared_ptr<kernels::compute_pool> pool_;
+  std::vector<model::seq_rows> rows_;
+};
+
+class output_stage final : public pipeline::output_compute {
+ public:
+  output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<kernels::compute_pool> pool);
+  std::int32_t n_vocab() const override { return m_->hp.n_vocab; }
+  void logits(const std::vector<float>& hidden, const std::vector<std::int32_t>& rows, std::vector<float>& out) override;
+
+ private:
+  std::shared_ptr<const model::model> m_;
+  std::shared_ptr<kernels::compute_pool> pool_;
+};
+
+class sequence_sampler final : public pipeline::token_sampler {
+ public:
+  explicit sequence_sampler(const pipeline::open_sampler& o);
+  pipeline::sampled_token draw(float* logits, std::int32_t n_vocab) override;
+
+ private:
+  std::uint64_t id_;
+  sampling::sampler s_;
+};
+
+}  // namespace strata::engine

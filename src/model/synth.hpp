@@ -1,0 +1,43 @@
+#pragma once
+// synthesize(): writes a random-weight model in the GGUF layout llama.cpp's converter writes for
+// its architecture (tensor names, shapes, metadata keys, per-tensor quantization mix), with the
+// tokenizer of a vocabulary file or the built-in one. Deterministic for a given seed.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "src/common/error.hpp"
+
+namespace strata::model {
+
+struct synth_options {
+  std::string arch;             // llama, qwen2, qwen3, gemma2, phi3
+  int layers = 0;
+  int hidden = 0;               // embedding length
+  int heads = 0;
+  int kv_heads = 0;
+  int ffn = 0;                  // feed-forward length
+  int head_dim = 0;             // 0: hidden / heads
+  std::string vocab;            // a GGUF path, or "builtin"
+  std::string type = "f16";     // f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k
+  std::int64_t ctx = 32768;     // context length
+  std::uint64_t seed = 0;
+  std::optional<bool> tied;     // output shares the embeddings; default per architecture
+  std::string name;             // general.name; default "strata-synth-<arch>"
+  std::filesystem::path out;
+};
+
+/// Called after each tensor: (tensors done, tensor count, bytes written, total bytes).
+using progress_callback = std::function<void(std::size_t, std::size_t, std::uint64_t, std::uint64_t)>;
+
+/// Checks the options; the message names the flag that is wrong.
+result<void> validate(const synth_options& o);
+
+/// Validates, then writes o.out (through a ".part" file, renamed when complete).
+result<void> synthesize(const synth_options& o, const progress_callback& progress = {});
+
+}  // namespace strata::model

@@ -1,0 +1,23 @@
+# Runs `strata tokenize --vocab X.gguf --in X.gguf.inp` for every vocabulary in VOCAB_DIR and
+# requires the output to equal X.gguf.out byte for byte.
+file(GLOB _vocabs ${VOCAB_DIR}/*.gguf)
+if(NOT _vocabs)
+  message(FATAL_ERROR "no vocabularies in ${VOCAB_DIR}")
+endif()
+set(_failed "")
+foreach(_v IN LISTS _vocabs)
+  get_filename_component(_name ${_v} NAME)
+  execute_process(COMMAND ${STRATA} tokenize --vocab ${_v} --in ${_v}.inp
+                  OUTPUT_FILE ${OUT_DIR}/${_name}.got RESULT_VARIABLE _rc)
+  file(READ ${_v}.out _want)
+  file(READ ${OUT_DIR}/${_name}.got _got)
+  if(NOT _rc EQUAL 0 OR NOT _got STREQUAL _want)
+    list(APPEND _failed ${_name})
+    message(STATUS "${_name}: differs (exit ${_rc}); see ${OUT_DIR}/${_name}.got")
+  else()
+    message(STATUS "${_name}: identical")
+  endif()
+endforeach()
+if(_failed)
+  message(FATAL_ERROR "strata tokenize differs from the reference for: ${_failed}")
+endif()
