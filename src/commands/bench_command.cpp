@@ -69,7 +69,9 @@ std::int32_t argmax(const std::vector<float>& v) {
 }
 
 int run(const bench_options& o) {
+  auto t_open = clock_type::now();
   auto m = model::model::load(o.model);
+  const double open_s = seconds_since(t_open);
   if (!m) {
     std::fprintf(stderr, "strata bench: %s\n", m.err().message.c_str());
     return 1;
@@ -125,6 +127,8 @@ int run(const bench_options& o) {
                             {"arch", model::arch_name(h.architecture)},
                             {"threads", threads},
                             {"simd", kernels::simd_level_name(kernels::active_kernels().level)},
+                            {"open_s", open_s},
+                            {"file_bytes", static_cast<double>((*m)->file.file_size())},
                             {"prompt_tokens", o.prompt},
                             {"gen_tokens", o.gen},
                             {"prefill_tok_s", prefill_tok_s},
@@ -137,6 +141,7 @@ int run(const bench_options& o) {
   } else {
     std::printf("model            %s (%s, %d layers, %d threads, %s)\n", o.model.c_str(), model::arch_name(h.architecture),
                 h.n_layer, threads, kernels::simd_level_name(kernels::active_kernels().level));
+    std::printf("open             %8.3f s      (%.2f GB file)\n", open_s, static_cast<double>((*m)->file.file_size()) / 1e9);
     std::printf("prefill          %8.1f tok/s  (%d tokens in %.3f s)\n", prefill_tok_s, o.prompt, prefill_s);
     std::printf("decode           %8.1f tok/s  (%d tokens in %.3f s)\n", decode_tok_s, o.gen, decode_s);
     std::printf("read bandwidth   %8.2f GB/s\n", bandwidth / 1e9);
