@@ -65,6 +65,10 @@ void http_session::close_if_idle() {
   });
 }
 
+void http_session::count(int status) const {
+  if (server_->opts_.on_response) server_->opts_.on_response(status);
+}
+
 net::awaitable<void> http_session::write(http_response res) {
   stream_.expires_after(server_->opts_.write_timeout);
   co_await http::async_write(stream_, res, nothrow);
@@ -76,6 +80,7 @@ net::awaitable<void> http_session::run() {
                           "too_many_connections");
     res.set(http::field::connection, "close");
     res.set(http::field::retry_after, "1");
+    count(503);
     co_await write(std::move(res));
   } else {
     bool first = true;
@@ -102,14 +107,20 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, nothrow);
   idle_ = false;
   if (ec) {
-    if (auto res = reply_to_read_error(ec, 11, opts.max_body)) co_await write(std::move(*res));
+    if (auto res = reply_to_read_error(ec, 11, opts.max_body)) {
+      count(res->result_int());
+      co_await write(std::move(*res));
+    }
     co_return false;
   }
   // A Content-Length over body_limit already failed the header read (the parser checks it).
   stream_.expires_after(opts.header_timeout);
   std::tie(ec, n) = co_await http::async_read(stream_, buffer_, parser, nothrow);
   if (ec) {
-    if (auto res = reply_to_read_error(ec, parser.get().version(), opts.max_body)) co_await write(std::move(*res));
+    if (auto res = reply_to_read_error(ec, parser.get().version(), opts.max_body)) {
+      count(res->result_int());
+      co_await write(std::move(*res));
+    }
     co_return false;
   }
 
@@ -149,6 +160,7 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   } else {
     // The connection becomes a WebSocket; the session ends here and the socket moves on.
     log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 101, 0, 0, 0.0);
+    count(101);
     upgraded_ = true;
     co_await run_websocket(std::move(stream_), std::move(req), std::get<websocket_accept>(std::move(result)),
                            ctx.request_id);
@@ -156,6 +168,7 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   }
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), status, 0, 0, ms);
+  count(status);
   co_return keep && !server_->stopping();
 }
 

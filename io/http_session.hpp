@@ -29,6 +29,8 @@ class http_session : public std::enable_shared_from_this<http_session> {
 
  private:
   boost::asio::awaitable<bool> serve_one(bool first);
+  /// Reports a response status to the server options' on_response hook.
+  void count(int status) const;
   boost::asio::awaitable<void> write(http_response res);
   /// Writes a streamed response; returns whether the connection may be kept.
   boost::asio::awaitable<bool> write_stream(stream_reply& sr, const request_context& ctx, bool keep);

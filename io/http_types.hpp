@@ -30,6 +30,9 @@ struct http_options {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
+  /// Called with the status of every response the server sends (101 for a WebSocket upgrade),
+  /// from the connection's thread: counts responses by status for the metrics.
+  std::function<void(int status)> on_response;
 };
 
 /// What a handler learns about the request beyond the message itself.

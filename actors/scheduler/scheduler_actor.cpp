@@ -17,6 +17,10 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.prompt_tokens = &r.make_counter("strata_prompt_tokens_total", "Prompt tokens of admitted requests.");
   m.generated_tokens = &r.make_counter("strata_generated_tokens_total", "Tokens generated.");
   m.kv_blocks_used = &r.make_gauge("strata_kv_blocks_used", "KV blocks held by running sequences.");
+  m.ttft_seconds = &r.make_histogram("strata_ttft_seconds", "Time from a request's arrival to its first generated token.",
+                                     {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  m.inter_token_seconds = &r.make_histogram("strata_inter_token_seconds", "Time between consecutive tokens of a sequence.",
+                                            {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
   return m;
 }
 
@@ -53,6 +57,7 @@ void scheduler_actor::handle(submit s) {
     return;
   }
   request_state st;
+  st.arrived = std::chrono::steady_clock::now();
   st.reply_to = std::move(s.reply_to);
   st.text = text_.make_assembler(s.settings.stop);
   st.prompt_tokens = static_cast<std::int32_t>(s.prompt.size());
@@ -103,10 +108,14 @@ void scheduler_actor::handle(step_done d) {
   for (const auto& s : d.samples) sampled.push_back(s.token);
   planner_.commit(pending_, sampled);
 
+  const auto now = std::chrono::steady_clock::now();
   for (auto& s : d.samples) {
     auto it = requests_.find(s.seq);
     if (it == requests_.end()) continue;  // cancelled while the step ran
     request_state& st = it->second;
+    auto* latency = st.generated == 0 ? metrics_.ttft_seconds : metrics_.inter_token_seconds;
+    if (latency) latency->observe(std::chrono::duration<double>(now - (st.generated == 0 ? st.arrived : st.last_token)).count());
+    st.last_token = now;
     ++st.generated;
     if (metrics_.generated_tokens) metrics_.generated_tokens->inc();
     if (!st.settings.ignore_eos && text_.is_end_of_generation(s.token)) {

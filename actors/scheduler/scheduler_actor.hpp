@@ -28,6 +28,10 @@ struct scheduler_metrics {
   metrics::counter* prompt_tokens = nullptr;
   metrics::counter* generated_tokens = nullptr;
   metrics::gauge* kv_blocks_used = nullptr;
+  /// From a request's arrival at the scheduler to its first generated token.
+  metrics::histogram* ttft_seconds = nullptr;
+  /// Between consecutive generated tokens of one sequence.
+  metrics::histogram* inter_token_seconds = nullptr;
 
   /// Registers the scheduler's metrics in `r`.
   static scheduler_metrics create(metrics::registry& r);
@@ -57,6 +61,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
     std::unique_ptr<text_assembler> text;
     std::int32_t prompt_tokens = 0;
     std::int32_t generated = 0;
+    std::chrono::steady_clock::time_point arrived;
+    std::chrono::steady_clock::time_point last_token;
   };
 
   void finish(std::uint64_t id, finish_reason reason);

@@ -4,6 +4,8 @@
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +26,20 @@
 
 namespace strata::commands {
 namespace {
+
+/// Counts responses by status in strata_responses_total{status="..."}; the statuses the server
+/// sends get their own series, anything else lands in status="other".
+std::function<void(int)> response_counter(metrics::registry& r) {
+  static constexpr int known[] = {101, 200, 400, 401, 404, 405, 408, 413, 429, 431, 500, 503, 504};
+  auto table = std::make_shared<std::map<int, metrics::counter*>>();
+  for (int code : known)
+    (*table)[code] = &r.make_counter("strata_responses_total", "HTTP responses by status.", "status=\"" + std::to_string(code) + "\"");
+  metrics::counter* other = &r.make_counter("strata_responses_total", "HTTP responses by status.", "status=\"other\"");
+  return [table, other](int status) {
+    auto it = table->find(status);
+    (it == table->end() ? other : it->second)->inc();
+  };
+}
 
 struct serve_options {
   std::string config_file;
@@ -137,6 +153,7 @@ int serve(const serve_options& opts) {
   http_opts.max_connections = cfg.limits.max_connections;
   http_opts.header_timeout = cfg.limits.header_timeout;
   http_opts.idle_timeout = cfg.limits.idle_timeout;
+  http_opts.on_response = response_counter(metrics);
   auto server = std::make_shared<io::http_server>(
       system.context(), http_opts,
       [&router](io::http_request& req, const io::request_context& ctx) -> io::handler_result { return router.handle(req, ctx); });

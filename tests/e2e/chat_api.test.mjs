@@ -170,4 +170,8 @@ test('a client that goes away mid-stream frees its sequence', async () => {
     assert.ok(Date.now() < deadline, 'the sequence was never cancelled');
     await new Promise((r) => setTimeout(r, 50));
   }
+  // The tokens it did generate were timed: a first token, and the ones after it.
+  const text = await (await fetch(`${server.baseURL}/metrics`)).text();
+  assert.ok(Number(text.match(/^strata_ttft_seconds_count (\S+)$/m)[1]) >= 1);
+  assert.ok(Number(text.match(/^strata_inter_token_seconds_count (\S+)$/m)[1]) >= 1);
 });

@@ -40,8 +40,18 @@ test('curl sees keep-alive, 404 and 405 as documented', () => {
   assert.equal(lines[2].split(' ')[1], '0');
 });
 
-test('metrics are Prometheus text', async () => {
-  const res = await fetch(`${server.baseURL}/metrics`);
-  assert.equal(res.status, 200);
-  assert.match(res.headers.get('content-type'), /text\/plain/);
+test('metrics are Prometheus text and count responses by status', async () => {
+  const count404 = async () => {
+    const res = await fetch(`${server.baseURL}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type'), /text\/plain/);
+    const text = await res.text();
+    assert.match(text, /^# TYPE strata_responses_total counter$/m);
+    assert.match(text, /^# TYPE strata_ttft_seconds histogram$/m);
+    assert.match(text, /^# TYPE strata_inter_token_seconds histogram$/m);
+    return Number(text.match(/^strata_responses_total\{status="404"\} (\S+)$/m)[1]);
+  };
+  const before = await count404();
+  for (let i = 0; i < 3; ++i) assert.equal((await fetch(`${server.baseURL}/no/such/path`)).status, 404);
+  assert.equal(await count404(), before + 3);
 });
