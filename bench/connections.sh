@@ -7,7 +7,7 @@
 #   env: SSE (1000), WS (10000), STORM (500), QUEUED (1024: the waiting-queue limit), PORT (18081)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/release}
+build=${1:-build/bench}
 model=${2:-../shared/models/tiny-llama-spm-f16.gguf}
 port=${PORT:-18081}
 ws=${WS:-10000}

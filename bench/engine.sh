@@ -4,11 +4,11 @@
 # decode tokens/s, the measured read bandwidth, decode's share of the bandwidth bound, and the
 # time to open the file.
 #
-#   bench/engine.sh [BUILD_DIR] [TYPES...]      e.g. bench/engine.sh build/release q8_0 q4_k_m f16
+#   bench/engine.sh [BUILD_DIR] [TYPES...]      e.g. bench/engine.sh build/bench q8_0 q4_k_m f16
 #   env: RUNS (default 3), THREADS (default: all cores), PROMPT (512), GEN (128)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/release}
+build=${1:-build/bench}
 shift || true
 types=("$@")
 [ ${#types[@]} -gt 0 ] || types=(q8_0 q4_k_m f16)

@@ -3,11 +3,11 @@
 # the 0.4B Qwen2-shaped model (synthesized by bench/engine.sh's recipe), first one stream alone,
 # then CONCURRENCY streams of ~PROMPT-token prompts generating GEN tokens each.
 #
-#   bench/serve_load.sh [BUILD_DIR] [TYPE]      e.g. bench/serve_load.sh build/release q8_0
+#   bench/serve_load.sh [BUILD_DIR] [TYPE]      e.g. bench/serve_load.sh build/bench q8_0
 #   env: CONCURRENCY (16), REQUESTS (4 x CONCURRENCY), PROMPT (200), GEN (64), PORT (18080)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build/release}
+build=${1:-build/bench}
 type=${2:-q8_0}
 dir=${STRATA_BENCH_DIR:-$build/bench-models}
 model=$dir/qwen2-0.4b-$type.gguf
