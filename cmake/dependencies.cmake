@@ -6,6 +6,8 @@ find_package(spdlog REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
+# libcrypto's SHA-256 (with SHA-NI where the CPU has it) for the prefix-cache block hashes.
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(URING REQUIRED IMPORTED_TARGET liburing)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev libspdlog-dev libfmt-dev liburing-dev libxxhash-dev
-  libtomlplusplus-dev libcli11-dev libpcre2-dev
+  libtomlplusplus-dev libcli11-dev libpcre2-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   curl nodejs gnuplot-nox fio e2fsprogs

@@ -12,6 +12,7 @@ admit_result batch_planner::submit(sequence s) {
     return admit_result::too_long;
   }
   s.n_prompt = static_cast<std::int32_t>(s.tokens.size());
+  if (opts_.prefix_cache) s.hashes.reserve((s.tokens.size() + static_cast<std::size_t>(s.max_new_tokens)) / opts_.block_tokens + 1);
   auto id = s.id;
   seqs_[id] = std::move(s);
   waiting_.push_back(id);
@@ -30,6 +31,55 @@ void batch_planner::set_paused(std::uint64_t id, bool paused) {
 void batch_planner::release_blocks(sequence& s) {
   for (auto b : s.blocks) pool_.release(b);
   s.blocks.clear();
+  s.n_published = 0;
+}
+
+const kv::block_hash& batch_planner::root(kv::kv_format f) {
+  auto key = static_cast<std::uint8_t>(f);
+  auto it = roots_.find(key);
+  if (it == roots_.end()) {
+    kv::cache_namespace ns = opts_.cache_ns;
+    ns.format = f;
+    ns.block_tokens = opts_.block_tokens;
+    it = roots_.emplace(key, hasher_.root(ns)).first;
+  }
+  return it->second;
+}
+
+void batch_planner::extend_hashes(sequence& s, std::int32_t n) {
+  const std::int32_t bt = opts_.block_tokens;
+  n = std::min<std::int32_t>(n, static_cast<std::int32_t>(s.tokens.size()) / bt);
+  while (static_cast<std::int32_t>(s.hashes.size()) < n) {
+    const auto i = static_cast<std::int32_t>(s.hashes.size());
+    const kv::block_hash& parent = i == 0 ? root(s.format) : s.hashes.back();
+    s.hashes.push_back(hasher_.chain(parent, std::span<const std::int32_t>(s.tokens).subspan(
+                                                 static_cast<std::size_t>(i) * bt, static_cast<std::size_t>(bt))));
+  }
+}
+
+void batch_planner::match_prefix(sequence& s) {
+  if (!opts_.prefix_cache || !s.blocks.empty()) return;
+  const std::int32_t bt = opts_.block_tokens;
+  // The last known token is always computed: its logits give the next sample.
+  const std::int32_t max_blocks = (static_cast<std::int32_t>(s.tokens.size()) - 1) / bt;
+  extend_hashes(s, max_blocks);
+  for (std::int32_t i = 0; i < max_blocks; ++i) {
+    auto b = pool_.lookup(s.hashes[static_cast<std::size_t>(i)]);
+    if (!b) break;
+    s.blocks.push_back(*b);
+  }
+  s.n_computed = static_cast<std::int32_t>(s.blocks.size()) * bt;
+  s.n_published = static_cast<std::int32_t>(s.blocks.size());
+}
+
+void batch_planner::publish_full_blocks(sequence& s) {
+  if (!opts_.prefix_cache) return;
+  const std::int32_t full = std::min(s.n_computed / opts_.block_tokens, static_cast<std::int32_t>(s.blocks.size()));
+  if (s.n_published >= full) return;
+  extend_hashes(s, full);
+  for (; s.n_published < full; ++s.n_published) {
+    pool_.set_hash(s.blocks[static_cast<std::size_t>(s.n_published)], s.hashes[static_cast<std::size_t>(s.n_published)]);
+  }
 }
 
 bool batch_planner::cancel(std::uint64_t id) {
@@ -127,11 +177,25 @@ step_plan batch_planner::plan() {
   while (budget > 0 && !waiting_.empty() && static_cast<int>(running_.size()) < opts_.max_running) {
     auto id = waiting_.front();
     sequence& s = seqs_.at(id);
+    match_prefix(s);
     // Admit only if at least the first chunk's blocks can be had without preempting anyone.
     std::int32_t first = std::min(static_cast<std::int32_t>(s.tokens.size()) - s.n_computed, budget);
     std::int32_t need_blocks = (s.n_computed + first + opts_.block_tokens - 1) / opts_.block_tokens -
                                static_cast<std::int32_t>(s.blocks.size());
-    if (need_blocks > pool_.available()) break;
+    if (need_blocks > pool_.available()) {
+      // The matched blocks go back to the cache until the sequence can start.
+      release_blocks(s);
+      s.n_computed = 0;
+      break;
+    }
+    if (!s.admitted) {
+      s.admitted = true;
+      s.cached_tokens = s.n_computed;
+      if (opts_.prefix_cache) {
+        counters_.prefix_query_tokens += static_cast<std::uint64_t>(s.n_prompt);
+        counters_.prefix_hit_tokens += static_cast<std::uint64_t>(s.n_computed);
+      }
+    }
     waiting_.pop_front();
     running_.push_back(id);
     schedule_chunk(s);
@@ -152,6 +216,7 @@ void batch_planner::commit(const step_plan& plan, const std::vector<std::int32_t
     if (it == seqs_.end()) continue;  // cancelled while the step ran
     sequence& s = it->second;
     s.n_computed = std::max(s.n_computed, item.start + item.n_tokens);
+    publish_full_blocks(s);
     if (has_sample && token >= 0 && s.n_computed == static_cast<std::int32_t>(s.tokens.size())) {
       s.tokens.push_back(token);
     }

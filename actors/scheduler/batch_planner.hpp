@@ -7,6 +7,12 @@
 // arrival order), so a long prompt never holds running streams back by more than one chunk.
 // When the KV pool runs out, the most recently admitted running sequence is preempted: its blocks
 // are released and it goes back to the front of the queue to be recomputed later.
+//
+// Prefix reuse: when a sequence is admitted, the planner looks its full prompt blocks up by their
+// chained hashes (src/kv/prefix_hash.hpp) and takes the longest cached chain, so its first chunk
+// starts after it; at least the last prompt token is always computed, since its logits give the
+// first sample. Each block that a step fills is published under its hash once the step is done,
+// for later requests (and for this one, should it be preempted and resumed).
 
 #include <cstdint>
 #include <deque>
@@ -15,6 +21,7 @@
 #include <vector>
 
 #include "src/kv/block_pool.hpp"
+#include "src/kv/prefix_hash.hpp"
 
 namespace strata::sched {
 
@@ -25,6 +32,10 @@ struct planner_options {
   int block_tokens = 32;
   /// Longest sequence (prompt + generated) the model serves.
   int max_context = 4096;
+  /// Reuse cached prefix blocks (cache.mode hot or tiered); off: no hashing, no lookups.
+  bool prefix_cache = false;
+  /// The model, block size and extra keys the block hashes are chained in (format set per sequence).
+  kv::cache_namespace cache_ns;
 };
 
 /// One request's sequence as the planner sees it.
@@ -41,6 +52,15 @@ struct sequence {
   /// A slow client asked to pause: no decode steps until it resumes.
   bool paused = false;
   int preemptions = 0;
+  /// The KV format of the sequence's blocks; part of every block hash.
+  kv::kv_format format = kv::kv_format::f16;
+  /// Prompt tokens whose KV came from the cache when the request was first admitted.
+  std::int32_t cached_tokens = 0;
+  bool admitted = false;
+  /// Hashes of the first hashes.size() full blocks (computed as their tokens become known).
+  std::vector<kv::block_hash> hashes;
+  /// Blocks [0, n_published) have been offered to the pool under their hash.
+  std::int32_t n_published = 0;
 };
 
 /// One sequence's share of a step: compute tokens[start, start + n_tokens).
@@ -72,6 +92,9 @@ struct planner_counters {
   std::uint64_t steps = 0;
   std::uint64_t preemptions = 0;
   std::uint64_t tokens_scheduled = 0;
+  /// Prompt tokens of admitted requests looked up in the prefix cache, and those found.
+  std::uint64_t prefix_query_tokens = 0;
+  std::uint64_t prefix_hit_tokens = 0;
 };
 
 class batch_planner {
@@ -101,11 +124,20 @@ class batch_planner {
   /// Makes sure blocks cover positions [0, end); returns how many positions are covered.
   std::int32_t reserve_blocks(sequence& s, std::int32_t end);
   void release_blocks(sequence& s);
+  /// Takes the longest cached chain of s's full prompt blocks (s holds no blocks yet).
+  void match_prefix(sequence& s);
+  /// Offers every block that s has filled to the pool under its hash.
+  void publish_full_blocks(sequence& s);
+  /// Makes sure s.hashes covers its first n full blocks.
+  void extend_hashes(sequence& s, std::int32_t n);
+  const kv::block_hash& root(kv::kv_format f);
   /// Preempts the most recently admitted running sequence other than `keep`; false if none.
   bool preempt_one(std::uint64_t keep, step_plan& plan);
 
   planner_options opts_;
   kv::block_pool& pool_;
+  kv::prefix_hasher hasher_;
+  std::unordered_map<std::uint8_t, kv::block_hash> roots_;
   std::unordered_map<std::uint64_t, sequence> seqs_;
   std::vector<std::uint64_t> running_;  // admission order
   std::deque<std::uint64_t> waiting_;

@@ -19,6 +19,20 @@ sequence make_seq(std::uint64_t id, int prompt, int max_new) {
   return s;
 }
 
+sequence seq_of(std::uint64_t id, std::vector<std::int32_t> tokens, int max_new) {
+  sequence s;
+  s.id = id;
+  s.tokens = std::move(tokens);
+  s.max_new_tokens = max_new;
+  return s;
+}
+
+planner_options caching(planner_options o) {
+  o.prefix_cache = true;
+  o.cache_ns.model = {42, 43};
+  return o;
+}
+
 /// Runs plan/commit like the scheduler would, finishing sequences after max_new_tokens.
 struct driver {
   kv::block_pool pool;
@@ -29,6 +43,15 @@ struct driver {
 
   step_plan step() {
     auto plan = planner.plan();
+    // A step writes only blocks its sequence owns alone: a shared (cached) block is never
+    // written again.
+    for (auto& item : plan.items) {
+      const sequence* s = planner.find(item.seq);
+      const int bt = planner.options().block_tokens;
+      for (int b = item.start / bt; b <= (item.start + item.n_tokens - 1) / bt; ++b) {
+        EXPECT_EQ(pool.refcount(s->blocks.at(static_cast<std::size_t>(b))), 1) << "sequence " << item.seq << " block " << b;
+      }
+    }
     std::vector<std::int32_t> sampled;
     for (auto& item : plan.items)
       if (item.sample) sampled.push_back(7);
@@ -101,9 +124,14 @@ TEST(batch_planner, cancelling_releases_every_block) {
 }
 
 TEST(batch_planner, running_out_of_blocks_preempts_and_everyone_still_finishes) {
-  // 12 blocks of 4 tokens = 48 positions for 4 sequences that each grow to 10 + 20 = 30.
-  driver d({.token_budget = 16, .max_running = 4, .block_tokens = 4, .max_context = 64}, 12);
-  for (std::uint64_t i = 1; i <= 4; ++i) d.planner.submit(make_seq(i, 10, 20));
+  // 12 blocks of 4 tokens = 48 positions for 4 sequences that each grow to 10 + 20 = 30 (their
+  // prompts differ, so the prefix cache cannot save the day).
+  driver d(caching({.token_budget = 16, .max_running = 4, .block_tokens = 4, .max_context = 64}), 12);
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    auto s = make_seq(i, 10, 20);
+    s.tokens[0] = static_cast<std::int32_t>(100 + i);
+    d.planner.submit(std::move(s));
+  }
   std::uint64_t preempted = 0;
   for (int step = 0; step < 2000 && d.finished.size() < 4; ++step) {
     auto plan = d.step();
@@ -126,9 +154,94 @@ TEST(batch_planner, paused_sequences_get_no_decode_steps_until_resumed) {
   EXPECT_EQ(d.step().n_decode, 1);
 }
 
-TEST(batch_planner, random_workloads_keep_blocks_and_budgets_consistent) {
-  std::mt19937 rng(std::random_device{}());
-  driver d({.token_budget = 48, .max_running = 6, .max_queued = 20, .block_tokens = 8, .max_context = 256}, 40);
+TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 10, 3));  // prompt 1..10, then 7 7 7; positions 0..11 computed
+  while (d.finished.empty()) d.step();
+  EXPECT_EQ(d.pool.cached_count(), 3);  // [1..4] [5..8] [9 10 7 7]
+
+  d.planner.submit(make_seq(2, 10, 5));
+  auto plan = d.step();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 8);  // two blocks reused; tokens 9 and 10 computed
+  EXPECT_EQ(plan.items[0].n_tokens, 2);
+  EXPECT_EQ(d.planner.find(2)->cached_tokens, 8);
+  EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 8u);
+  EXPECT_EQ(d.planner.counters().prefix_query_tokens, 20u);
+}
+
+TEST(batch_planner, the_last_known_token_is_always_computed) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 10, 3));
+  while (d.finished.empty()) d.step();
+  std::vector<std::int32_t> all{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 7};
+  d.planner.submit(seq_of(2, all, 1));  // every block cached, but the logits of token 12 are needed
+  auto plan = d.step();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 8);
+  EXPECT_EQ(plan.items[0].n_tokens, 4);
+  all.push_back(3);
+  d.planner.submit(seq_of(3, all, 1));
+  plan = d.step();
+  auto it = std::find_if(plan.items.begin(), plan.items.end(), [](auto& i) { return i.seq == 3; });
+  ASSERT_NE(it, plan.items.end());
+  EXPECT_EQ(it->start, 12);
+  EXPECT_EQ(it->n_tokens, 1);
+}
+
+TEST(batch_planner, nothing_is_reused_with_the_cache_off_or_across_formats) {
+  driver off({.token_budget = 64, .max_running = 4, .block_tokens = 4}, 64);
+  off.planner.submit(make_seq(1, 10, 3));
+  while (off.finished.empty()) off.step();
+  EXPECT_EQ(off.pool.cached_count(), 0);
+  off.planner.submit(make_seq(2, 10, 1));
+  EXPECT_EQ(off.step().items.at(0).start, 0);
+
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 10, 3));
+  while (d.finished.empty()) d.step();
+  auto q8 = make_seq(2, 10, 5);
+  q8.format = kv::kv_format::q8_0;
+  d.planner.submit(std::move(q8));
+  EXPECT_EQ(d.step().items.at(0).start, 0);
+  EXPECT_EQ(d.planner.find(2)->cached_tokens, 0);
+}
+
+TEST(batch_planner, a_prompt_that_diverges_reuses_only_the_blocks_before_it) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 20, 1));
+  while (d.finished.empty()) d.step();
+  std::vector<std::int32_t> other(20);
+  std::iota(other.begin(), other.end(), 1);
+  other[9] = 99;  // inside block 2: blocks 0 and 1 match, 2 and later do not
+  d.planner.submit(seq_of(2, other, 1));
+  EXPECT_EQ(d.step().items.at(0).start, 8);
+}
+
+TEST(batch_planner, concurrent_sequences_share_a_prefix_that_one_of_them_filled) {
+  driver d(caching({.token_budget = 16, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 40, 20));
+  d.step();  // 16 tokens of 1's prompt
+  d.planner.submit(make_seq(2, 40, 20));
+  // 1's prompt takes the budget for one more step (32 tokens, 8 blocks published); 2 starts in
+  // the third, beside 1's last 8 prompt tokens.
+  while (!d.planner.find(2)->admitted) d.step();
+  EXPECT_EQ(d.planner.find(2)->cached_tokens, 32);
+  EXPECT_EQ(d.pool.refcount(d.planner.find(1)->blocks[0]), 2);
+  EXPECT_EQ(d.planner.find(1)->blocks[7], d.planner.find(2)->blocks[7]);
+  EXPECT_NE(d.planner.find(1)->blocks[8], d.planner.find(2)->blocks[8]);
+  while (d.finished.size() < 2) d.step();
+  EXPECT_EQ(d.pool.in_use(), 0);
+}
+
+class random_workload : public ::testing::TestWithParam<bool> {};
+
+TEST_P(random_workload, keeps_blocks_and_budgets_consistent) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  std::mt19937 rng(seed);
+  planner_options o{.token_budget = 48, .max_running = 6, .max_queued = 20, .block_tokens = 8, .max_context = 256};
+  driver d(GetParam() ? caching(o) : o, 40);
   std::uint64_t next = 1;
   for (int step = 0; step < 3000; ++step) {
     if (rng() % 3 == 0) d.planner.submit(make_seq(next++, 1 + static_cast<int>(rng() % 100), 1 + static_cast<int>(rng() % 40)));
@@ -142,7 +255,14 @@ TEST(batch_planner, random_workloads_keep_blocks_and_budgets_consistent) {
   // Drain and check nothing leaked.
   for (std::uint64_t id = 1; id < next; ++id) d.planner.cancel(id);
   EXPECT_EQ(d.pool.available(), 40);
+  EXPECT_EQ(d.pool.in_use(), 0);
+  if (GetParam()) {
+    EXPECT_GT(d.planner.counters().prefix_hit_tokens, 0u);  // every prompt starts 1, 2, 3, ...
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(prefix_cache, random_workload, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "on" : "off"; });
 
 }  // namespace
 }  // namespace strata::sched

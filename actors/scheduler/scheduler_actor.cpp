@@ -17,6 +17,10 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.prompt_tokens = &r.make_counter("strata_prompt_tokens_total", "Prompt tokens of admitted requests.");
   m.generated_tokens = &r.make_counter("strata_generated_tokens_total", "Tokens generated.");
   m.kv_blocks_used = &r.make_gauge("strata_kv_blocks_used", "KV blocks held by running sequences.");
+  m.kv_blocks_cached = &r.make_gauge("strata_kv_blocks_cached", "KV blocks no request uses that keep a cached prefix in RAM.");
+  m.kv_evictions = &r.make_counter("strata_kv_evictions_total", "Cached KV blocks evicted from RAM.");
+  m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
+  m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
   m.ttft_seconds = &r.make_histogram("strata_ttft_seconds", "Time from a request's arrival to its first generated token.",
                                      {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
   m.inter_token_seconds = &r.make_histogram("strata_inter_token_seconds", "Time between consecutive tokens of a sequence.",
@@ -30,7 +34,7 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       text_(std::move(text)),
       first_stage_(std::move(first_stage)),
       metrics_(metrics),
-      pool_(cfg.kv_blocks),
+      pool_(cfg.kv_blocks, cfg.planner.prefix_cache ? cfg.kv_cached_limit : 0),
       planner_(cfg.planner, pool_) {}
 
 void scheduler_actor::handle(submit s) {
@@ -92,6 +96,7 @@ void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
   done.reason = reason;
   done.prompt_tokens = st.prompt_tokens;
   done.completion_tokens = st.generated;
+  if (const sequence* seq = planner_.find(id)) done.cached_tokens = seq->cached_tokens;
   st.reply_to.tell(std::move(done));
   planner_.finish(id);
   first_stage_.tell(pipeline::close_sampler{id});
@@ -173,6 +178,13 @@ void scheduler_actor::publish_gauges() {
   if (metrics_.running) metrics_.running->set(static_cast<double>(planner_.running()));
   if (metrics_.waiting) metrics_.waiting->set(static_cast<double>(planner_.waiting()));
   if (metrics_.kv_blocks_used) metrics_.kv_blocks_used->set(static_cast<double>(pool_.in_use()));
+  if (metrics_.kv_blocks_cached) metrics_.kv_blocks_cached->set(static_cast<double>(pool_.cached_count()));
+  const planner_counters& c = planner_.counters();
+  if (metrics_.prefix_query_tokens) metrics_.prefix_query_tokens->inc(c.prefix_query_tokens - published_.prefix_query_tokens);
+  if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);
+  if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool_.evictions() - published_evictions_);
+  published_ = c;
+  published_evictions_ = pool_.evictions();
 }
 
 void scheduler_actor::on_stop() {

@@ -28,6 +28,12 @@ struct scheduler_metrics {
   metrics::counter* prompt_tokens = nullptr;
   metrics::counter* generated_tokens = nullptr;
   metrics::gauge* kv_blocks_used = nullptr;
+  /// Blocks no request uses that hold a cached prefix (the hot tier).
+  metrics::gauge* kv_blocks_cached = nullptr;
+  metrics::counter* kv_evictions = nullptr;
+  /// Prompt tokens looked up in the prefix cache, and those found there.
+  metrics::counter* prefix_query_tokens = nullptr;
+  metrics::counter* prefix_hit_tokens = nullptr;
   /// From a request's arrival at the scheduler to its first generated token.
   metrics::histogram* ttft_seconds = nullptr;
   /// Between consecutive generated tokens of one sequence.
@@ -40,6 +46,8 @@ struct scheduler_metrics {
 struct scheduler_config {
   planner_options planner;
   std::int32_t kv_blocks = 1024;
+  /// Most blocks kept cached while no request uses them (cache.hot_memory); -1: all of them.
+  std::int32_t kv_cached_limit = -1;
 };
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {
@@ -80,6 +88,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   step_plan pending_;
   std::uint64_t next_step_ = 1;
   std::chrono::steady_clock::time_point step_started_;
+  planner_counters published_;  // the planner's counters as last added to the metrics
+  std::uint64_t published_evictions_ = 0;
 };
 
 }  // namespace strata::sched

@@ -190,6 +190,11 @@ struct pipeline_fixture {
     }
     return false;
   }
+  bool is_done(std::uint64_t id) {
+    std::lock_guard lock(*mu);
+    auto it = results->find(id);
+    return it != results->end() && (it->second.done || it->second.rejected);
+  }
   outcome get(std::uint64_t id) {
     std::lock_guard lock(*mu);
     return (*results)[id];
@@ -294,6 +299,102 @@ TEST(scheduler_actor, survives_kv_exhaustion_by_preempting_and_finishes_everythi
     ASSERT_TRUE(o.done);
     EXPECT_EQ(o.done->completion_tokens, 40);
   }
+  EXPECT_GT(f.m.preemptions->value(), 0u);
+}
+
+/// Conversations of several turns, all running at once: turn t + 1's prompt is turn t's prompt,
+/// its reply and a new user message. Returns each turn's outcome by (conversation, turn).
+std::map<std::pair<int, int>, outcome> converse(bool prefix_cache, const std::vector<std::vector<std::vector<std::int32_t>>>& user,
+                                                int reply_tokens) {
+  planner_options o{.token_budget = 24, .max_running = 16};
+  o.prefix_cache = prefix_cache;
+  pipeline_fixture f(o);
+  const int n_conv = static_cast<int>(user.size());
+  std::vector<std::vector<std::int32_t>> prompt(static_cast<std::size_t>(n_conv));
+  std::vector<int> turn(static_cast<std::size_t>(n_conv), 0);
+  auto id_of = [](int c, int t) { return static_cast<std::uint64_t>(c * 100 + t + 1); };
+  for (int c = 0; c < n_conv; ++c) {
+    prompt[static_cast<std::size_t>(c)] = user[static_cast<std::size_t>(c)][0];
+    f.submit(id_of(c, 0), prompt[static_cast<std::size_t>(c)], reply_tokens);
+  }
+  std::map<std::pair<int, int>, outcome> out;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (static_cast<int>(out.size()) < n_conv * static_cast<int>(user[0].size()) && std::chrono::steady_clock::now() < deadline) {
+    for (int c = 0; c < n_conv; ++c) {
+      auto& t = turn[static_cast<std::size_t>(c)];
+      if (t >= static_cast<int>(user[0].size()) || !f.is_done(id_of(c, t))) continue;
+      outcome got = f.get(id_of(c, t));
+      out[{c, t}] = got;
+      if (++t >= static_cast<int>(user[0].size())) continue;
+      auto& p = prompt[static_cast<std::size_t>(c)];
+      p.insert(p.end(), got.tokens.begin(), got.tokens.end());
+      const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
+      p.insert(p.end(), u.begin(), u.end());
+      f.submit(id_of(c, t), p, reply_tokens);
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  return out;
+}
+
+TEST(scheduler_actor, multi_turn_conversations_give_the_same_tokens_with_and_without_the_prefix_cache) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  std::mt19937 rng(seed);
+  constexpr int n_conv = 8, n_turns = 3, reply = 8;
+  std::vector<std::vector<std::vector<std::int32_t>>> user(n_conv);
+  for (auto& conv : user) {
+    conv.push_back(random_prompt(rng, 6 + static_cast<int>(rng() % 25)));
+    for (int t = 1; t < n_turns; ++t) conv.push_back(random_prompt(rng, 1 + static_cast<int>(rng() % 15)));
+  }
+  auto cold = converse(false, user, reply);
+  auto warm = converse(true, user, reply);
+  ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));
+  ASSERT_EQ(warm.size(), cold.size());
+  int prompt_len_before = 0;
+  for (int c = 0; c < n_conv; ++c) {
+    for (int t = 0; t < n_turns; ++t) {
+      const auto& a = cold.at({c, t});
+      const auto& b = warm.at({c, t});
+      EXPECT_EQ(b.tokens, a.tokens) << "conversation " << c << " turn " << t;
+      EXPECT_EQ(a.done->cached_tokens, 0);
+      if (t == 0) {
+        EXPECT_EQ(b.done->cached_tokens, 0);
+      } else {
+        // The previous turn's prompt and reply were computed, except its last sampled token: every
+        // full block of that is reused.
+        const int computed_before = prompt_len_before + reply - 1;
+        EXPECT_EQ(b.done->cached_tokens, computed_before / k_block * k_block) << "conversation " << c << " turn " << t;
+      }
+      prompt_len_before = a.done->prompt_tokens;
+    }
+  }
+}
+
+TEST(scheduler_actor, preemption_with_the_prefix_cache_still_finishes_everything_with_the_same_tokens) {
+  std::mt19937 rng(std::random_device{}());
+  std::vector<std::vector<std::int32_t>> prompts;
+  for (int i = 0; i < 12; ++i) prompts.push_back(random_prompt(rng, 60));
+  std::map<std::uint64_t, std::vector<std::int32_t>> reference;
+  {
+    pipeline_fixture f({.token_budget = 64, .max_running = 4, .max_context = 512});
+    for (std::uint64_t i = 1; i <= 12; ++i) f.submit(i, prompts[i - 1], 40);
+    std::vector<std::uint64_t> ids{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    ASSERT_TRUE(f.wait_done(ids, 60s));
+    for (auto id : ids) reference[id] = f.get(id).tokens;
+  }
+  // 256 blocks of 4 = 1024 positions for 12 sequences of 100: preemptions, and cached blocks
+  // evicted to make room.
+  planner_options o{.token_budget = 64, .max_running = 12, .max_context = 512};
+  o.prefix_cache = true;
+  pipeline_fixture f(o);
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t i = 1; i <= 12; ++i) {
+    f.submit(i, prompts[i - 1], 40);
+    ids.push_back(i);
+  }
+  ASSERT_TRUE(f.wait_done(ids, 60s));
+  for (auto id : ids) EXPECT_EQ(f.get(id).tokens, reference[id]) << "request " << id;
   EXPECT_GT(f.m.preemptions->value(), 0u);
 }
 

@@ -70,15 +70,30 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   const auto& hp = e->model_->hp;
   e->max_context_ = cfg.model.ctx > 0 ? cfg.model.ctx : std::min(hp.n_ctx_train, 32768);
   e->page_tokens_ = cfg.kv.block_tokens;
+  // The pool holds kv.memory for running sequences plus, when prefixes are reused, the hot tier's
+  // cache.hot_memory for blocks no request uses. Pages are reserved up front and touched only
+  // when first written, so an idle server's resident memory stays small.
   const std::uint64_t per_page = static_cast<std::uint64_t>(e->page_tokens_) * hp.kv_dim() * 2 * 2 * hp.n_layer;
-  e->kv_pages_ = static_cast<std::int32_t>(std::max<std::uint64_t>(cfg.kv.memory / per_page, (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1));
+  const bool reuse = cfg.cache.mode != config::cache_mode::off;
+  const std::uint64_t hot_pages = reuse ? cfg.cache.hot_memory / per_page : 0;
+  const std::uint64_t min_pages = (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1;
+  e->kv_pages_ = static_cast<std::int32_t>(std::max<std::uint64_t>(cfg.kv.memory / per_page, min_pages) + hot_pages);
+  e->cached_pages_ = static_cast<std::int32_t>(hot_pages);
+  if (reuse) {
+    auto f0 = std::chrono::steady_clock::now();
+    e->fingerprint_ = kv::model_fingerprint(e->model_->file.bytes());
+    spdlog::info("model fingerprint {:016x}{:016x} ({:.2f} s)", e->fingerprint_[1], e->fingerprint_[0],
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
+  }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   e->max_queued_ = cfg.scheduler.max_queued;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} pages of {} tokens ({} MiB); chat template: {}",
+  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} pages of {} tokens ({} MiB, {} of them for "
+               "cached prefixes); chat template: {}",
                path, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, e->kv_pages_, e->page_tokens_,
-               per_page * static_cast<std::uint64_t>(e->kv_pages_) >> 20, e->own_template_ ? "the model's" : "ChatML (none in the model)");
+               per_page * static_cast<std::uint64_t>(e->kv_pages_) >> 20, e->cached_pages_,
+               e->own_template_ ? "the model's" : "ChatML (none in the model)");
   return e;
 }
 
@@ -109,6 +124,9 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.block_tokens = page_tokens_;
   sc.planner.max_context = max_context_;
   sc.kv_blocks = kv_pages_;
+  sc.kv_cached_limit = cached_pages_;
+  sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
+  sc.planner.cache_ns.model = fingerprint_;
   auto m = sched::scheduler_metrics::create(registry);
   waiting_ = m.waiting;
   *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, m);

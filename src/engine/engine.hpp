@@ -2,6 +2,7 @@
 // engine: a loaded model with its tokenizer and chat template, and the actors that serve it
 // (one layer actor per layer, the output stage, the scheduler). `strata serve` owns one.
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
+#include "src/kv/prefix_hash.hpp"
 #include "src/model/model.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 
@@ -51,6 +53,8 @@ class engine {
   std::shared_ptr<kernels::compute_pool> pool_;
   std::int32_t max_context_ = 4096;
   std::int32_t kv_pages_ = 0;
+  std::int32_t cached_pages_ = 0;
+  std::array<std::uint64_t, 2> fingerprint_{};
   std::int32_t page_tokens_ = 32;
   config::server_config cfg_;
   int max_queued_ = 256;

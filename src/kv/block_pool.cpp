@@ -1,10 +1,12 @@
 #include "src/kv/block_pool.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace strata::kv {
 
-block_pool::block_pool(std::int32_t n_blocks) : blocks_(static_cast<std::size_t>(n_blocks)) {
+block_pool::block_pool(std::int32_t n_blocks, std::int32_t cached_limit)
+    : blocks_(static_cast<std::size_t>(n_blocks)), cached_limit_(cached_limit < 0 ? n_blocks : std::min(cached_limit, n_blocks)) {
   free_.reserve(static_cast<std::size_t>(n_blocks));
   for (std::int32_t i = n_blocks - 1; i >= 0; --i) free_.push_back(i);
   index_.reserve(static_cast<std::size_t>(n_blocks));
@@ -16,10 +18,9 @@ std::optional<std::int32_t> block_pool::allocate() {
     id = free_.back();
     free_.pop_back();
   } else if (lru_head_ != none) {
-    id = lru_head_;
-    lru_unlink(id);
-    drop_hash(id);
-    ++evictions_;
+    evict_oldest();
+    id = free_.back();
+    free_.pop_back();
   } else {
     return std::nullopt;
   }
@@ -37,9 +38,11 @@ void block_pool::release(std::int32_t id) {
   auto& b = blocks_.at(static_cast<std::size_t>(id));
   if (b.refs <= 0) throw std::logic_error("block_pool::release on a block not in use");
   if (--b.refs > 0) return;
-  if (b.hash) {
+  if (b.hash && cached_limit_ > 0) {
     lru_push_back(id);
+    if (lru_size_ > cached_limit_) evict_oldest();
   } else {
+    drop_hash(id);
     free_.push_back(id);
   }
 }
@@ -59,6 +62,14 @@ std::optional<std::int32_t> block_pool::lookup(const block_hash& h) {
   if (b.in_lru) lru_unlink(id);
   ++b.refs;
   return id;
+}
+
+void block_pool::evict_oldest() {
+  const std::int32_t id = lru_head_;
+  lru_unlink(id);
+  drop_hash(id);
+  free_.push_back(id);
+  ++evictions_;
 }
 
 void block_pool::lru_push_back(std::int32_t id) {

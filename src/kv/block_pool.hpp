@@ -12,22 +12,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "src/kv/prefix_hash.hpp"
+
 namespace strata::kv {
-
-/// A full block's identity (see prefix hashing); 128 bits so collisions are practically impossible.
-struct block_hash {
-  std::uint64_t lo = 0;
-  std::uint64_t hi = 0;
-  friend bool operator==(const block_hash&, const block_hash&) = default;
-};
-
-struct block_hash_hasher {
-  std::size_t operator()(const block_hash& h) const noexcept { return static_cast<std::size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
-};
 
 class block_pool {
  public:
-  explicit block_pool(std::int32_t n_blocks);
+  /// n_blocks pages; at most cached_limit of them kept as cached blocks that no one uses (the
+  /// hot tier's budget): past it the least recently released one is evicted at once.
+  explicit block_pool(std::int32_t n_blocks, std::int32_t cached_limit = -1);
 
   /// A block with refcount 1: from the free list, else by evicting the least recently released
   /// cached block. Empty when every block is in use: the caller preempts, it is not an error.
@@ -51,6 +44,7 @@ class block_pool {
   std::int32_t cached_count() const { return lru_size_; }
   std::int32_t in_use() const { return capacity() - available(); }
   std::int32_t refcount(std::int32_t id) const { return blocks_.at(static_cast<std::size_t>(id)).refs; }
+  std::int32_t cached_limit() const { return cached_limit_; }
   std::uint64_t evictions() const { return evictions_; }
 
  private:
@@ -64,6 +58,8 @@ class block_pool {
     bool in_lru = false;
   };
   void drop_hash(std::int32_t id);
+  /// Moves the least recently released cached block to the free list, forgetting its hash.
+  void evict_oldest();
   void lru_push_back(std::int32_t id);
   void lru_unlink(std::int32_t id);
 
@@ -73,6 +69,7 @@ class block_pool {
   std::int32_t lru_tail_ = none;
   std::int32_t lru_size_ = 0;
   std::unordered_map<block_hash, std::int32_t, block_hash_hasher> index_;
+  std::int32_t cached_limit_;
   std::uint64_t evictions_ = 0;
 };
 

@@ -8,7 +8,7 @@
 namespace strata::kv {
 namespace {
 
-block_hash h(std::uint64_t v) { return {v, ~v}; }
+block_hash h(std::uint64_t v) { return {{v, ~v, v * 3, 1}}; }
 
 TEST(block_pool, hands_out_every_block_once_then_reports_exhaustion) {
   block_pool pool(4);
@@ -81,6 +81,37 @@ TEST(block_pool, prefers_free_blocks_over_evicting_cached_ones) {
   EXPECT_TRUE(pool.lookup(h(1)));
 }
 
+TEST(block_pool, keeps_at_most_the_cached_limit_of_unused_blocks) {
+  block_pool pool(4, 2);
+  auto a = *pool.allocate(), b = *pool.allocate(), c = *pool.allocate();
+  pool.set_hash(a, h(1));
+  pool.set_hash(b, h(2));
+  pool.set_hash(c, h(3));
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.cached_count(), 2);
+  pool.release(c);  // over the limit: a, the least recently released, goes
+  EXPECT_EQ(pool.cached_count(), 2);
+  EXPECT_EQ(pool.evictions(), 1u);
+  EXPECT_FALSE(pool.lookup(h(1)));
+  EXPECT_EQ(pool.free_count(), 2);
+  auto hit = pool.lookup(h(2));
+  ASSERT_TRUE(hit);
+  EXPECT_EQ(*hit, b);
+}
+
+TEST(block_pool, a_cached_limit_of_zero_caches_nothing) {
+  block_pool pool(2, 0);
+  auto a = *pool.allocate();
+  pool.set_hash(a, h(1));
+  EXPECT_TRUE(pool.lookup(h(1)));  // shared while in use
+  pool.release(a);
+  pool.release(a);
+  EXPECT_EQ(pool.cached_count(), 0);
+  EXPECT_FALSE(pool.lookup(h(1)));
+  EXPECT_EQ(pool.free_count(), 2);
+}
+
 TEST(block_pool, misuse_of_references_is_reported) {
   block_pool pool(1);
   EXPECT_THROW(pool.release(0), std::logic_error);
@@ -88,8 +119,11 @@ TEST(block_pool, misuse_of_references_is_reported) {
 }
 
 TEST(block_pool, random_operations_keep_the_counts_consistent) {
-  std::mt19937 rng(std::random_device{}());
-  block_pool pool(16);
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  std::mt19937 rng(seed);
+  const auto limit = static_cast<std::int32_t>(rng() % 17);
+  block_pool pool(16, limit);
   std::vector<std::int32_t> held;
   for (int step = 0; step < 20000; ++step) {
     int op = static_cast<int>(rng() % 4);
@@ -112,6 +146,7 @@ TEST(block_pool, random_operations_keep_the_counts_consistent) {
     std::set<std::int32_t> distinct(held.begin(), held.end());
     ASSERT_EQ(pool.in_use(), static_cast<std::int32_t>(distinct.size()));
     ASSERT_EQ(pool.free_count() + pool.cached_count() + pool.in_use(), pool.capacity());
+    ASSERT_LE(pool.cached_count(), limit);
   }
 }
 

@@ -74,6 +74,8 @@ class gguf_file {
   const std::vector<gguf_tensor>& tensors() const { return tensors_; }
   const gguf_tensor* find_tensor(std::string_view name) const;
   std::uint64_t file_size() const { return size_; }
+  /// The whole file as mapped (header, metadata, tensor data).
+  std::span<const std::byte> bytes() const { return {base_, static_cast<std::size_t>(size_)}; }
   std::uint64_t alignment() const { return alignment_; }
   /// general.architecture, "" when absent.
   std::string_view architecture() const;

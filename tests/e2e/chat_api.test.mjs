@@ -175,3 +175,31 @@ test('a client that goes away mid-stream frees its sequence', async () => {
   assert.ok(Number(text.match(/^strata_ttft_seconds_count (\S+)$/m)[1]) >= 1);
   assert.ok(Number(text.match(/^strata_inter_token_seconds_count (\S+)$/m)[1]) >= 1);
 });
+
+test('the next turn of a conversation reuses the cached prefix and gives the same text', async () => {
+  const long = Array.from({ length: 60 }, (_, i) => `rule ${i}: answer in the fewest words`).join('. ');
+  const convo = [{ role: 'system', content: long }, { role: 'user', content: 'What is a prefix cache?' }];
+  const body = { model: 'm', messages: convo, max_tokens: 8, temperature: 0, ignore_eos: true };
+  const metric = async (name) => {
+    const text = await (await fetch(`${server.baseURL}/metrics`)).text();
+    return Number(text.match(new RegExp(`^${name} (\\S+)$`, 'm'))[1]);
+  };
+  const hitsBefore = await metric('strata_prefix_cache_hits_total');
+  const first = await client.chat.completions.create(body);
+  assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0, 'a new system prompt is not cached');
+  const again = await client.chat.completions.create(body);
+  const cached = again.usage.prompt_tokens_details.cached_tokens;
+  assert.ok(cached >= first.usage.prompt_tokens - 32 && cached < first.usage.prompt_tokens,
+    `all full blocks but the last token's are reused (${cached} of ${first.usage.prompt_tokens})`);
+  assert.equal(cached % 32, 0);
+  assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+
+  // The next turn: the whole previous exchange is a cached prefix.
+  const next = await client.chat.completions.create({
+    ...body,
+    messages: [...convo, { role: 'assistant', content: first.choices[0].message.content }, { role: 'user', content: 'Shorter.' }],
+  });
+  assert.ok(next.usage.prompt_tokens_details.cached_tokens >= cached);
+  assert.ok(await metric('strata_prefix_cache_hits_total') >= hitsBefore + cached);
+  assert.ok(await metric('strata_kv_blocks_cached') > 0);
+});

@@ -1,0 +1,108 @@
+#include "src/kv/prefix_hash.hpp"
+
+#include <bit>
+#include <cstring>
+#include <stdexcept>
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+namespace strata::kv {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "block hashes feed token ids as little-endian int32: the SSD tier's records depend on it");
+
+constexpr char k_root_tag[] = "strata.kv.root/1";
+constexpr char k_block_tag[] = "strata.kv.block/1";
+
+EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+
+}  // namespace
+
+std::string block_hash::hex() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(64);
+  for (auto word : w) {
+    // Bytes in digest order: each word holds 8 digest bytes, little-endian.
+    for (int b = 0; b < 8; ++b) {
+      auto byte = static_cast<unsigned>((word >> (8 * b)) & 0xff);
+      s.push_back(digits[byte >> 4]);
+      s.push_back(digits[byte & 15]);
+    }
+  }
+  return s;
+}
+
+prefix_hasher::prefix_hasher() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_) throw std::bad_alloc();
+}
+
+prefix_hasher::~prefix_hasher() { EVP_MD_CTX_free(as_ctx(ctx_)); }
+
+prefix_hasher::prefix_hasher(prefix_hasher&& o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+
+prefix_hasher& prefix_hasher::operator=(prefix_hasher&& o) noexcept {
+  if (this != &o) {
+    EVP_MD_CTX_free(as_ctx(ctx_));
+    ctx_ = o.ctx_;
+    o.ctx_ = nullptr;
+  }
+  return *this;
+}
+
+void prefix_hasher::begin() {
+  if (EVP_DigestInit_ex(as_ctx(ctx_), EVP_sha256(), nullptr) != 1) throw std::runtime_error("SHA-256 init failed");
+}
+
+void prefix_hasher::update(const void* data, std::size_t n) {
+  if (n != 0 && EVP_DigestUpdate(as_ctx(ctx_), data, n) != 1) throw std::runtime_error("SHA-256 update failed");
+}
+
+block_hash prefix_hasher::end() {
+  unsigned char digest[32];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(as_ctx(ctx_), digest, &len) != 1 || len != sizeof digest) {
+    throw std::runtime_error("SHA-256 final failed");
+  }
+  block_hash h;
+  std::memcpy(h.w.data(), digest, sizeof digest);
+  return h;
+}
+
+block_hash prefix_hasher::root(const cache_namespace& ns) {
+  begin();
+  update(k_root_tag, sizeof k_root_tag);
+  update(ns.model.data(), sizeof ns.model);
+  const auto format = static_cast<std::uint8_t>(ns.format);
+  update(&format, 1);
+  update(&ns.block_tokens, sizeof ns.block_tokens);
+  const std::uint64_t extra_len = ns.extra.size();
+  update(&extra_len, sizeof extra_len);
+  update(ns.extra.data(), ns.extra.size());
+  return end();
+}
+
+block_hash prefix_hasher::chain(const block_hash& parent, std::span<const std::int32_t> tokens) {
+  begin();
+  update(k_block_tag, sizeof k_block_tag);
+  update(parent.w.data(), sizeof parent.w);
+  const std::uint32_t n = static_cast<std::uint32_t>(tokens.size());
+  update(&n, sizeof n);
+  update(tokens.data(), tokens.size_bytes());
+  return end();
+}
+
+block_hash prefix_hasher::sha256(std::span<const std::byte> bytes) {
+  begin();
+  update(bytes.data(), bytes.size());
+  return end();
+}
+
+std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file) {
+  const XXH128_hash_t h = XXH3_128bits(file.data(), file.size());
+  return {h.low64, h.high64};
+}
+
+}  // namespace strata::kv
