@@ -1,11 +1,13 @@
 #pragma once
-// Scaled dot-product attention of one query row over a sequence's f16 KV pages, with online
+// Scaled dot-product attention of one query row over a sequence's KV pages (f16, q8_0 or q4_0), with online
 // softmax (one pass over the keys, no score buffer the size of the context). A scalar reference
 // and AVX2 / AVX-512 variants; attention() uses the one picked once at start.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/simd.hpp"
+#include "kernels/types.hpp"
 
 namespace strata::kernels {
 
@@ -13,18 +15,23 @@ namespace strata::kernels {
 constexpr int k_attention_max_head_dim = 512;
 
 /// Where one sequence's keys and values lie. The layer's K (and V) pool is an array of pages;
-/// a page holds `page_tokens` positions of `kv_dim` f16 values (n_head_kv heads of head_dim):
+/// a page holds `page_tokens` positions, each a row of n_head_kv heads of head_dim values in the
+/// page's format: f16, or GGUF's q8_0 / q4_0 blocks of 32 values (head_dim a multiple of 32):
 ///
 ///   k: | page 0: pos 0 [head 0 | head 1 | ...] pos 1 [...] ... | page 1 | ...
 ///
-/// Position p of the sequence is slot p % page_tokens of page blocks[p / page_tokens].
+/// Position p of the sequence is slot p % page_tokens of page blocks[p / page_tokens] - block_offset.
+/// Quantized pages are read as they are: each row is dequantized in registers as it is used.
 struct kv_page_view {
-  const std::uint16_t* k = nullptr;  // the start of page 0
-  const std::uint16_t* v = nullptr;
-  std::int64_t page_elems = 0;       // f16 values per page: page_tokens * kv_dim
-  std::int32_t kv_dim = 0;
+  const std::byte* k = nullptr;  // the start of page 0
+  const std::byte* v = nullptr;
+  std::int64_t page_bytes = 0;   // page_tokens * row_bytes
+  std::int64_t row_bytes = 0;    // one position: n_head_kv * head_bytes
+  std::int64_t head_bytes = 0;   // one kv head's head_dim values
   std::int32_t page_tokens = 0;
   const std::int32_t* blocks = nullptr;
+  std::int32_t block_offset = 0;
+  dtype format = dtype::f16;     // f16, q8_0 or q4_0
 };
 
 struct attention_shape {

@@ -19,36 +19,51 @@ constexpr double k_scalar_vs_exact = 2e-5;
 /// A SIMD variant against the scalar kernel (only the summation order differs).
 constexpr double k_simd_vs_scalar = 1e-5;
 
-/// A layer's KV pool with random f16 contents and one sequence spread over shuffled pages.
+/// A layer's KV pool with random contents in one format (f16, q8_0 or q4_0) and one sequence
+/// spread over shuffled pages. The reference reads the same stored values, dequantized.
 struct paged_kv {
-  paged_kv(std::mt19937& rng, int n_head_kv, int head_dim, int page_tokens, int n_positions) {
-    kv_dim = n_head_kv * head_dim;
-    this->page_tokens = page_tokens;
+  paged_kv(std::mt19937& rng, int n_head_kv, int head_dim, int page_tokens, int n_positions, dtype format = dtype::f16)
+      : kv_dim(n_head_kv * head_dim), page_tokens(page_tokens), format(format), head_dim(head_dim) {
     const int n_pages = (n_positions + page_tokens - 1) / page_tokens + 3;  // some pages unused
+    row_bytes = static_cast<std::int64_t>(kv_dim) / block_elements(format) * static_cast<std::int64_t>(block_bytes(format));
+    const std::size_t rows = static_cast<std::size_t>(n_pages) * page_tokens;
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-    k.resize(static_cast<std::size_t>(n_pages) * page_tokens * kv_dim);
-    v.resize(k.size());
-    for (auto& x : k) x = fp32_to_fp16(u(rng));
-    for (auto& x : v) x = fp32_to_fp16(u(rng));
+    auto fill = [&](std::vector<std::byte>& raw, std::vector<float>& deq) {
+      raw.resize(rows * static_cast<std::size_t>(row_bytes));
+      deq.resize(rows * static_cast<std::size_t>(kv_dim));
+      std::vector<float> x(static_cast<std::size_t>(kv_dim));
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (auto& e : x) e = u(rng);
+        quantize_row(format, x.data(), raw.data() + r * static_cast<std::size_t>(row_bytes), kv_dim);
+        dequantize_row(format, raw.data() + r * static_cast<std::size_t>(row_bytes), deq.data() + r * static_cast<std::size_t>(kv_dim), kv_dim);
+      }
+    };
+    fill(k, k_deq);
+    fill(v, v_deq);
     blocks.resize(static_cast<std::size_t>(n_pages));
-    std::iota(blocks.begin(), blocks.end(), 0);
+    std::iota(blocks.begin(), blocks.end(), 100);  // ids need not start at 0: block_offset
     std::shuffle(blocks.begin(), blocks.end(), rng);
   }
   kv_page_view view() const {
-    return {k.data(), v.data(), static_cast<std::int64_t>(page_tokens) * kv_dim, kv_dim, page_tokens, blocks.data()};
+    const std::int64_t head_bytes = row_bytes / (kv_dim / head_dim);
+    return {k.data(), v.data(), page_tokens * row_bytes, row_bytes, head_bytes, page_tokens, blocks.data(), 100, format};
   }
-  float key(int pos, int kvh, int head_dim, int d) const { return at(k, pos, kvh, head_dim, d); }
-  float value(int pos, int kvh, int head_dim, int d) const { return at(v, pos, kvh, head_dim, d); }
+  float key(int pos, int kvh, int head_dim, int d) const { return at(k_deq, pos, kvh, head_dim, d); }
+  float value(int pos, int kvh, int head_dim, int d) const { return at(v_deq, pos, kvh, head_dim, d); }
 
   int kv_dim = 0, page_tokens = 0;
-  std::vector<std::uint16_t> k, v;
+  dtype format;
+  int head_dim;
+  std::int64_t row_bytes = 0;
+  std::vector<std::byte> k, v;
+  std::vector<float> k_deq, v_deq;
   std::vector<std::int32_t> blocks;
 
  private:
-  float at(const std::vector<std::uint16_t>& pool, int pos, int kvh, int head_dim, int d) const {
-    const std::size_t page = static_cast<std::size_t>(blocks[static_cast<std::size_t>(pos / page_tokens)]);
-    return fp16_to_fp32(pool[(page * page_tokens + static_cast<std::size_t>(pos % page_tokens)) * kv_dim +
-                             static_cast<std::size_t>(kvh * head_dim + d)]);
+  float at(const std::vector<float>& pool, int pos, int kvh, int head_dim, int d) const {
+    const std::size_t page = static_cast<std::size_t>(blocks[static_cast<std::size_t>(pos / page_tokens)] - 100);
+    return pool[(page * page_tokens + static_cast<std::size_t>(pos % page_tokens)) * kv_dim +
+                static_cast<std::size_t>(kvh * head_dim + d)];
   }
 };
 
@@ -100,18 +115,25 @@ std::vector<float> random_query(std::mt19937& rng, int n, float amplitude) {
   return q;
 }
 
+constexpr dtype k_formats[] = {dtype::f16, dtype::q8_0, dtype::q4_0};
+
+/// Quantized pages need whole blocks of 32 values per head.
+bool fits(const attention_case& c, dtype f) { return f == dtype::f16 || c.head_dim % 32 == 0; }
+
 TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
   std::mt19937 rng(std::random_device{}());
+  for (dtype f : k_formats)
   for (const auto& c : k_cases) {
+    if (!fits(c, f)) continue;
     attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
-    paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1);
+    paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
     // Large queries make the softmax peaked, which is where online rescaling matters.
     auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
     std::vector<float> out(q.size(), -1.0f);
     scalar::attention(s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
     auto want = exact_attention(s, kv, c.first, c.last, q);
     for (std::size_t i = 0; i < out.size(); ++i)
-      ASSERT_NEAR(out[i], want[i], k_scalar_vs_exact) << "head_dim " << c.head_dim << " last " << c.last << " at " << i;
+      ASSERT_NEAR(out[i], want[i], k_scalar_vs_exact) << dtype_name(f) << " head_dim " << c.head_dim << " last " << c.last << " at " << i;
   }
 }
 
@@ -150,15 +172,17 @@ TEST(attention, simd_variants_match_the_scalar_kernel) {
     if (!cpu_supports(level)) continue;
     ++tested;
     attention_fn fn = attention_for(level);
+    for (dtype f : k_formats)
     for (const auto& c : k_cases) {
+      if (!fits(c, f)) continue;
       attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
-      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1);
+      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
       auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
       std::vector<float> want(q.size()), got(q.size());
       scalar::attention(s, kv.view(), c.first, c.last, q.data(), want.data(), 0, c.n_head);
       fn(s, kv.view(), c.first, c.last, q.data(), got.data(), 0, c.n_head);
       for (std::size_t i = 0; i < got.size(); ++i)
-        ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar) << simd_level_name(level) << " head_dim " << c.head_dim << " at " << i;
+        ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar) << simd_level_name(level) << " " << dtype_name(f) << " head_dim " << c.head_dim << " at " << i;
     }
   }
   if (tested == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";

@@ -14,23 +14,18 @@
 #pragma GCC target("avx2,fma,f16c")
 
 #include "kernels/attention_impl.hpp"
+#include "kernels/attention_quant_x86.hpp"
 
 namespace strata::kernels::avx2 {
 namespace {
-
-inline float hsum(__m256 v) {
-  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-  return _mm_cvtss_f32(lo);
-}
 
 inline __m256 load_f16(const std::uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 struct avx2_ops {
-  static float dot(const float* q, const std::uint16_t* k, int n) {
+  static float dot(const float* q, const std::byte* kb, int n) {
+    const auto* k = reinterpret_cast<const std::uint16_t*>(kb);
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -38,11 +33,12 @@ struct avx2_ops {
       s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_f16(k + i + 8), s1);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), s0);
-    float t = hsum(_mm256_add_ps(s0, s1));
+    float t = detail::hsum8(_mm256_add_ps(s0, s1));
     for (; i < n; ++i) t += q[i] * fp16_to_fp32(k[i]);
     return t;
   }
-  static void axpy(float a, const std::uint16_t* v, float* acc, int n) {
+  static void axpy(float a, const std::byte* vb, float* acc, int n) {
+    const auto* v = reinterpret_cast<const std::uint16_t*>(vb);
     const __m256 av = _mm256_set1_ps(a);
     int i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(av, load_f16(v + i), _mm256_loadu_ps(acc + i)));
@@ -54,7 +50,7 @@ struct avx2_ops {
 
 void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
                float* out, int head_begin, int head_end) {
-  detail::attention_loop<avx2_ops>(s, kv, first, last, q, out, head_begin, head_end);
+  detail::attention_dispatch<avx2_ops, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
 }
 
 }  // namespace strata::kernels::avx2

@@ -19,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "kernels/attention_impl.hpp"
+#include "kernels/attention_quant_x86.hpp"
 
 namespace strata::kernels::avx512 {
 namespace {
@@ -31,7 +32,8 @@ inline __m256 load_f16_8(const std::uint16_t* p) {
 }
 
 struct avx512_ops {
-  static float dot(const float* q, const std::uint16_t* k, int n) {
+  static float dot(const float* q, const std::byte* kb, int n) {
+    const auto* k = reinterpret_cast<const std::uint16_t*>(kb);
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     int i = 0;
     for (; i + 32 <= n; i += 32) {
@@ -43,7 +45,8 @@ struct avx512_ops {
     for (; i < n; ++i) t += q[i] * fp16_to_fp32(k[i]);
     return t;
   }
-  static void axpy(float a, const std::uint16_t* v, float* acc, int n) {
+  static void axpy(float a, const std::byte* vb, float* acc, int n) {
+    const auto* v = reinterpret_cast<const std::uint16_t*>(vb);
     const __m512 av = _mm512_set1_ps(a);
     int i = 0;
     for (; i + 16 <= n; i += 16) _mm512_storeu_ps(acc + i, _mm512_fmadd_ps(av, load_f16(v + i), _mm512_loadu_ps(acc + i)));
@@ -57,7 +60,7 @@ struct avx512_ops {
 
 void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
                float* out, int head_begin, int head_end) {
-  detail::attention_loop<avx512_ops>(s, kv, first, last, q, out, head_begin, head_end);
+  detail::attention_dispatch<avx512_ops, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
 }
 
 }  // namespace strata::kernels::avx512

@@ -4,9 +4,11 @@
 // attention_avx512.cpp, each of which instantiates it with its own operations (and compile
 // target), so every instantiation stays inside its own translation unit.
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/attention.hpp"
+#include "kernels/quants.hpp"
 
 // Everything here has internal linkage and calls no standard-library templates, so that no copy
 // compiled for one target can stand in for another at link time.
@@ -18,8 +20,9 @@ inline std::int64_t min_of(std::int64_t a, std::int64_t b) { return a < b ? a : 
 constexpr int k_attention_tile = 32;  // positions scored before the running maximum is updated
 constexpr int k_attention_heads = 8;  // query heads that share one pass over the keys
 
-/// Ops provides: static float dot(const float* q, const std::uint16_t* k, int n) and
-/// static void axpy(float a, const std::uint16_t* v, float* acc, int n) (acc += a * v).
+/// Ops provides, for rows of n values in one KV format: static float dot(const float* q,
+/// const std::byte* k, int n) and static void axpy(float a, const std::byte* v, float* acc, int n)
+/// (acc += a * v).
 template <class Ops>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
                            const float* q, float* out, int head_begin, int head_end) {
@@ -43,13 +46,13 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
       // A tile never crosses a page, so its rows are evenly spaced.
       const std::int32_t slot = t0 % kv.page_tokens;
       const int n = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot), last - t0 + 1));
-      const std::int64_t base = kv.blocks[t0 / kv.page_tokens] * kv.page_elems +
-                                static_cast<std::int64_t>(slot) * kv.kv_dim + static_cast<std::int64_t>(kvh) * hd;
-      const std::uint16_t* kr = kv.k + base;
-      const std::uint16_t* vr = kv.v + base;
+      const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
+                                static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
+      const std::byte* kr = kv.k + base;
+      const std::byte* vr = kv.v + base;
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < nh; ++i) {
-          float sc = Ops::dot(q + static_cast<std::int64_t>(h0 + i) * hd, kr + static_cast<std::int64_t>(j) * kv.kv_dim, hd) * s.scale;
+          float sc = Ops::dot(q + static_cast<std::int64_t>(h0 + i) * hd, kr + static_cast<std::int64_t>(j) * kv.row_bytes, hd) * s.scale;
           if (s.softcap > 0.0f) sc = s.softcap * __builtin_tanhf(sc / s.softcap);
           p[i][j] = sc;
         }
@@ -71,7 +74,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
         run_sum[i] += sum;
       }
       for (int j = 0; j < n; ++j)
-        for (int i = 0; i < nh; ++i) Ops::axpy(p[i][j], vr + static_cast<std::int64_t>(j) * kv.kv_dim, acc[i], hd);
+        for (int i = 0; i < nh; ++i) Ops::axpy(p[i][j], vr + static_cast<std::int64_t>(j) * kv.row_bytes, acc[i], hd);
       t0 += n;
     }
     for (int i = 0; i < nh; ++i) {
@@ -80,6 +83,65 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
       for (int d = 0; d < hd; ++d) o[d] = acc[i][d] * inv;
     }
     h0 = h1;
+  }
+}
+
+/// The scalar reading of quantized rows (GGUF q8_0 and q4_0 blocks of 32 values), shared by every
+/// variant for what its vector code leaves over.
+struct q8_0_rows {
+  static float dot(const float* q, const std::byte* k, int n) {
+    const auto* b = reinterpret_cast<const block_q8_0*>(k);
+    float s = 0.0f;
+    for (int blk = 0; blk < n / k_qk; ++blk, q += k_qk) {
+      float t = 0.0f;
+      for (int j = 0; j < k_qk; ++j) t += q[j] * static_cast<float>(b[blk].qs[j]);
+      s += t * fp16_to_fp32(b[blk].d);
+    }
+    return s;
+  }
+  static void axpy(float a, const std::byte* v, float* acc, int n) {
+    const auto* b = reinterpret_cast<const block_q8_0*>(v);
+    for (int blk = 0; blk < n / k_qk; ++blk, acc += k_qk) {
+      const float ad = a * fp16_to_fp32(b[blk].d);
+      for (int j = 0; j < k_qk; ++j) acc[j] += ad * static_cast<float>(b[blk].qs[j]);
+    }
+  }
+};
+
+struct q4_0_rows {
+  static float dot(const float* q, const std::byte* k, int n) {
+    const auto* b = reinterpret_cast<const block_q4_0*>(k);
+    float s = 0.0f;
+    for (int blk = 0; blk < n / k_qk; ++blk, q += k_qk) {
+      float t = 0.0f;
+      for (int j = 0; j < k_qk / 2; ++j) {
+        t += q[j] * static_cast<float>((b[blk].qs[j] & 15) - 8);
+        t += q[j + k_qk / 2] * static_cast<float>((b[blk].qs[j] >> 4) - 8);
+      }
+      s += t * fp16_to_fp32(b[blk].d);
+    }
+    return s;
+  }
+  static void axpy(float a, const std::byte* v, float* acc, int n) {
+    const auto* b = reinterpret_cast<const block_q4_0*>(v);
+    for (int blk = 0; blk < n / k_qk; ++blk, acc += k_qk) {
+      const float ad = a * fp16_to_fp32(b[blk].d);
+      for (int j = 0; j < k_qk / 2; ++j) {
+        acc[j] += ad * static_cast<float>((b[blk].qs[j] & 15) - 8);
+        acc[j + k_qk / 2] += ad * static_cast<float>((b[blk].qs[j] >> 4) - 8);
+      }
+    }
+  }
+};
+
+/// Runs the loop with the ops for the view's format.
+template <class F16Ops, class Q8Ops, class Q4Ops>
+inline void attention_dispatch(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
+                               const float* q, float* out, int head_begin, int head_end) {
+  switch (kv.format) {
+    case dtype::q8_0: attention_loop<Q8Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
+    case dtype::q4_0: attention_loop<Q4Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
+    default: attention_loop<F16Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
   }
 }
 

@@ -95,7 +95,7 @@ bool batch_planner::cancel(std::uint64_t id) {
 std::int32_t batch_planner::reserve_blocks(sequence& s, std::int32_t end) {
   const std::int32_t bt = opts_.block_tokens;
   while (static_cast<std::int32_t>(s.blocks.size()) * bt < end) {
-    auto b = pool_.allocate();
+    auto b = pool_.allocate(s.format);
     if (!b) break;
     s.blocks.push_back(*b);
   }
@@ -182,7 +182,7 @@ step_plan batch_planner::plan() {
     std::int32_t first = std::min(static_cast<std::int32_t>(s.tokens.size()) - s.n_computed, budget);
     std::int32_t need_blocks = (s.n_computed + first + opts_.block_tokens - 1) / opts_.block_tokens -
                                static_cast<std::int32_t>(s.blocks.size());
-    if (need_blocks > pool_.available()) {
+    if (need_blocks > pool_.available(s.format)) {
       // The matched blocks go back to the cache until the sequence can start.
       release_blocks(s);
       s.n_computed = 0;

@@ -40,6 +40,7 @@ struct driver {
   std::map<std::uint64_t, int> generated;
   std::set<std::uint64_t> finished;
   driver(planner_options o, int blocks) : pool(blocks), planner(o, pool) {}
+  driver(planner_options o, const kv::pool_config& pc) : pool(pc), planner(o, pool) {}
 
   step_plan step() {
     auto plan = planner.plan();
@@ -197,7 +198,10 @@ TEST(batch_planner, nothing_is_reused_with_the_cache_off_or_across_formats) {
   off.planner.submit(make_seq(2, 10, 1));
   EXPECT_EQ(off.step().items.at(0).start, 0);
 
-  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  kv::pool_config pc;
+  pc.space.capacity = {64, 64, 64};
+  pc.budget = pc.cached_budget = 64;
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), pc);
   d.planner.submit(make_seq(1, 10, 3));
   while (d.finished.empty()) d.step();
   auto q8 = make_seq(2, 10, 5);
@@ -205,6 +209,7 @@ TEST(batch_planner, nothing_is_reused_with_the_cache_off_or_across_formats) {
   d.planner.submit(std::move(q8));
   EXPECT_EQ(d.step().items.at(0).start, 0);
   EXPECT_EQ(d.planner.find(2)->cached_tokens, 0);
+  for (auto b : d.planner.find(2)->blocks) EXPECT_EQ(d.pool.format_of(b), kv::kv_format::q8_0);
 }
 
 TEST(batch_planner, a_prompt_that_diverges_reuses_only_the_blocks_before_it) {

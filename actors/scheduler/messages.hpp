@@ -9,6 +9,7 @@
 
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/address.hpp"
+#include "src/kv/kv_format.hpp"
 
 namespace strata::sched {
 
@@ -72,6 +73,8 @@ struct generation_settings {
   std::int32_t max_tokens = 256;
   std::vector<std::string> stop;
   bool ignore_eos = false;
+  /// The format of the request's KV blocks (kv_bits).
+  kv::kv_format kv_format = kv::kv_format::f16;
 };
 
 /// A new request. The scheduler answers on reply_to: token_event*, then request_done (or one

@@ -34,7 +34,7 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       text_(std::move(text)),
       first_stage_(std::move(first_stage)),
       metrics_(metrics),
-      pool_(cfg.kv_blocks, cfg.planner.prefix_cache ? cfg.kv_cached_limit : 0),
+      pool_(cfg.pool ? kv::block_pool(*cfg.pool) : kv::block_pool(cfg.kv_blocks, cfg.planner.prefix_cache ? -1 : 0)),
       planner_(cfg.planner, pool_) {}
 
 void scheduler_actor::handle(submit s) {
@@ -46,6 +46,7 @@ void scheduler_actor::handle(submit s) {
   seq.id = s.request;
   seq.tokens = s.prompt;
   seq.max_new_tokens = s.settings.max_tokens;
+  seq.format = s.settings.kv_format;
   auto admitted = planner_.submit(std::move(seq));
   if (admitted == admit_result::queue_full) {
     s.reply_to.tell(request_rejected{s.request, 429, "the server is at capacity; retry shortly", "queue_full"});

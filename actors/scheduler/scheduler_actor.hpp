@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "actors/pipeline/messages.hpp"
@@ -45,9 +46,10 @@ struct scheduler_metrics {
 
 struct scheduler_config {
   planner_options planner;
+  /// A pool of kv_blocks f16 blocks, all of which may stay cached...
   std::int32_t kv_blocks = 1024;
-  /// Most blocks kept cached while no request uses them (cache.hot_memory); -1: all of them.
-  std::int32_t kv_cached_limit = -1;
+  /// ... or, when set, this pool (every format, byte budgets: the engine's).
+  std::optional<kv::pool_config> pool;
 };
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {

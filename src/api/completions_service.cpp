@@ -53,9 +53,11 @@ std::vector<std::uint64_t> completions_service::new_ids(int n) {
 
 std::optional<api_error> completions_service::prepare(generation_request& r) {
   const auto& tok = engine_.tok();
-  // The pages hold f16; quantized KV formats arrive with the KV cache work.
-  if (r.kv_bits != 16)
-    return invalid_request("kv_bits", "kv_bits " + std::to_string(r.kv_bits) + " is not available in this build; use 16", "unsupported_kv_bits");
+  const int bits = r.kv_bits != 0 ? r.kv_bits : engine_.default_kv_bits();
+  if (!engine_.supports_kv_bits(bits))
+    return invalid_request("kv_bits", "kv_bits " + std::to_string(bits) + " needs attention heads of a multiple of 32 values; this model's have " +
+                           std::to_string(engine_.mdl().hp.head_dim) + ": use 16", "unsupported_kv_bits");
+  r.settings.kv_format = *kv::kv_format_from_bits(bits);
   if (r.chat) {
     json::object extra;
     if (!r.tools.is_null()) extra["tools"] = r.tools;

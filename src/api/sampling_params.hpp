@@ -49,8 +49,9 @@ struct sampling_params {
   std::vector<std::pair<std::int32_t, double>> logit_bias;
   /// Extension: keep generating past the end-of-sequence token.
   bool ignore_eos = false;
-  /// Extension: KV cache precision of this request, 4, 8 or 16.
-  int kv_bits = 16;
+  /// Extension: KV cache precision of this request, 4, 8 or 16; 0 when not given (the server's
+  /// kv.default_bits).
+  int kv_bits = 0;
   /// Accepted for compatibility (chat); tool calls are produced one at a time or in parallel as
   /// the model writes them.
   bool parallel_tool_calls = true;

@@ -1,4 +1,4 @@
-// `strata bench --model M --prompt 512 --gen 128 --threads N [--json]`: prefill and decode speed
+// `strata bench --model M --prompt 512 --gen 128 --threads N [--kv-bits 16|8|4] [--json]`: prefill and decode speed
 // of one sequence, next to what memory bandwidth allows. Decode reads every weight once per
 // token, so bandwidth / bytes_per_token bounds decode_tok_s; the share of that bound reached says
 // how much is left to gain.
@@ -28,6 +28,7 @@ struct bench_options {
   int prompt = 512;
   int gen = 128;
   int threads = 0;
+  int kv_bits = 16;
   bool json = false;
 };
 
@@ -95,7 +96,12 @@ int run(const bench_options& o) {
     }
   }
 
-  model::session s(*m, pool, o.prompt + o.gen + 1);
+  const kv::kv_format format = *kv::kv_format_from_bits(o.kv_bits);
+  if (format != kv::kv_format::f16 && h.head_dim % kv::k_kv_quant_block != 0) {
+    std::fprintf(stderr, "strata bench: --kv-bits %d needs a head size that is a multiple of 32 (this model's is %d)\n", o.kv_bits, h.head_dim);
+    return 1;
+  }
+  model::session s(*m, pool, o.prompt + o.gen + 1, 32, 512, format);
   auto t0 = clock_type::now();
   auto logits = s.append(prompt, false);
   const double prefill_s = seconds_since(t0);
@@ -131,6 +137,7 @@ int run(const bench_options& o) {
                             {"file_bytes", static_cast<double>((*m)->file.file_size())},
                             {"prompt_tokens", o.prompt},
                             {"gen_tokens", o.gen},
+                            {"kv_bits", o.kv_bits},
                             {"prefill_tok_s", prefill_tok_s},
                             {"decode_tok_s", decode_tok_s},
                             {"bandwidth_gb_s", bandwidth / 1e9},
@@ -142,7 +149,7 @@ int run(const bench_options& o) {
     std::printf("model            %s (%s, %d layers, %d threads, %s)\n", o.model.c_str(), model::arch_name(h.architecture),
                 h.n_layer, threads, kernels::simd_level_name(kernels::active_kernels().level));
     std::printf("open             %8.3f s      (%.2f GB file)\n", open_s, static_cast<double>((*m)->file.file_size()) / 1e9);
-    std::printf("prefill          %8.1f tok/s  (%d tokens in %.3f s)\n", prefill_tok_s, o.prompt, prefill_s);
+    std::printf("prefill          %8.1f tok/s  (%d tokens in %.3f s, KV %d bits)\n", prefill_tok_s, o.prompt, prefill_s, o.kv_bits);
     std::printf("decode           %8.1f tok/s  (%d tokens in %.3f s)\n", decode_tok_s, o.gen, decode_s);
     std::printf("read bandwidth   %8.2f GB/s\n", bandwidth / 1e9);
     std::printf("weights/token    %8.1f MB  -> bound %.1f tok/s, decode reaches %.0f%% of it\n", bytes_per_token / 1e6,
@@ -157,6 +164,7 @@ const bool registered = register_command("bench", "Prefill and decode speed agai
   sub.add_option("--prompt", o->prompt, "Prompt tokens")->check(CLI::Range(1, 1 << 20));
   sub.add_option("--gen", o->gen, "Decoded tokens")->check(CLI::Range(1, 1 << 20));
   sub.add_option("--threads", o->threads, "Compute threads (0 = one per core)");
+  sub.add_option("--kv-bits", o->kv_bits, "KV cache format: 16 (f16), 8 (q8_0) or 4 (q4_0)")->check(CLI::IsMember({4, 8, 16}));
   sub.add_flag("--json", o->json, "One JSON object instead of text");
   return std::function<int()>([o] { return run(*o); });
 });

@@ -71,14 +71,31 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   e->max_context_ = cfg.model.ctx > 0 ? cfg.model.ctx : std::min(hp.n_ctx_train, 32768);
   e->page_tokens_ = cfg.kv.block_tokens;
   // The pool holds kv.memory for running sequences plus, when prefixes are reused, the hot tier's
-  // cache.hot_memory for blocks no request uses. Pages are reserved up front and touched only
-  // when first written, so an idle server's resident memory stays small.
-  const std::uint64_t per_page = static_cast<std::uint64_t>(e->page_tokens_) * hp.kv_dim() * 2 * 2 * hp.n_layer;
+  // cache.hot_memory for blocks no request uses. It is a byte budget: a block costs what its
+  // format's pages take in every layer, so q8_0 and q4_0 requests fit about 1.9 and 3.6 times the
+  // tokens of f16 ones. Pages are reserved up front and touched only when first written, so an
+  // idle server's resident memory stays small.
   const bool reuse = cfg.cache.mode != config::cache_mode::off;
-  const std::uint64_t hot_pages = reuse ? cfg.cache.hot_memory / per_page : 0;
-  const std::uint64_t min_pages = (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1;
-  e->kv_pages_ = static_cast<std::int32_t>(std::max<std::uint64_t>(cfg.kv.memory / per_page, min_pages) + hot_pages);
-  e->cached_pages_ = static_cast<std::int32_t>(hot_pages);
+  e->quantized_kv_ = hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
+  kv::pool_config& pc = e->pool_cfg_;
+  for (kv::kv_format f : kv::k_kv_formats)
+    pc.block_bytes[static_cast<std::size_t>(kv::format_index(f))] =
+        kv::kv_row_bytes(f, hp.kv_dim()) * e->page_tokens_ * 2 * hp.n_layer;
+  const std::int64_t f16_block = pc.block_bytes[0];
+  const std::int64_t min_pages = (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1;
+  pc.budget = std::max<std::int64_t>(static_cast<std::int64_t>(cfg.kv.memory), min_pages * f16_block) +
+              (reuse ? static_cast<std::int64_t>(cfg.cache.hot_memory) : 0);
+  pc.cached_budget = reuse ? std::min<std::int64_t>(static_cast<std::int64_t>(cfg.cache.hot_memory), pc.budget) : 0;
+  for (kv::kv_format f : kv::k_kv_formats) {
+    const auto i = static_cast<std::size_t>(kv::format_index(f));
+    pc.space.capacity[i] = f == kv::kv_format::f16 || e->quantized_kv_ ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
+  }
+  e->default_kv_bits_ = cfg.kv.default_bits;
+  if (!e->supports_kv_bits(e->default_kv_bits_)) {
+    spdlog::warn("kv.default_bits = {} needs a head size that is a multiple of 32 (this model's is {}); using 16",
+                 e->default_kv_bits_, hp.head_dim);
+    e->default_kv_bits_ = 16;
+  }
   if (reuse) {
     auto f0 = std::chrono::steady_clock::now();
     e->fingerprint_ = kv::model_fingerprint(e->model_->file.bytes());
@@ -89,10 +106,10 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   e->max_queued_ = cfg.scheduler.max_queued;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} pages of {} tokens ({} MiB, {} of them for "
-               "cached prefixes); chat template: {}",
-               path, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, e->kv_pages_, e->page_tokens_,
-               per_page * static_cast<std::uint64_t>(e->kv_pages_) >> 20, e->cached_pages_,
+  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} MiB ({} MiB of it for cached prefixes) "
+               "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
+               path, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, pc.budget >> 20, pc.cached_budget >> 20,
+               e->page_tokens_, pc.space.capacity[0], pc.space.capacity[1], pc.space.capacity[2],
                e->own_template_ ? "the model's" : "ChatML (none in the model)");
   return e;
 }
@@ -110,7 +127,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   for (int il = model_->hp.n_layer - 1; il >= 0; --il) {
     next = system.spawn<pipeline::layer_actor>(
         "layer-" + std::to_string(il), actors::supervision::stop_system,
-        std::shared_ptr<pipeline::layer_compute>(std::make_shared<layer_stage>(model_, il, kv_pages_, page_tokens_, pool_)), next);
+        std::shared_ptr<pipeline::layer_compute>(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_)), next);
   }
   auto tok = tok_;
   sched::text_services text{
@@ -123,8 +140,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.max_queued = cfg_.scheduler.max_queued;
   sc.planner.block_tokens = page_tokens_;
   sc.planner.max_context = max_context_;
-  sc.kv_blocks = kv_pages_;
-  sc.kv_cached_limit = cached_pages_;
+  sc.pool = pool_cfg_;
   sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
   sc.planner.cache_ns.model = fingerprint_;
   auto m = sched::scheduler_metrics::create(registry);

@@ -14,6 +14,7 @@
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
+#include "src/kv/block_pool.hpp"
 #include "src/kv/prefix_hash.hpp"
 #include "src/model/model.hpp"
 #include "src/tokenizer/tokenizer.hpp"
@@ -42,6 +43,11 @@ class engine {
   /// Requests waiting in the scheduler (for the API's fast 429 path).
   double waiting() const { return waiting_ ? waiting_->value() : 0.0; }
   int max_queued() const { return max_queued_; }
+  /// kv_bits of requests that give none (kv.default_bits).
+  int default_kv_bits() const { return default_kv_bits_; }
+  /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
+  /// whole quantization blocks.
+  bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
 
  private:
   engine() = default;
@@ -52,8 +58,9 @@ class engine {
   std::string model_id_;
   std::shared_ptr<kernels::compute_pool> pool_;
   std::int32_t max_context_ = 4096;
-  std::int32_t kv_pages_ = 0;
-  std::int32_t cached_pages_ = 0;
+  kv::pool_config pool_cfg_;
+  bool quantized_kv_ = false;
+  int default_kv_bits_ = 16;
   std::array<std::uint64_t, 2> fingerprint_{};
   std::int32_t page_tokens_ = 32;
   config::server_config cfg_;

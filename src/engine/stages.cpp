@@ -2,9 +2,9 @@
 
 namespace strata::engine {
 
-layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, std::int32_t n_pages, std::int32_t page_tokens,
+layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
                          std::shared_ptr<kernels::compute_pool> pool)
-    : m_(std::move(m)), layer_(layer), kv_(n_pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {}
+    : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {}
 
 void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
   const auto n = layout.n_rows();

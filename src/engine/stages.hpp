@@ -15,7 +15,7 @@ namespace strata::engine {
 
 class layer_stage final : public pipeline::layer_compute {
  public:
-  layer_stage(std::shared_ptr<const model::model> m, int layer, std::int32_t n_pages, std::int32_t page_tokens,
+  layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
               std::shared_ptr<kernels::compute_pool> pool);
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override;
 

@@ -4,26 +4,53 @@
 #include <stdexcept>
 
 namespace strata::kv {
+namespace {
 
-block_pool::block_pool(std::int32_t n_blocks, std::int32_t cached_limit)
-    : blocks_(static_cast<std::size_t>(n_blocks)), cached_limit_(cached_limit < 0 ? n_blocks : std::min(cached_limit, n_blocks)) {
-  free_.reserve(static_cast<std::size_t>(n_blocks));
-  for (std::int32_t i = n_blocks - 1; i >= 0; --i) free_.push_back(i);
-  index_.reserve(static_cast<std::size_t>(n_blocks));
+pool_config single_format(std::int32_t n_blocks, std::int32_t cached_limit) {
+  pool_config c;
+  c.space.capacity = {n_blocks, 0, 0};
+  c.block_bytes = {1, 1, 1};
+  c.budget = n_blocks;
+  c.cached_budget = cached_limit < 0 ? n_blocks : std::min(cached_limit, n_blocks);
+  return c;
 }
 
-std::optional<std::int32_t> block_pool::allocate() {
-  std::int32_t id;
-  if (!free_.empty()) {
-    id = free_.back();
-    free_.pop_back();
-  } else if (lru_head_ != none) {
-    evict_oldest();
-    id = free_.back();
-    free_.pop_back();
-  } else {
-    return std::nullopt;
+}  // namespace
+
+block_pool::block_pool(std::int32_t n_blocks, std::int32_t cached_limit) : block_pool(single_format(n_blocks, cached_limit)) {}
+
+block_pool::block_pool(const pool_config& cfg) : cfg_(cfg), blocks_(static_cast<std::size_t>(cfg.space.total())) {
+  for (kv_format f : k_kv_formats) {
+    auto& list = free_[static_cast<std::size_t>(format_index(f))];
+    const std::int32_t base = cfg_.space.base(f), n = cfg_.space.count(f);
+    list.reserve(static_cast<std::size_t>(n));
+    for (std::int32_t i = n - 1; i >= 0; --i) list.push_back(base + i);
   }
+  index_.reserve(blocks_.size());
+}
+
+std::int32_t block_pool::free_count() const {
+  return static_cast<std::int32_t>(free_[0].size() + free_[1].size() + free_[2].size());
+}
+
+std::int32_t block_pool::available(kv_format f) const {
+  const auto i = static_cast<std::size_t>(format_index(f));
+  if (cfg_.block_bytes[i] <= 0 || cfg_.space.capacity[i] == 0) return 0;
+  // Every cached block can be evicted; ids of this format are its free ones and its cached ones.
+  const std::int32_t cached_here = cached_of_[i];
+  const std::int64_t by_bytes = (cfg_.budget - bytes_in_use()) / cfg_.block_bytes[i];
+  return static_cast<std::int32_t>(std::min<std::int64_t>(by_bytes, static_cast<std::int64_t>(free_[i].size()) + cached_here));
+}
+
+std::optional<std::int32_t> block_pool::allocate(kv_format f) {
+  const auto i = static_cast<std::size_t>(format_index(f));
+  if (cfg_.space.capacity[i] == 0) return std::nullopt;
+  const std::int64_t need = cfg_.block_bytes[i];
+  while ((used_bytes_ + need > cfg_.budget || free_[i].empty()) && lru_head_ != none) evict_oldest();
+  if (used_bytes_ + need > cfg_.budget || free_[i].empty()) return std::nullopt;
+  const std::int32_t id = free_[i].back();
+  free_[i].pop_back();
+  used_bytes_ += need;
   blocks_[static_cast<std::size_t>(id)].refs = 1;
   return id;
 }
@@ -38,12 +65,13 @@ void block_pool::release(std::int32_t id) {
   auto& b = blocks_.at(static_cast<std::size_t>(id));
   if (b.refs <= 0) throw std::logic_error("block_pool::release on a block not in use");
   if (--b.refs > 0) return;
-  if (b.hash && cached_limit_ > 0) {
+  if (b.hash && cost(id) <= cfg_.cached_budget) {
     lru_push_back(id);
-    if (lru_size_ > cached_limit_) evict_oldest();
+    while (cached_bytes_ > cfg_.cached_budget) evict_oldest();
   } else {
     drop_hash(id);
-    free_.push_back(id);
+    free_list(id).push_back(id);
+    used_bytes_ -= cost(id);
   }
 }
 
@@ -68,7 +96,8 @@ void block_pool::evict_oldest() {
   const std::int32_t id = lru_head_;
   lru_unlink(id);
   drop_hash(id);
-  free_.push_back(id);
+  free_list(id).push_back(id);
+  used_bytes_ -= cost(id);
   ++evictions_;
 }
 
@@ -81,6 +110,8 @@ void block_pool::lru_push_back(std::int32_t id) {
   lru_tail_ = id;
   b.in_lru = true;
   ++lru_size_;
+  ++cached_of_[static_cast<std::size_t>(format_index(format_of(id)))];
+  cached_bytes_ += cost(id);
 }
 
 void block_pool::lru_unlink(std::int32_t id) {
@@ -92,6 +123,8 @@ void block_pool::lru_unlink(std::int32_t id) {
   b.prev = b.next = none;
   b.in_lru = false;
   --lru_size_;
+  --cached_of_[static_cast<std::size_t>(format_index(format_of(id)))];
+  cached_bytes_ -= cost(id);
 }
 
 void block_pool::drop_hash(std::int32_t id) {
@@ -103,11 +136,7 @@ void block_pool::drop_hash(std::int32_t id) {
 }
 
 void block_pool::clear_hashes() {
-  while (lru_head_ != none) {
-    std::int32_t id = lru_head_;
-    lru_unlink(id);
-    free_.push_back(id);
-  }
+  while (lru_head_ != none) evict_oldest();
   for (std::size_t i = 0; i < blocks_.size(); ++i) drop_hash(static_cast<std::int32_t>(i));
 }
 

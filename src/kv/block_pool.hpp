@@ -1,33 +1,51 @@
 #pragma once
 // block_pool: the metadata of the paged KV pool — ids, reference counts, chained hashes and the
-// LRU of free blocks that still hold a cached prefix. Plain class: the hot_cache actor owns one.
+// LRU of free blocks that still hold a cached prefix. Plain class, no Asio; the scheduler owns one
+// and consults it synchronously while it plans each step.
 //
-//   free list:   never-filled or invalidated blocks, handed out first
-//   cached LRU:  refcount 0 but hashed; reused on a prefix hit, evicted (hash dropped) when the
-//                free list is empty — least recently released first
+//   free lists:  never-filled or invalidated blocks, one list per KV format, handed out first
+//   cached LRU:  refcount 0 but hashed; reused on a prefix hit, evicted (hash dropped) when room is
+//                needed — least recently released first, whatever its format
 //   in use:      refcount > 0 (shared by every sequence whose prefix matches)
+//
+// Memory is a byte budget: a block costs what its format's pages take in every layer (f16 about
+// twice q8_0 and 3.6 times q4_0), so requests with smaller KV fit more tokens in the same RAM.
+// Blocks in use and cached blocks together stay within `budget`; cached blocks alone within
+// `cached_budget` (the hot tier).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
+#include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
 
 namespace strata::kv {
 
+struct pool_config {
+  block_space space;
+  /// What one block of each format costs (bytes over all layers, K and V).
+  std::array<std::int64_t, 3> block_bytes{1, 1, 1};
+  std::int64_t budget = 0;
+  std::int64_t cached_budget = 0;
+};
+
 class block_pool {
  public:
-  /// n_blocks pages; at most cached_limit of them kept as cached blocks that no one uses (the
-  /// hot tier's budget): past it the least recently released one is evicted at once.
+  explicit block_pool(const pool_config& cfg);
+  /// n_blocks f16 blocks; at most cached_limit of them kept cached while no one uses them (-1: no
+  /// limit beyond the pool).
   explicit block_pool(std::int32_t n_blocks, std::int32_t cached_limit = -1);
 
-  /// A block with refcount 1: from the free list, else by evicting the least recently released
-  /// cached block. Empty when every block is in use: the caller preempts, it is not an error.
-  std::optional<std::int32_t> allocate();
+  /// A block of format f with refcount 1: from the free list, after evicting the least recently
+  /// released cached blocks if the budget needs it. Empty when the blocks in use leave no room:
+  /// the caller preempts, it is not an error.
+  std::optional<std::int32_t> allocate(kv_format f = kv_format::f16);
   /// Adds a reference to a block in use.
   void retain(std::int32_t id);
-  /// Drops a reference; at zero a hashed block joins the cached LRU, an unhashed one the free list.
+  /// Drops a reference; at zero a hashed block joins the cached LRU, an unhashed one its free list.
   void release(std::int32_t id);
   /// Records that a full block holds the prefix with this hash, so later requests can reuse it.
   /// If another block already holds the same hash, nothing changes (the first one stays cached).
@@ -37,14 +55,17 @@ class block_pool {
   /// Forgets every hash (cache.mode = off, or a model change).
   void clear_hashes();
 
-  std::int32_t capacity() const { return static_cast<std::int32_t>(blocks_.size()); }
-  /// Blocks that allocate() can hand out now (free + cached).
-  std::int32_t available() const { return static_cast<std::int32_t>(free_.size()) + lru_size_; }
-  std::int32_t free_count() const { return static_cast<std::int32_t>(free_.size()); }
+  const block_space& space() const { return cfg_.space; }
+  kv_format format_of(std::int32_t id) const { return cfg_.space.format_of(id); }
+  std::int32_t capacity() const { return cfg_.space.total(); }
+  /// Blocks of format f that allocate() could hand out now (evicting cached ones as needed).
+  std::int32_t available(kv_format f = kv_format::f16) const;
+  std::int32_t free_count() const;
   std::int32_t cached_count() const { return lru_size_; }
-  std::int32_t in_use() const { return capacity() - available(); }
+  std::int32_t in_use() const { return capacity() - free_count() - cached_count(); }
+  std::int64_t bytes_in_use() const { return used_bytes_ - cached_bytes_; }
+  std::int64_t bytes_cached() const { return cached_bytes_; }
   std::int32_t refcount(std::int32_t id) const { return blocks_.at(static_cast<std::size_t>(id)).refs; }
-  std::int32_t cached_limit() const { return cached_limit_; }
   std::uint64_t evictions() const { return evictions_; }
 
  private:
@@ -57,19 +78,25 @@ class block_pool {
     std::int32_t next = none;
     bool in_lru = false;
   };
+  std::int64_t cost(std::int32_t id) const { return cfg_.block_bytes[static_cast<std::size_t>(format_index(format_of(id)))]; }
+  std::vector<std::int32_t>& free_list(std::int32_t id) { return free_[static_cast<std::size_t>(format_index(format_of(id)))]; }
   void drop_hash(std::int32_t id);
-  /// Moves the least recently released cached block to the free list, forgetting its hash.
+  /// Moves the least recently released cached block to its free list, forgetting its hash.
   void evict_oldest();
   void lru_push_back(std::int32_t id);
   void lru_unlink(std::int32_t id);
 
+  pool_config cfg_;
   std::vector<block> blocks_;
-  std::vector<std::int32_t> free_;  // a stack: the most recently freed block is reused first
-  std::int32_t lru_head_ = none;    // least recently released
+  // Stacks: the most recently freed block is reused first, which keeps the pages touched compact.
+  std::array<std::vector<std::int32_t>, 3> free_;
+  std::int32_t lru_head_ = none;  // least recently released
   std::int32_t lru_tail_ = none;
   std::int32_t lru_size_ = 0;
+  std::array<std::int32_t, 3> cached_of_{};  // cached blocks per format
+  std::int64_t used_bytes_ = 0;    // blocks in use or cached
+  std::int64_t cached_bytes_ = 0;  // cached blocks
   std::unordered_map<block_hash, std::int32_t, block_hash_hasher> index_;
-  std::int32_t cached_limit_;
   std::uint64_t evictions_ = 0;
 };
 

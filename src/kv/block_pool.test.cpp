@@ -112,6 +112,84 @@ TEST(block_pool, a_cached_limit_of_zero_caches_nothing) {
   EXPECT_EQ(pool.free_count(), 2);
 }
 
+pool_config mixed(std::int64_t budget, std::int64_t cached_budget) {
+  pool_config c;
+  c.block_bytes = {64, 34, 18};  // f16, q8_0, q4_0 rows of 32 values
+  c.space.capacity = {static_cast<std::int32_t>(budget / 64), static_cast<std::int32_t>(budget / 34),
+                      static_cast<std::int32_t>(budget / 18)};
+  c.budget = budget;
+  c.cached_budget = cached_budget;
+  return c;
+}
+
+TEST(block_pool, formats_share_one_byte_budget_and_own_their_id_ranges) {
+  block_pool pool(mixed(256, 256));
+  EXPECT_EQ(pool.available(kv_format::f16), 4);
+  EXPECT_EQ(pool.available(kv_format::q8_0), 7);
+  EXPECT_EQ(pool.available(kv_format::q4_0), 14);
+  auto a = *pool.allocate(kv_format::f16), b = *pool.allocate(kv_format::f16);
+  EXPECT_EQ(pool.format_of(a), kv_format::f16);
+  EXPECT_EQ(pool.available(kv_format::q4_0), 7);  // (256 - 128) / 18
+  std::vector<std::int32_t> q4;
+  while (auto id = pool.allocate(kv_format::q4_0)) {
+    EXPECT_EQ(pool.format_of(*id), kv_format::q4_0);
+    q4.push_back(*id);
+  }
+  EXPECT_EQ(q4.size(), 7u);
+  EXPECT_EQ(pool.bytes_in_use(), 128 + 7 * 18);
+  EXPECT_FALSE(pool.allocate(kv_format::f16));
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.available(kv_format::q8_0), (256 - 7 * 18) / 34);
+}
+
+TEST(block_pool, cached_blocks_of_one_format_make_room_for_another) {
+  block_pool pool(mixed(256, 256));
+  std::vector<std::int32_t> q8;
+  for (int i = 0; i < 7; ++i) {
+    q8.push_back(*pool.allocate(kv_format::q8_0));
+    pool.set_hash(q8.back(), h(static_cast<std::uint64_t>(i)));
+  }
+  for (auto id : q8) pool.release(id);
+  EXPECT_EQ(pool.cached_count(), 7);
+  EXPECT_EQ(pool.available(kv_format::f16), 4);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(pool.allocate(kv_format::f16));
+  EXPECT_EQ(pool.cached_count(), 0);  // 4 * 64 = the whole budget: every cached q8_0 block went
+  EXPECT_EQ(pool.evictions(), 7u);
+  EXPECT_FALSE(pool.lookup(h(6)));
+}
+
+TEST(block_pool, random_mixed_formats_stay_within_both_budgets) {
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE(seed);
+  std::mt19937 rng(seed);
+  const std::int64_t budget = 2000, cached_budget = static_cast<std::int64_t>(rng() % 2000);
+  block_pool pool(mixed(budget, cached_budget));
+  std::vector<std::int32_t> held;
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 3);
+    if (op == 0) {
+      if (auto b = pool.allocate(k_kv_formats[rng() % 3])) {
+        held.push_back(*b);
+        if (rng() % 2) pool.set_hash(*b, h(rng() % 64));
+      }
+    } else if (op == 1 && !held.empty()) {
+      auto i = rng() % held.size();
+      pool.release(held[i]);
+      held.erase(held.begin() + static_cast<long>(i));
+    } else if (op == 2) {
+      if (auto b = pool.lookup(h(rng() % 64))) held.push_back(*b);
+    }
+    std::int64_t bytes = 0;
+    std::set<std::int32_t> distinct(held.begin(), held.end());
+    for (auto id : distinct) bytes += pool.format_of(id) == kv_format::f16 ? 64 : pool.format_of(id) == kv_format::q8_0 ? 34 : 18;
+    ASSERT_EQ(pool.bytes_in_use(), bytes);
+    ASSERT_LE(pool.bytes_in_use() + pool.bytes_cached(), budget);
+    ASSERT_LE(pool.bytes_cached(), cached_budget);
+    ASSERT_EQ(pool.free_count() + pool.cached_count() + pool.in_use(), pool.capacity());
+  }
+}
+
 TEST(block_pool, misuse_of_references_is_reported) {
   block_pool pool(1);
   EXPECT_THROW(pool.release(0), std::logic_error);

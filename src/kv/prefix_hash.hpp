@@ -22,6 +22,8 @@
 #include <span>
 #include <string>
 
+#include "src/kv/kv_format.hpp"
+
 namespace strata::kv {
 
 /// A full block's identity: 256 bits.
@@ -35,9 +37,6 @@ struct block_hash {
 struct block_hash_hasher {
   std::size_t operator()(const block_hash& h) const noexcept { return static_cast<std::size_t>(h.w[0]); }
 };
-
-/// The KV format of a block, as requests name it through `kv_bits`.
-enum class kv_format : std::uint8_t { f16 = 16, q8_0 = 8, q4_0 = 4 };
 
 /// What, besides the tokens, decides the contents of a block's KV.
 struct cache_namespace {

@@ -82,11 +82,15 @@ void rope_row(float* x, int n_heads, const hparams& h, std::int32_t pos, const t
   }
 }
 
-/// Q/K norms, RoPE, then the row's K and V into its page slot.
+/// Q/K norms, RoPE, then the row's K and V into its page slot, in the page's format: f16, or
+/// quantized straight from f32 (no f16 copy of a quantized sequence's KV ever exists). For q4_0
+/// pages, K and the sequence's queries are first rotated (kernels::hadamard32): q.k is unchanged
+/// and the keys quantize with less error.
 void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& batch, float* q, float* k, const float* v,
                   layer_kv& kv) {
   const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
   for (const seq_rows& sq : batch.seqs) {
+    const kv::kv_format format = kv.format_of(sq.blocks[0]);
     for (std::int32_t r = 0; r < sq.n_rows; ++r) {
       const std::int64_t row = sq.first_row + r;
       const std::int32_t pos = sq.start_pos + r;
@@ -101,12 +105,24 @@ void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& ba
       rope_row(qr, h.n_head, h, pos, w.rope_freqs);
       rope_row(kr, h.n_head_kv, h, pos, w.rope_freqs);
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
-      std::uint16_t* kd = kv.k(page, slot);
-      std::uint16_t* vd = kv.v(page, slot);
       const float* vr = v + row * kvd;
-      for (std::int64_t j = 0; j < kvd; ++j) {
-        kd[j] = kernels::fp32_to_fp16(kr[j]);
-        vd[j] = kernels::fp32_to_fp16(vr[j]);
+      switch (format) {
+        case kv::kv_format::f16:
+          kernels::convert_row_to_f16(kr, reinterpret_cast<std::uint16_t*>(kv.k(page, slot)), kvd);
+          kernels::convert_row_to_f16(vr, reinterpret_cast<std::uint16_t*>(kv.v(page, slot)), kvd);
+          break;
+        case kv::kv_format::q8_0:
+          kernels::quantize_row(kernels::dtype::q8_0, kr, kv.k(page, slot), kvd);
+          kernels::quantize_row(kernels::dtype::q8_0, vr, kv.v(page, slot), kvd);
+          break;
+        case kv::kv_format::q4_0:
+          if (kv.rotate_q4()) {
+            kernels::hadamard32(qr, qd);
+            kernels::hadamard32(kr, kvd);
+          }
+          kernels::quantize_row(kernels::dtype::q4_0, kr, kv.k(page, slot), kvd);
+          kernels::quantize_row(kernels::dtype::q4_0, vr, kv.v(page, slot), kvd);
+          break;
       }
     }
   }
@@ -128,8 +144,6 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   const int units_per_group = (group + heads_per_unit - 1) / heads_per_unit;
   const std::int64_t units_per_row = static_cast<std::int64_t>(h.n_head_kv) * units_per_group;
   const std::int64_t units = n * units_per_row;
-  const kernels::kv_page_view pages{kv.k(0, 0), kv.v(0, 0), static_cast<std::int64_t>(kv.page_tokens()) * kv.kv_dim(),
-                                    kv.kv_dim(), kv.page_tokens(), nullptr};
 
   auto run_unit = [&](std::int64_t u) {
     const std::int64_t row = u / units_per_row;
@@ -143,8 +157,12 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
     const seq_rows& sq = *(it - 1);
     const std::int32_t pos = sq.start_pos + static_cast<std::int32_t>(row - sq.first_row);
     const std::int32_t first = sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
-    kernels::kv_page_view view = pages;
-    view.blocks = sq.blocks;
+    const kv::kv_format format = kv.format_of(sq.blocks[0]);
+    const std::int64_t row_bytes = kv.row_bytes(format);
+    const kernels::kv_page_view view{kv.k_pages(format), kv.v_pages(format), kv.page_tokens() * row_bytes, row_bytes,
+                                     row_bytes / h.n_head_kv, kv.page_tokens(), sq.blocks, kv.space().base(format),
+                                     format == kv::kv_format::f16 ? kernels::dtype::f16
+                                     : format == kv::kv_format::q8_0 ? kernels::dtype::q8_0 : kernels::dtype::q4_0};
     kernels::attention(shape, view, first, pos, q + row * qd, attn + row * qd, h0, h1);
   };
 

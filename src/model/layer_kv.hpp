@@ -1,46 +1,81 @@
 #pragma once
 // layer_kv: one layer's keys and values, in fixed pages of `page_tokens` positions. A sequence's
 // block table lists its pages in order: position p lives in page table[p / page_tokens], slot
-// p % page_tokens. The scheduler's block ids are these page ids, the same in every layer.
+// p % page_tokens. The scheduler's block ids are these page ids, the same in every layer; the id
+// also says the page's KV format (src/kv/kv_format.hpp), each format having its own array:
 //
-//   k_data: | page 0                          | page 1 | ...
-//           | slot 0: kv_head 0 .. n_head_kv-1 | slot 1 | ... | slot page_tokens-1 |
-//           each head: head_dim f16 values              (v_data: the same layout)
+//   k[format]: | page 0                                | page 1 | ...
+//              | slot 0: kv_head 0 .. n_head_kv-1 row | slot 1 | ... | slot page_tokens-1 |
+//              a row: kv_dim values as f16, or as q8_0 / q4_0 blocks of 32   (v: the same layout)
+//
+// The arrays are reserved up front and left untouched: the OS backs a page only once it is
+// written, and a slot is read only after its position was written.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "src/kv/kv_format.hpp"
 
 namespace strata::model {
 
 class layer_kv {
  public:
+  /// n_pages f16 pages.
   layer_kv(std::int32_t n_pages, std::int32_t page_tokens, std::int32_t kv_dim)
-      : n_pages_(n_pages), page_tokens_(page_tokens), kv_dim_(kv_dim),
-        size_(static_cast<std::size_t>(n_pages) * page_tokens * kv_dim),
-        // Default-initialized: the pages are reserved, and the OS backs them only once written.
-        // A slot is read only after its position has been written.
-        k_(new std::uint16_t[size_]),
-        v_(new std::uint16_t[size_]) {}
+      : layer_kv(kv::block_space{{n_pages, 0, 0}}, page_tokens, kv_dim) {}
+  /// The pages of every format in `space`. Quantized formats need kv_dim % 32 == 0 (else they get
+  /// no pages).
+  layer_kv(const kv::block_space& space, std::int32_t page_tokens, std::int32_t kv_dim) : space_(space), page_tokens_(page_tokens), kv_dim_(kv_dim) {
+    for (kv::kv_format f : kv::k_kv_formats) {
+      const auto i = static_cast<std::size_t>(kv::format_index(f));
+      if (f != kv::kv_format::f16 && kv_dim % kv::k_kv_quant_block != 0) space_.capacity[i] = 0;
+      row_bytes_[i] = kv::kv_row_bytes(f, kv_dim);
+      const std::size_t n = static_cast<std::size_t>(space_.capacity[i]) * static_cast<std::size_t>(page_tokens) *
+                            static_cast<std::size_t>(row_bytes_[i]);
+      if (n == 0) continue;
+      k_[i].reset(new std::byte[n]);
+      v_[i].reset(new std::byte[n]);
+    }
+  }
 
-  std::int32_t n_pages() const { return n_pages_; }
+  /// Whether q4_0 keys (and the queries that read them) are rotated before quantization; on by
+  /// default, off only to measure what the rotation buys.
+  bool rotate_q4() const { return rotate_q4_; }
+  void set_rotate_q4(bool on) { rotate_q4_ = on; }
+
+  std::int32_t n_pages() const { return space_.total(); }
   std::int32_t page_tokens() const { return page_tokens_; }
   std::int32_t kv_dim() const { return kv_dim_; }
+  const kv::block_space& space() const { return space_; }
+  kv::kv_format format_of(std::int32_t page) const { return space_.format_of(page); }
+  /// Bytes of one position's row in format f.
+  std::int64_t row_bytes(kv::kv_format f) const { return row_bytes_[static_cast<std::size_t>(kv::format_index(f))]; }
 
-  /// The kv_dim keys (values) of one position.
-  std::uint16_t* k(std::int32_t page, std::int32_t slot) { return k_.get() + offset(page, slot); }
-  std::uint16_t* v(std::int32_t page, std::int32_t slot) { return v_.get() + offset(page, slot); }
-  const std::uint16_t* k(std::int32_t page, std::int32_t slot) const { return k_.get() + offset(page, slot); }
-  const std::uint16_t* v(std::int32_t page, std::int32_t slot) const { return v_.get() + offset(page, slot); }
-
-  std::size_t bytes() const { return 2 * size_ * sizeof(std::uint16_t); }
+  /// The row of keys (values) of one position, in its page's format.
+  std::byte* k(std::int32_t page, std::int32_t slot) { return at(k_, page, slot); }
+  std::byte* v(std::int32_t page, std::int32_t slot) { return at(v_, page, slot); }
+  const std::byte* k(std::int32_t page, std::int32_t slot) const { return at(k_, page, slot); }
+  const std::byte* v(std::int32_t page, std::int32_t slot) const { return at(v_, page, slot); }
+  /// The start of format f's page array (its first page has id space().base(f)).
+  const std::byte* k_pages(kv::kv_format f) const { return k_[static_cast<std::size_t>(kv::format_index(f))].get(); }
+  const std::byte* v_pages(kv::kv_format f) const { return v_[static_cast<std::size_t>(kv::format_index(f))].get(); }
 
  private:
-  std::size_t offset(std::int32_t page, std::int32_t slot) const {
-    return (static_cast<std::size_t>(page) * page_tokens_ + static_cast<std::size_t>(slot)) * kv_dim_;
+  using arrays = std::array<std::unique_ptr<std::byte[]>, 3>;
+  std::byte* at(const arrays& a, std::int32_t page, std::int32_t slot) const {
+    const kv::kv_format f = space_.format_of(page);
+    const auto i = static_cast<std::size_t>(kv::format_index(f));
+    const auto index = static_cast<std::size_t>(space_.index_in_format(page));
+    return a[i].get() + (index * static_cast<std::size_t>(page_tokens_) + static_cast<std::size_t>(slot)) *
+                            static_cast<std::size_t>(row_bytes_[i]);
   }
-  std::int32_t n_pages_, page_tokens_, kv_dim_;
-  std::size_t size_;
-  std::unique_ptr<std::uint16_t[]> k_, v_;
+  kv::block_space space_;
+  std::int32_t page_tokens_, kv_dim_;
+  std::array<std::int64_t, 3> row_bytes_{};
+  arrays k_, v_;
+  bool rotate_q4_ = true;
 };
 
 }  // namespace strata::model

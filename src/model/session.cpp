@@ -6,13 +6,15 @@
 namespace strata::model {
 
 session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens,
-                 std::int32_t page_tokens, std::int32_t max_batch)
+                 std::int32_t page_tokens, std::int32_t max_batch, kv::kv_format format)
     : m_(std::move(m)), pool_(pool), max_tokens_(max_tokens), scratch_(m_->hp, std::min(max_batch, std::max(1, max_tokens))) {
   const std::int32_t pages = (max_tokens + page_tokens - 1) / page_tokens;
   kv_.reserve(static_cast<std::size_t>(m_->hp.n_layer));
-  for (int i = 0; i < m_->hp.n_layer; ++i) kv_.emplace_back(pages, page_tokens, m_->hp.kv_dim());
+  kv::block_space space;
+  space.capacity[static_cast<std::size_t>(kv::format_index(format))] = pages;
+  for (int i = 0; i < m_->hp.n_layer; ++i) kv_.emplace_back(space, page_tokens, m_->hp.kv_dim());
   blocks_.resize(static_cast<std::size_t>(pages));
-  std::iota(blocks_.begin(), blocks_.end(), 0);
+  std::iota(blocks_.begin(), blocks_.end(), space.base(format));
   hidden_.resize(static_cast<std::size_t>(scratch_.max_rows()) * static_cast<std::size_t>(m_->hp.n_embd));
 }
 

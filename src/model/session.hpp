@@ -18,7 +18,12 @@ class session {
  public:
   /// Room for max_tokens positions; steps of up to max_batch rows.
   session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens,
-          std::int32_t page_tokens = 32, std::int32_t max_batch = 512);
+          std::int32_t page_tokens = 32, std::int32_t max_batch = 512, kv::kv_format format = kv::kv_format::f16);
+
+  /// q4_0 KV without the rotation of keys and queries (to measure what the rotation buys).
+  void set_rotate_q4(bool on) {
+    for (auto& l : kv_) l.set_rotate_q4(on);
+  }
 
   /// Appends tokens (in chunks of at most `chunk` rows) and returns the logits of every appended
   /// position (tokens.size() x n_vocab) when all_logits, else only of the last one.

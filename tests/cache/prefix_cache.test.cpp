@@ -3,6 +3,8 @@
 // holds sequences with different prompt lengths and different hit lengths (a batch that mixed up
 // per-sequence cached lengths, positions or block tables would change their tokens), and two
 // conversations share their first message, so live blocks are shared across sequences too.
+// Conversations use every KV format (kv_bits 16, 8, 4) side by side; a third conversation has the
+// same first message in another format, and must not match the others' blocks.
 
 #include <gtest/gtest.h>
 
@@ -15,6 +17,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "src/engine/engine.hpp"
+#include "src/kv/kv_format.hpp"
 
 namespace strata {
 namespace {
@@ -97,6 +100,7 @@ std::map<std::pair<int, int>, turn_result> play(const std::string& model_path, c
     g.sampling.temperature = 0.0f;
     g.max_tokens = k_reply;
     g.ignore_eos = true;
+    g.kv_format = kv::k_kv_formats[static_cast<std::size_t>(c) % kv::k_kv_formats.size()];
     eng.scheduler().tell(sched::submit{id_of(c, turn[static_cast<std::size_t>(c)]), prompt[static_cast<std::size_t>(c)], g, sink});
   };
   for (int c = 0; c < n_conv; ++c) {
@@ -155,7 +159,9 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
     conv.push_back(random_tokens(rng, 10 + static_cast<int>(rng() % 60), n_vocab));
     for (int t = 1; t < n_turns; ++t) conv.push_back(random_tokens(rng, 1 + static_cast<int>(rng() % 40), n_vocab));
   }
-  user[1][0] = user[0][0];  // a shared first message: its blocks are shared while both run
+  // Conversation c runs in format c % 3: 0 and 3 are f16, 1 and 4 q8_0, 2 q4_0.
+  user[3][0] = user[0][0];  // a shared first message: its blocks are shared while both run
+  user[1][0] = user[0][0];  // the same message in q8_0: never matches the f16 blocks
 
   auto cold = play(path, config::cache_mode::off, user);
   auto warm = play(path, config::cache_mode::hot, user);
@@ -174,12 +180,14 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
       EXPECT_LT(b.cached_tokens, b.prompt_tokens);
       if (t > 0) {
         // Everything the previous turn computed (its prompt and reply but the last token) is
-        // still cached: the pool is large enough that nothing was evicted. Conversations 0 and 1
+        // still cached: the pool is large enough that nothing was evicted. Conversations 0 and 3
         // share their first message, and so their first reply: one may also find blocks that
         // the other computed since.
         const int before = (cold.at({c, t - 1}).prompt_tokens + k_reply - 1) / k_block * k_block;
-        if (c > 1) EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
-        else EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        if (c == 0 || c == 3) EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        else EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+      } else if (c == 1) {
+        EXPECT_EQ(b.cached_tokens, 0) << "q8_0 blocks matched f16 ones";
       }
       hits += b.cached_tokens > 0;
     }

@@ -203,3 +203,19 @@ test('the next turn of a conversation reuses the cached prefix and gives the sam
   assert.ok(await metric('strata_prefix_cache_hits_total') >= hitsBefore + cached);
   assert.ok(await metric('strata_kv_blocks_cached') > 0);
 });
+
+test('kv_bits 8 and 4 run with quantized KV; their cached blocks never serve another format', async () => {
+  const long = Array.from({ length: 40 }, (_, i) => `clause ${i} of a long shared preamble`).join('; ');
+  const convo = [{ role: 'system', content: long }, { role: 'user', content: 'Summarize.' }];
+  const body = { model: 'm', messages: convo, max_tokens: 6, temperature: 0, ignore_eos: true };
+  const f16 = await client.chat.completions.create({ ...body, kv_bits: 16 });
+  for (const bits of [8, 4]) {
+    const first = await client.chat.completions.create({ ...body, kv_bits: bits });
+    assert.equal(first.usage.completion_tokens, 6);
+    assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0, `kv_bits ${bits} reused f16 blocks`);
+    const again = await client.chat.completions.create({ ...body, kv_bits: bits });
+    assert.ok(again.usage.prompt_tokens_details.cached_tokens > 0, `kv_bits ${bits} blocks are cached`);
+    assert.equal(again.choices[0].message.content, first.choices[0].message.content);
+  }
+  assert.equal(f16.usage.prompt_tokens_details.cached_tokens, 0);
+});
