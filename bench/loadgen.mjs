@@ -11,6 +11,7 @@
 //   shared-system  one long system prompt shared by all, a short distinct user question each
 //   multi-turn     each stream is a chat whose history grows by its own previous answers
 //   documents      --users users each own a long document, asked --turns questions in turn
+//                  (--pick cycle, the default) or by a user drawn at random each time (--pick random)
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -27,6 +28,7 @@ const { values: opt } = parseArgs({
     'max-tokens': { type: 'string', default: '64' },
     users: { type: 'string', default: '64' },
     turns: { type: 'string', default: '4' },
+    pick: { type: 'string', default: 'cycle' },
     temperature: { type: 'string', default: '0' },
     'timeout-s': { type: 'string', default: '600' },
     seed: { type: 'string', default: '1' },
@@ -70,7 +72,7 @@ function nextRequest(i) {
       return { key: stream, messages: [...h], history: h };
     }
     case 'documents': {
-      const user = i % documents.length;
+      const user = opt.pick === 'random' ? Math.floor(rand() * documents.length) : i % documents.length;
       return { key: user, messages: [{ role: 'system', content: documents[user] }, { role: 'user', content: `Question ${Math.floor(i / documents.length)}: ${text(12)}` }] };
     }
     default:

@@ -21,6 +21,16 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.kv_evictions = &r.make_counter("strata_kv_evictions_total", "Cached KV blocks evicted from RAM.");
   m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
+  for (kv::kv_format f : kv::k_kv_formats) {
+    const auto i = static_cast<std::size_t>(kv::format_index(f));
+    const std::string format = f == kv::kv_format::f16 ? "f16" : f == kv::kv_format::q8_0 ? "q8_0" : "q4_0";
+    const char* help = "KV blocks in RAM by format and state (in use by a request, cached, free).";
+    m.blocks_in_use[i] = &r.make_gauge("strata_kv_blocks", help, "format=\"" + format + "\",state=\"in_use\"");
+    m.blocks_cached[i] = &r.make_gauge("strata_kv_blocks", help, "format=\"" + format + "\",state=\"cached\"");
+    m.blocks_free[i] = &r.make_gauge("strata_kv_blocks", help, "format=\"" + format + "\",state=\"free\"");
+  }
+  m.bytes_in_use = &r.make_gauge("strata_kv_bytes", "Bytes of KV blocks in RAM by state.", "state=\"in_use\"");
+  m.bytes_cached = &r.make_gauge("strata_kv_bytes", "Bytes of KV blocks in RAM by state.", "state=\"cached\"");
   m.ttft_seconds = &r.make_histogram("strata_ttft_seconds", "Time from a request's arrival to its first generated token.",
                                      {0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
   m.inter_token_seconds = &r.make_histogram("strata_inter_token_seconds", "Time between consecutive tokens of a sequence.",
@@ -180,6 +190,14 @@ void scheduler_actor::publish_gauges() {
   if (metrics_.waiting) metrics_.waiting->set(static_cast<double>(planner_.waiting()));
   if (metrics_.kv_blocks_used) metrics_.kv_blocks_used->set(static_cast<double>(pool_.in_use()));
   if (metrics_.kv_blocks_cached) metrics_.kv_blocks_cached->set(static_cast<double>(pool_.cached_count()));
+  for (kv::kv_format f : kv::k_kv_formats) {
+    const auto i = static_cast<std::size_t>(kv::format_index(f));
+    if (metrics_.blocks_in_use[i]) metrics_.blocks_in_use[i]->set(pool_.in_use(f));
+    if (metrics_.blocks_cached[i]) metrics_.blocks_cached[i]->set(pool_.cached_count(f));
+    if (metrics_.blocks_free[i]) metrics_.blocks_free[i]->set(pool_.free_count(f));
+  }
+  if (metrics_.bytes_in_use) metrics_.bytes_in_use->set(static_cast<double>(pool_.bytes_in_use()));
+  if (metrics_.bytes_cached) metrics_.bytes_cached->set(static_cast<double>(pool_.bytes_cached()));
   const planner_counters& c = planner_.counters();
   if (metrics_.prefix_query_tokens) metrics_.prefix_query_tokens->inc(c.prefix_query_tokens - published_.prefix_query_tokens);
   if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);

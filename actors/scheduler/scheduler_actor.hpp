@@ -3,6 +3,7 @@
 // budget (through its batch_planner), and the KV block metadata it plans with.
 // Who sends to it: the API (submit, cancel, set_paused) and the output stage (step_done).
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,10 @@ struct scheduler_metrics {
   /// Prompt tokens looked up in the prefix cache, and those found there.
   metrics::counter* prefix_query_tokens = nullptr;
   metrics::counter* prefix_hit_tokens = nullptr;
+  /// Blocks per KV format (f16, q8_0, q4_0) and state, and the bytes they hold.
+  std::array<metrics::gauge*, 3> blocks_in_use{}, blocks_cached{}, blocks_free{};
+  metrics::gauge* bytes_in_use = nullptr;
+  metrics::gauge* bytes_cached = nullptr;
   /// From a request's arrival at the scheduler to its first generated token.
   metrics::histogram* ttft_seconds = nullptr;
   /// Between consecutive generated tokens of one sequence.

@@ -72,7 +72,7 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
                           "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
                           "invalid_request_error", "not_found");
   }
-  if (path.starts_with("/v1/") && !authorized(req)) {
+  if ((path.starts_with("/v1/") || path.starts_with("/admin/")) && !authorized(req)) {
     auto res = io::make_error(req.version(), http::status::unauthorized,
                               "missing or invalid API key: send 'Authorization: Bearer KEY'", "invalid_request_error",
                               "invalid_api_key");

@@ -15,6 +15,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "io/http_server.hpp"
+#include "src/api/admin_stats.hpp"
 #include "src/api/router.hpp"
 #include "src/commands/command_registry.hpp"
 #include "src/common/log.hpp"
@@ -147,6 +148,10 @@ int serve(const serve_options& opts) {
     router.add(verb::post, "/tokenize", [c](io::http_request& r, const io::request_context& x) { return c->tokenize(r, x); });
     router.add(verb::post, "/detokenize", [c](io::http_request& r, const io::request_context& x) { return c->detokenize(r, x); });
     router.add(verb::get, "/v1/ws", [c](io::http_request& r, const io::request_context& x) { return c->websocket(r, x); });
+    const engine::engine* stats_of = eng.get();
+    router.add(verb::get, "/admin/api/stats", [stats_of](io::http_request& r, const io::request_context&) -> io::handler_result {
+      return io::make_json(r.version(), io::http::status::ok, api::render_admin_stats(*stats_of));
+    });
   }
 
   io::http_options http_opts;

@@ -145,6 +145,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.cache_ns.model = fingerprint_;
   auto m = sched::scheduler_metrics::create(registry);
   waiting_ = m.waiting;
+  stats_ = m;
   *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, m);
   scheduler_ = *slot;
 }

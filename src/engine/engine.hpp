@@ -10,6 +10,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "actors/scheduler/messages.hpp"
+#include "actors/scheduler/scheduler_actor.hpp"
 #include "kernels/compute_pool.hpp"
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
@@ -43,6 +44,11 @@ class engine {
   /// Requests waiting in the scheduler (for the API's fast 429 path).
   double waiting() const { return waiting_ ? waiting_->value() : 0.0; }
   int max_queued() const { return max_queued_; }
+  /// The scheduler's figures (valid after start()).
+  const sched::scheduler_metrics& stats() const { return stats_; }
+  const kv::pool_config& kv_pool() const { return pool_cfg_; }
+  std::int32_t block_tokens() const { return page_tokens_; }
+  const config::server_config& config() const { return cfg_; }
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
@@ -67,6 +73,7 @@ class engine {
   int max_queued_ = 256;
   sched::scheduler_address scheduler_;
   metrics::gauge* waiting_ = nullptr;
+  sched::scheduler_metrics stats_;
 };
 
 }  // namespace strata::engine

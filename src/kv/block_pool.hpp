@@ -63,6 +63,9 @@ class block_pool {
   std::int32_t free_count() const;
   std::int32_t cached_count() const { return lru_size_; }
   std::int32_t in_use() const { return capacity() - free_count() - cached_count(); }
+  std::int32_t free_count(kv_format f) const { return static_cast<std::int32_t>(free_[static_cast<std::size_t>(format_index(f))].size()); }
+  std::int32_t cached_count(kv_format f) const { return cached_of_[static_cast<std::size_t>(format_index(f))]; }
+  std::int32_t in_use(kv_format f) const { return cfg_.space.count(f) - free_count(f) - cached_count(f); }
   std::int64_t bytes_in_use() const { return used_bytes_ - cached_bytes_; }
   std::int64_t bytes_cached() const { return cached_bytes_; }
   std::int32_t refcount(std::int32_t id) const { return blocks_.at(static_cast<std::size_t>(id)).refs; }

@@ -18,7 +18,9 @@ session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, st
   hidden_.resize(static_cast<std::size_t>(scratch_.max_rows()) * static_cast<std::size_t>(m_->hp.n_embd));
 }
 
-result<std::vector<float>> session::append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk) {
+result<std::vector<float>> session::append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk,
+                                           std::int32_t every) {
+  every = std::max(every, 1);
   const hparams& h = m_->hp;
   if (pos_ + static_cast<std::int64_t>(tokens.size()) > max_tokens_)
     return fail(errc::limit_exceeded, "sequence of ", pos_ + tokens.size(), " tokens exceeds the session's ", max_tokens_);
@@ -40,8 +42,9 @@ result<std::vector<float>> session::append(std::span<const std::int32_t> tokens,
     done += static_cast<std::size_t>(n);
     rows.clear();
     if (all_logits) {
-      rows.resize(static_cast<std::size_t>(n));
-      std::iota(rows.begin(), rows.end(), 0);
+      const auto first = static_cast<std::int32_t>(done) - n;  // index in `tokens` of the chunk's first row
+      for (std::int32_t r = 0; r < n; ++r)
+        if ((first + r) % every == every - 1) rows.push_back(r);
     } else if (done == tokens.size()) {
       rows.push_back(n - 1);
     }

@@ -26,8 +26,10 @@ class session {
   }
 
   /// Appends tokens (in chunks of at most `chunk` rows) and returns the logits of every appended
-  /// position (tokens.size() x n_vocab) when all_logits, else only of the last one.
-  result<std::vector<float>> append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk = 512);
+  /// position (tokens.size() x n_vocab) when all_logits, else only of the last one. With
+  /// all_logits and every > 1, only of the appended positions p with p % every == every - 1.
+  result<std::vector<float>> append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk = 512,
+                                    std::int32_t every = 1);
 
   std::int32_t position() const { return pos_; }
   void reset() { pos_ = 0; }

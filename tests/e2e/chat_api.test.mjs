@@ -219,3 +219,23 @@ test('kv_bits 8 and 4 run with quantized KV; their cached blocks never serve ano
   }
   assert.equal(f16.usage.prompt_tokens_details.cached_tokens, 0);
 });
+
+test('GET /admin/api/stats reports the RAM tier per KV format, hits and evictions', async () => {
+  const res = await fetch(`${server.baseURL}/admin/api/stats`);
+  assert.equal(res.status, 200);
+  const s = await res.json();
+  assert.equal(s.cache_mode, 'hot');
+  assert.equal(s.block_tokens, 32);
+  assert.equal(s.tiers.ssd, null);
+  const ram = s.tiers.ram;
+  for (const f of ['f16', 'q8_0', 'q4_0']) {
+    for (const k of ['in_use', 'cached', 'free', 'bytes_per_block']) assert.equal(typeof ram.blocks[f][k], 'number', `${f}.${k}`);
+    assert.ok(s.kv_bytes_per_token[f] > 0);
+  }
+  // Earlier tests cached f16, q8_0 and q4_0 blocks.
+  assert.ok(ram.blocks.f16.cached > 0 && ram.blocks.q8_0.cached > 0 && ram.blocks.q4_0.cached > 0);
+  assert.ok(s.kv_bytes_per_token.q4_0 < s.kv_bytes_per_token.q8_0 && s.kv_bytes_per_token.q8_0 < s.kv_bytes_per_token.f16);
+  assert.ok(ram.bytes_cached > 0 && ram.bytes_cached <= ram.cached_budget_bytes);
+  assert.ok(s.prefix_cache.hit_tokens > 0 && s.prefix_cache.hit_rate > 0 && s.prefix_cache.hit_rate < 1);
+  assert.equal(s.snapshot_bytes, 0);
+});

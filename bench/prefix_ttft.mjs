@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// Time to first token of a long prompt whose prefix is cached, against the same prompt cold.
+// Each round sends a fresh random prompt of --tokens token ids (cold: nothing of it is cached), then
+// a prompt sharing its first --cached tokens and continuing differently (warm). Prints the medians
+// of both TTFTs, their ratio, and the cached_tokens the server reported.
+//
+//   node bench/prefix_ttft.mjs --url http://127.0.0.1:8080 --tokens 3000 --cached 2990 --rounds 3
+import { parseArgs } from 'node:util';
+
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: 'string', default: 'http://127.0.0.1:8080' },
+    tokens: { type: 'string', default: '3000' },
+    cached: { type: 'string', default: '2990' },
+    rounds: { type: 'string', default: '3' },
+    'vocab-from': { type: 'string', default: '300' },
+    'vocab-to': { type: 'string', default: '50000' },
+    seed: { type: 'string', default: '7' },
+  },
+});
+const n = Number(opt.tokens);
+const keep = Number(opt.cached);
+const lo = Number(opt['vocab-from']);
+const span = Number(opt['vocab-to']) - lo;
+let state = Number(opt.seed) >>> 0 || 1;
+const rand = () => {
+  state ^= state << 13; state >>>= 0;
+  state ^= state >>> 17;
+  state ^= state << 5; state >>>= 0;
+  return state;
+};
+const tokens = (k) => Array.from({ length: k }, () => lo + (rand() % span));
+
+async function ttft(prompt) {
+  const t0 = performance.now();
+  const res = await fetch(`${opt.url}/v1/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'm', prompt, max_tokens: 2, temperature: 0, ignore_eos: true, stream: true,
+      stream_options: { include_usage: true } }),
+  });
+  if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  const decoder = new TextDecoder();
+  let buf = '';
+  let first = null;
+  let cached = 0;
+  for await (const chunk of res.body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let idx;
+    while ((idx = buf.indexOf('\n\n')) >= 0) {
+      const event = buf.slice(0, idx);
+      buf = buf.slice(idx + 2);
+      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
+      const obj = JSON.parse(event.slice(6));
+      if (first === null && obj.choices?.length) first = performance.now() - t0;
+      if (obj.usage) cached = obj.usage.prompt_tokens_details?.cached_tokens ?? 0;
+    }
+  }
+  return { ms: first, cached };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const cold = [], warm = [], cachedTokens = [];
+for (let r = 0; r < Number(opt.rounds); ++r) {
+  const a = tokens(n);
+  const c = await ttft(a);
+  const w = await ttft([...a.slice(0, keep), ...tokens(n - keep)]);
+  cold.push(c.ms);
+  warm.push(w.ms);
+  cachedTokens.push(w.cached);
+  console.log(`round ${r + 1}: cold ${c.ms.toFixed(0)} ms (cached ${c.cached}), warm ${w.ms.toFixed(1)} ms (cached ${w.cached} of ${n})`);
+}
+const mc = median(cold), mw = median(warm);
+console.log(JSON.stringify({ tokens: n, shared_prefix: keep, rounds: cold.length, cold_ttft_ms: mc, warm_ttft_ms: mw,
+  warm_over_cold: mw / mc, cached_tokens: median(cachedTokens) }));
