@@ -10,6 +10,7 @@
 import { parseArgs } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { sseData } from './sse.mjs';
 
 const require = createRequire(new URL('../tests/e2e/package.json', import.meta.url));
 const WebSocket = require('ws');
@@ -66,19 +67,11 @@ const body = (i) => JSON.stringify({
 
 // Reads an SSE response to its end; returns whether it ended with [DONE] and how many chunks came.
 async function readStream(res, stopAfter = Infinity, abort = null) {
-  const decoder = new TextDecoder();
-  let buf = '';
   let chunks = 0;
   let done = false;
-  for await (const piece of res.body) {
-    buf += decoder.decode(piece, { stream: true });
-    let idx;
-    while ((idx = buf.indexOf('\n\n')) >= 0) {
-      const event = buf.slice(0, idx);
-      buf = buf.slice(idx + 2);
-      if (event === 'data: [DONE]') done = true;
-      else if (event.startsWith('data: ')) ++chunks;
-    }
+  for await (const data of sseData(res.body)) {
+    if (data === '[DONE]') done = true;
+    else ++chunks;
     if (chunks >= stopAfter && abort) {
       abort.abort();
       return { done, chunks };

@@ -10,8 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 build=${1:-build/bench}
-dir=${STRATA_BENCH_DIR:-$build/bench-models}
-mkdir -p "$dir"
+dir=$(bench_dir "$build")
 model=$dir/qwen2-small-q8_0.gguf
 [ -f "$model" ] || "$build/strata" synth --arch qwen2 --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 768 \
   --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf --type q8_0 --ctx 4096 --out "$model" >&2

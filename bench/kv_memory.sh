@@ -10,8 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
 build=${1:-build/bench}
-dir=${STRATA_BENCH_DIR:-$build/bench-models}
-mkdir -p "$dir"
+dir=$(bench_dir "$build")
 model=$dir/qwen2-0.4b-q8_0-32k.gguf
 [ -f "$model" ] || "$build/strata" synth --arch qwen2 --layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 \
   --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf --type q8_0 --ctx 32768 --out "$model" >&2
@@ -48,11 +47,16 @@ node -e '
   let s = 12345;
   const prompt = Array.from({ length: n }, () => 300 + ((s = (s * 1103515245 + 12345) % 2147483648) % 49000));
   const t0 = Date.now();
-  fetch(`http://127.0.0.1:${port}/v1/completions`, { method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ model: "m", prompt, max_tokens: 1, kv_bits: bits }) })
-    .then(async (r) => { const j = await r.json(); if (!r.ok) throw new Error(JSON.stringify(j));
-      console.log(`prefill of ${j.usage.prompt_tokens} tokens at kv_bits ${bits}: ${((Date.now() - t0) / 1000).toFixed(1)} s`); })
-    .catch((e) => { console.error(e.message); process.exit(1); });
+  // Streamed: the server keeps the connection alive with SSE comments through the long prefill.
+  (async () => {
+    const r = await fetch(`http://127.0.0.1:${port}/v1/completions`, { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "m", prompt, max_tokens: 1, kv_bits: bits, stream: true, stream_options: { include_usage: true } }) });
+    if (!r.ok) throw new Error(await r.text());
+    let text = "";
+    for await (const chunk of r.body) text += Buffer.from(chunk).toString();
+    const usage = JSON.parse(text.split("\n").filter((l) => l.includes("\"usage\":{")).pop().slice(6)).usage;
+    console.log(`prefill of ${usage.prompt_tokens} tokens at kv_bits ${bits}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  })().catch((e) => { console.error(e.message); process.exit(1); });
 ' "$tokens" "$bits" "$port"
 sleep 0.5
 kill "$sampler" 2>/dev/null || true
@@ -67,7 +71,7 @@ node -e '
     ` + 64 MiB = ${mib(bound)} MiB: ${peak * 1024 <= bound ? "within" : "OVER"} the bound`);
 ' "$idle" "$peak" "$weights" "$tokens" "$bits"
 if command -v gnuplot > /dev/null; then
-  gnuplot -e "set terminal png size 900,500; set output '$dir/kv-memory.png'; set xlabel 'ms'; set ylabel 'RSS (MiB)';
+  gnuplot -e "set terminal png size 900,500 noenhanced; set output '$dir/kv-memory.png'; set xlabel 'ms'; set ylabel 'RSS (MiB)';
     set title 'strata RSS through a $tokens-token prefill, kv_bits $bits'; plot '$dir/kv-memory.dat' using 1:(\$2/1024) with lines title 'RSS'"
   echo "plot: $dir/kv-memory.png"
 fi

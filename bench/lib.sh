@@ -1,12 +1,18 @@
 # Shared by the serving benchmarks: the 0.4B Qwen2-shaped model, a server on a port, and the
 # one-line summary of a loadgen report. Source it after `cd` to the project root.
 
+# bench_dir BUILD: prints (and creates) the folder for the benchmark models and outputs.
+bench_dir() {
+  local dir=${STRATA_BENCH_DIR:-$1/bench-models}
+  mkdir -p "$dir"
+  echo "$dir"
+}
+
 # bench_model BUILD TYPE: prints the model's path, synthesizing it on first use.
 bench_model() {
   local build=$1 type=$2
-  local dir=${STRATA_BENCH_DIR:-$build/bench-models}
-  local model=$dir/qwen2-0.4b-$type.gguf
-  mkdir -p "$dir"
+  local model
+  model=$(bench_dir "$build")/qwen2-0.4b-$type.gguf
   [ -f "$model" ] || "$build/strata" synth --arch qwen2 --layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 \
     --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf --type "$type" --out "$model" >&2
   echo "$model"

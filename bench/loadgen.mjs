@@ -15,6 +15,7 @@
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { sseData } from './sse.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -93,31 +94,21 @@ async function runOne(req) {
     });
     r.status = res.status;
     if (!res.ok) { r.error = (await res.text()).slice(0, 200); return r; }
-    const decoder = new TextDecoder();
-    let buf = '';
     let last = null;
-    for await (const chunk of res.body) {
-      buf += decoder.decode(chunk, { stream: true });
-      let idx;
-      while ((idx = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, idx);
-        buf = buf.slice(idx + 2);
-        if (!event.startsWith('data: ')) continue;
-        const data = event.slice(6);
-        if (data === '[DONE]') continue;
-        const obj = JSON.parse(data);
-        if (obj.usage) {
-          r.prompt_tokens = obj.usage.prompt_tokens;
-          r.completion_tokens = obj.usage.completion_tokens;
-          r.cached_tokens = obj.usage.prompt_tokens_details?.cached_tokens ?? 0;
-        }
-        const delta = obj.choices?.[0]?.delta?.content;
-        if (delta) {
-          const now = performance.now();
-          if (r.ttft === null) r.ttft = now - t0; else r.itl.push(now - last);
-          last = now;
-          r.text += delta;
-        }
+    for await (const data of sseData(res.body)) {
+      if (data === '[DONE]') continue;
+      const obj = JSON.parse(data);
+      if (obj.usage) {
+        r.prompt_tokens = obj.usage.prompt_tokens;
+        r.completion_tokens = obj.usage.completion_tokens;
+        r.cached_tokens = obj.usage.prompt_tokens_details?.cached_tokens ?? 0;
+      }
+      const delta = obj.choices?.[0]?.delta?.content;
+      if (delta) {
+        const now = performance.now();
+        if (r.ttft === null) r.ttft = now - t0; else r.itl.push(now - last);
+        last = now;
+        r.text += delta;
       }
     }
     r.e2e = performance.now() - t0;

@@ -4,9 +4,11 @@
 #   documents   USERS users each own a ~DOC-token document and ask TURNS short questions about it
 #               in turn (the first question of each is cold in both modes)
 #   multi-turn  CONCURRENCY chats whose history grows by their own answers
+# then, with the cache on, the TTFT of a LONG-token prompt whose first LONG - 10 tokens are cached
+# against the same length cold (bench/prefix_ttft.mjs).
 #
 #   bench/prefix_cache.sh [BUILD_DIR] [TYPE]    e.g. bench/prefix_cache.sh build/bench q8_0
-#   env: USERS (4), TURNS (4), DOC (1500), CONCURRENCY (4), GEN (16), PORT (18081)
+#   env: USERS (4), TURNS (4), DOC (1500), CONCURRENCY (4), GEN (16), LONG (3000), PORT (18081)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -29,5 +31,9 @@ for mode in off hot; do
     --requests $((conc * turns)) --prompt-tokens 300 --max-tokens "${GEN:-16}" --label "chat-$mode" \
     --out "$dir/chat-$mode.json" > /dev/null
   summarize "$dir/chat-$mode.json"
+  if [ "$mode" = hot ]; then
+    long=${LONG:-3000}
+    node bench/prefix_ttft.mjs --url "http://127.0.0.1:$port" --tokens "$long" --cached $((long - 10)) --rounds 3
+  fi
   stop_server
 done

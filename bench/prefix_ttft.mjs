@@ -6,6 +6,7 @@
 //
 //   node bench/prefix_ttft.mjs --url http://127.0.0.1:8080 --tokens 3000 --cached 2990 --rounds 3
 import { parseArgs } from 'node:util';
+import { sseData } from './sse.mjs';
 
 const { values: opt } = parseArgs({
   options: {
@@ -40,21 +41,13 @@ async function ttft(prompt) {
       stream_options: { include_usage: true } }),
   });
   if (!res.ok) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
-  const decoder = new TextDecoder();
-  let buf = '';
   let first = null;
   let cached = 0;
-  for await (const chunk of res.body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let idx;
-    while ((idx = buf.indexOf('\n\n')) >= 0) {
-      const event = buf.slice(0, idx);
-      buf = buf.slice(idx + 2);
-      if (!event.startsWith('data: ') || event === 'data: [DONE]') continue;
-      const obj = JSON.parse(event.slice(6));
-      if (first === null && obj.choices?.length) first = performance.now() - t0;
-      if (obj.usage) cached = obj.usage.prompt_tokens_details?.cached_tokens ?? 0;
-    }
+  for await (const data of sseData(res.body)) {
+    if (data === '[DONE]') continue;
+    const obj = JSON.parse(data);
+    if (first === null && obj.choices?.length) first = performance.now() - t0;
+    if (obj.usage) cached = obj.usage.prompt_tokens_details?.cached_tokens ?? 0;
   }
   return { ms: first, cached };
 }

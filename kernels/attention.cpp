@@ -6,16 +6,14 @@
 namespace strata::kernels {
 namespace {
 
-struct scalar_ops {
-  static float dot(const float* q, const std::byte* kb, int n) {
-    const auto* k = reinterpret_cast<const std::uint16_t*>(kb);
+struct scalar_math {
+  static float dot(const float* a, const float* b, int n) {
     float s = 0.0f;
-    for (int i = 0; i < n; ++i) s += q[i] * fp16_to_fp32(k[i]);
+    for (int i = 0; i < n; ++i) s += a[i] * b[i];
     return s;
   }
-  static void axpy(float a, const std::byte* vb, float* acc, int n) {
-    const auto* v = reinterpret_cast<const std::uint16_t*>(vb);
-    for (int i = 0; i < n; ++i) acc[i] += a * fp16_to_fp32(v[i]);
+  static void axpy(float a, const float* x, float* acc, int n) {
+    for (int i = 0; i < n; ++i) acc[i] += a * x[i];
   }
 };
 
@@ -24,7 +22,7 @@ struct scalar_ops {
 namespace scalar {
 void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
                float* out, int head_begin, int head_end) {
-  detail::attention_dispatch<scalar_ops, detail::q8_0_rows, detail::q4_0_rows>(s, kv, first, last, q, out, head_begin, head_end);
+  detail::attention_dispatch<scalar_math, detail::f16_rows, detail::q8_0_rows, detail::q4_0_rows>(s, kv, first, last, q, out, head_begin, head_end);
 }
 }  // namespace scalar
 

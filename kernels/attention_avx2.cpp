@@ -19,30 +19,24 @@
 namespace strata::kernels::avx2 {
 namespace {
 
-inline __m256 load_f16(const std::uint16_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-struct avx2_ops {
-  static float dot(const float* q, const std::byte* kb, int n) {
-    const auto* k = reinterpret_cast<const std::uint16_t*>(kb);
+struct avx2_math {
+  static float dot(const float* a, const float* b, int n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= n; i += 16) {
-      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), s0);
-      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_f16(k + i + 8), s1);
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), s0);
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
     float t = detail::hsum8(_mm256_add_ps(s0, s1));
-    for (; i < n; ++i) t += q[i] * fp16_to_fp32(k[i]);
+    for (; i < n; ++i) t += a[i] * b[i];
     return t;
   }
-  static void axpy(float a, const std::byte* vb, float* acc, int n) {
-    const auto* v = reinterpret_cast<const std::uint16_t*>(vb);
+  static void axpy(float a, const float* x, float* acc, int n) {
     const __m256 av = _mm256_set1_ps(a);
     int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(av, load_f16(v + i), _mm256_loadu_ps(acc + i)));
-    for (; i < n; ++i) acc[i] += a * fp16_to_fp32(v[i]);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(acc + i)));
+    for (; i < n; ++i) acc[i] += a * x[i];
   }
 };
 
@@ -50,7 +44,7 @@ struct avx2_ops {
 
 void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
                float* out, int head_begin, int head_end) {
-  detail::attention_dispatch<avx2_ops, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
+  detail::attention_dispatch<avx2_math, detail::f16_rows_x86, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
 }
 
 }  // namespace strata::kernels::avx2

@@ -1,6 +1,6 @@
 #pragma once
-// The attention loop shared by the scalar and SIMD variants, parameterized by the two inner
-// operations on f16 rows. Included only by attention.cpp, attention_avx2.cpp and
+// The attention loop shared by the scalar and SIMD variants, parameterized by the conversion of
+// each KV format to f32 and by the two inner operations on f32 rows. Included only by attention.cpp, attention_avx2.cpp and
 // attention_avx512.cpp, each of which instantiates it with its own operations (and compile
 // target), so every instantiation stays inside its own translation unit.
 
@@ -20,10 +20,14 @@ inline std::int64_t min_of(std::int64_t a, std::int64_t b) { return a < b ? a : 
 constexpr int k_attention_tile = 32;  // positions scored before the running maximum is updated
 constexpr int k_attention_heads = 8;  // query heads that share one pass over the keys
 
-/// Ops provides, for rows of n values in one KV format: static float dot(const float* q,
-/// const std::byte* k, int n) and static void axpy(float a, const std::byte* v, float* acc, int n)
-/// (acc += a * v).
-template <class Ops>
+/// Load turns rows of one KV format into f32: static void rows(const std::byte* src, std::int64_t
+/// stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) converts n_rows rows of n
+/// values, `stride` bytes apart. Math works on f32: static float dot(const float* a, const float* b,
+/// int n) and static void axpy(float a, const float* x, float* acc, int n) (acc += a * x).
+///
+/// Each tile of keys (then of values) is converted once and read by every query head of the group
+/// (up to 8), instead of once per head.
+template <class Load, class Math>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
                            const float* q, float* out, int head_begin, int head_end) {
   const int hd = s.head_dim;
@@ -31,6 +35,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
   const float neg_inf = -__builtin_inff();
   alignas(64) float acc[k_attention_heads][k_attention_max_head_dim];
   alignas(64) float p[k_attention_heads][k_attention_tile];
+  alignas(64) float rows[k_attention_tile][k_attention_max_head_dim];
   float run_max[k_attention_heads], run_sum[k_attention_heads];
 
   for (int h0 = head_begin; h0 < head_end;) {
@@ -48,11 +53,10 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
       const int n = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot), last - t0 + 1));
       const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
                                 static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
-      const std::byte* kr = kv.k + base;
-      const std::byte* vr = kv.v + base;
+      Load::rows(kv.k + base, kv.row_bytes, n, rows, hd);
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < nh; ++i) {
-          float sc = Ops::dot(q + static_cast<std::int64_t>(h0 + i) * hd, kr + static_cast<std::int64_t>(j) * kv.row_bytes, hd) * s.scale;
+          float sc = Math::dot(q + static_cast<std::int64_t>(h0 + i) * hd, rows[j], hd) * s.scale;
           if (s.softcap > 0.0f) sc = s.softcap * __builtin_tanhf(sc / s.softcap);
           p[i][j] = sc;
         }
@@ -73,8 +77,9 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
         }
         run_sum[i] += sum;
       }
+      Load::rows(kv.v + base, kv.row_bytes, n, rows, hd);
       for (int j = 0; j < n; ++j)
-        for (int i = 0; i < nh; ++i) Ops::axpy(p[i][j], vr + static_cast<std::int64_t>(j) * kv.row_bytes, acc[i], hd);
+        for (int i = 0; i < nh; ++i) Math::axpy(p[i][j], rows[j], acc[i], hd);
       t0 += n;
     }
     for (int i = 0; i < nh; ++i) {
@@ -86,62 +91,54 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
   }
 }
 
-/// The scalar reading of quantized rows (GGUF q8_0 and q4_0 blocks of 32 values), shared by every
-/// variant for what its vector code leaves over.
-struct q8_0_rows {
-  static float dot(const float* q, const std::byte* k, int n) {
-    const auto* b = reinterpret_cast<const block_q8_0*>(k);
-    float s = 0.0f;
-    for (int blk = 0; blk < n / k_qk; ++blk, q += k_qk) {
-      float t = 0.0f;
-      for (int j = 0; j < k_qk; ++j) t += q[j] * static_cast<float>(b[blk].qs[j]);
-      s += t * fp16_to_fp32(b[blk].d);
+using tile_rows = float (*)[k_attention_max_head_dim];
+
+/// Scalar conversions of each KV format, shared by every variant for what its vector code leaves.
+struct f16_rows {
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
+    for (int r = 0; r < n_rows; ++r) {
+      const auto* h = reinterpret_cast<const std::uint16_t*>(src + r * stride);
+      for (int i = 0; i < n; ++i) dst[r][i] = fp16_to_fp32(h[i]);
     }
-    return s;
   }
-  static void axpy(float a, const std::byte* v, float* acc, int n) {
-    const auto* b = reinterpret_cast<const block_q8_0*>(v);
-    for (int blk = 0; blk < n / k_qk; ++blk, acc += k_qk) {
-      const float ad = a * fp16_to_fp32(b[blk].d);
-      for (int j = 0; j < k_qk; ++j) acc[j] += ad * static_cast<float>(b[blk].qs[j]);
+};
+
+struct q8_0_rows {
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
+    for (int r = 0; r < n_rows; ++r) {
+      const auto* b = reinterpret_cast<const block_q8_0*>(src + r * stride);
+      for (int blk = 0; blk < n / k_qk; ++blk) {
+        const float d = fp16_to_fp32(b[blk].d);
+        for (int j = 0; j < k_qk; ++j) dst[r][blk * k_qk + j] = d * static_cast<float>(b[blk].qs[j]);
+      }
     }
   }
 };
 
 struct q4_0_rows {
-  static float dot(const float* q, const std::byte* k, int n) {
-    const auto* b = reinterpret_cast<const block_q4_0*>(k);
-    float s = 0.0f;
-    for (int blk = 0; blk < n / k_qk; ++blk, q += k_qk) {
-      float t = 0.0f;
-      for (int j = 0; j < k_qk / 2; ++j) {
-        t += q[j] * static_cast<float>((b[blk].qs[j] & 15) - 8);
-        t += q[j + k_qk / 2] * static_cast<float>((b[blk].qs[j] >> 4) - 8);
-      }
-      s += t * fp16_to_fp32(b[blk].d);
-    }
-    return s;
-  }
-  static void axpy(float a, const std::byte* v, float* acc, int n) {
-    const auto* b = reinterpret_cast<const block_q4_0*>(v);
-    for (int blk = 0; blk < n / k_qk; ++blk, acc += k_qk) {
-      const float ad = a * fp16_to_fp32(b[blk].d);
-      for (int j = 0; j < k_qk / 2; ++j) {
-        acc[j] += ad * static_cast<float>((b[blk].qs[j] & 15) - 8);
-        acc[j + k_qk / 2] += ad * static_cast<float>((b[blk].qs[j] >> 4) - 8);
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
+    for (int r = 0; r < n_rows; ++r) {
+      const auto* b = reinterpret_cast<const block_q4_0*>(src + r * stride);
+      for (int blk = 0; blk < n / k_qk; ++blk) {
+        const float d = fp16_to_fp32(b[blk].d);
+        float* o = dst[r] + blk * k_qk;
+        for (int j = 0; j < k_qk / 2; ++j) {
+          o[j] = d * static_cast<float>((b[blk].qs[j] & 15) - 8);
+          o[j + k_qk / 2] = d * static_cast<float>((b[blk].qs[j] >> 4) - 8);
+        }
       }
     }
   }
 };
 
 /// Runs the loop with the ops for the view's format.
-template <class F16Ops, class Q8Ops, class Q4Ops>
+template <class Math, class F16Load, class Q8Load, class Q4Load>
 inline void attention_dispatch(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
                                const float* q, float* out, int head_begin, int head_end) {
   switch (kv.format) {
-    case dtype::q8_0: attention_loop<Q8Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
-    case dtype::q4_0: attention_loop<Q4Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
-    default: attention_loop<F16Ops>(s, kv, first, last, q, out, head_begin, head_end); return;
+    case dtype::q8_0: attention_loop<Q8Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
+    case dtype::q4_0: attention_loop<Q4Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
+    default: attention_loop<F16Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
   }
 }
 
