@@ -5,7 +5,8 @@
 # tokens) and TTFT percentiles. The model is small (4 layers, d=256, q8_0) so that the cold
 # prefills of every document fit in a few minutes on two cores.
 #
-#   bench/documents.sh [BUILD_DIR]     env: USERS (64), DOC (2000), CONCURRENCY (16), REQUESTS (256), PORT (18083)
+#   bench/documents.sh [BUILD_DIR]     env: USERS (64), DOC (2000), CONCURRENCY (16), REQUESTS (256), PORT (18083),
+#                                       MODE (hot; off for the same load with no reuse)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -26,7 +27,7 @@ cat > "$conf" <<TOML
 [kv]
 memory = "$(( conc * per_doc * 3 / 2 ))"
 [cache]
-mode = "hot"
+mode = "${MODE:-hot}"
 hot_memory = "$(( users / 2 * per_doc ))"
 TOML
 echo "hot tier: $(( users / 2 * per_doc / 1048576 )) MiB, room for $(( users / 2 )) of $users documents"
