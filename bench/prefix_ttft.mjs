@@ -3,6 +3,8 @@
 // Each round sends a fresh random prompt of --tokens token ids (cold: nothing of it is cached), then
 // a prompt sharing its first --cached tokens and continuing differently (warm). Prints the medians
 // of both TTFTs, their ratio, and the cached_tokens the server reported.
+// --phase cold sends only the cold prompts and --phase warm only the warm ones (the same prompts
+// for the same --seed), so that the server can be killed and restarted in between.
 //
 //   node bench/prefix_ttft.mjs --url http://127.0.0.1:8080 --tokens 3000 --cached 2990 --rounds 3
 import { parseArgs } from 'node:util';
@@ -17,6 +19,7 @@ const { values: opt } = parseArgs({
     'vocab-from': { type: 'string', default: '300' },
     'vocab-to': { type: 'string', default: '50000' },
     seed: { type: 'string', default: '7' },
+    phase: { type: 'string', default: 'both' },
   },
 });
 const n = Number(opt.tokens);
@@ -54,15 +57,20 @@ async function ttft(prompt) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cold = [], warm = [], cachedTokens = [];
+const runCold = opt.phase !== 'warm', runWarm = opt.phase !== 'cold';
 for (let r = 0; r < Number(opt.rounds); ++r) {
   const a = tokens(n);
-  const c = await ttft(a);
-  const w = await ttft([...a.slice(0, keep), ...tokens(n - keep)]);
-  cold.push(c.ms);
-  warm.push(w.ms);
-  cachedTokens.push(w.cached);
-  console.log(`round ${r + 1}: cold ${c.ms.toFixed(0)} ms (cached ${c.cached}), warm ${w.ms.toFixed(1)} ms (cached ${w.cached} of ${n})`);
+  const b = [...a.slice(0, keep), ...tokens(n - keep)];
+  const c = runCold ? await ttft(a) : null;
+  const w = runWarm ? await ttft(b) : null;
+  if (c) cold.push(c.ms);
+  if (w) {
+    warm.push(w.ms);
+    cachedTokens.push(w.cached);
+  }
+  console.log(`round ${r + 1}:` + (c ? ` cold ${c.ms.toFixed(0)} ms (cached ${c.cached})` : '') +
+    (w ? ` warm ${w.ms.toFixed(1)} ms (cached ${w.cached} of ${n})` : ''));
 }
-const mc = median(cold), mw = median(warm);
-console.log(JSON.stringify({ tokens: n, shared_prefix: keep, rounds: cold.length, cold_ttft_ms: mc, warm_ttft_ms: mw,
-  warm_over_cold: mw / mc, cached_tokens: median(cachedTokens) }));
+const mc = cold.length ? median(cold) : null, mw = warm.length ? median(warm) : null;
+console.log(JSON.stringify({ tokens: n, shared_prefix: keep, rounds: Number(opt.rounds), cold_ttft_ms: mc, warm_ttft_ms: mw,
+  warm_over_cold: mc && mw ? mw / mc : null, cached_tokens: cachedTokens.length ? median(cachedTokens) : null }));

@@ -20,7 +20,14 @@ class layer_actor final : public actors::actor<stage_inbox> {
   void receive(stage_inbox msg) override { visit_handle(*this, std::move(msg)); }
 
   void handle(forward f) {
-    compute_->run(f.layout, f.hidden);
+    if (!f.layout.save.empty()) {
+      if (f.saved.empty()) {
+        for (auto b : f.layout.save) f.saved.push_back(frozen_block{b, {}});
+      }
+      compute_->save_pages(f.saved);
+    }
+    if (!f.layout.load.empty()) compute_->load_pages(f.layout.load);
+    if (f.layout.n_rows() > 0) compute_->run(f.layout, f.hidden);
     next_.tell(std::move(f));
   }
   void handle(open_sampler m) { next_.tell(std::move(m)); }

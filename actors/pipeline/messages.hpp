@@ -26,12 +26,30 @@ struct batch_sequence {
   bool sample = false;
 };
 
-/// One step's batch: token rows grouped by sequence. Copied by value into every stage's message
-/// (a few hundred bytes for a decode batch), so no stage reads another's state.
+/// A block's KV over every layer, frozen into bytes that the message owns:
+///
+///   | layer 0: keys of the block's page | layer 0: values | layer 1: keys | ... | layer L-1: values |
+///
+/// each part one whole page in the block's format (page_tokens rows). Whenever KV leaves its layer
+/// (to the SSD, or back from it) it travels as one of these, moved by value; nobody outside a
+/// layer actor ever holds a pointer into its live pages.
+struct frozen_block {
+  std::int32_t block = -1;
+  std::vector<std::byte> bytes;
+};
+
+/// One step's batch: token rows grouped by sequence. Moved from stage to stage with the
+/// activations, so no stage reads another's state.
 struct batch_layout {
   std::uint64_t step = 0;
   std::vector<std::int32_t> tokens;
   std::vector<batch_sequence> seqs;
+  /// Blocks whose pages every layer copies out, before computing, into forward::saved (to persist
+  /// them). Before computing: a block evicted for this very step still holds its old KV then.
+  std::vector<std::int32_t> save;
+  /// Blocks restored from the SSD: every layer copies its part into the block's pages, after the
+  /// saves and before computing.
+  std::vector<frozen_block> load;
   std::int32_t n_rows() const { return static_cast<std::int32_t>(tokens.size()); }
 };
 
@@ -39,6 +57,8 @@ struct batch_layout {
 struct forward {
   batch_layout layout;
   std::vector<float> hidden;
+  /// The blocks of layout.save, filled layer by layer.
+  std::vector<frozen_block> saved;
 };
 
 /// Output stage: start or stop keeping a sampler for a sequence (penalty counts, RNG).

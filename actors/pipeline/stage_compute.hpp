@@ -18,6 +18,11 @@ class layer_compute {
   /// Transforms the batch's hidden states in place (n_rows x hidden), writing this layer's KV for
   /// the batch's positions. The first layer also embeds: `hidden` arrives empty.
   virtual void run(const batch_layout& layout, std::vector<float>& hidden) = 0;
+  /// Appends this layer's keys and values of each block saved[i].block to saved[i].bytes (see
+  /// frozen_block). Stages without pages of their own append nothing.
+  virtual void save_pages(std::vector<frozen_block>& saved) { (void)saved; }
+  /// Copies this layer's part of each frozen block into the block's pages.
+  virtual void load_pages(const std::vector<frozen_block>& blocks) { (void)blocks; }
 };
 
 /// The final norm and LM head. Owned by the output actor.

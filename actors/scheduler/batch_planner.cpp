@@ -4,7 +4,9 @@
 
 namespace strata::sched {
 
-batch_planner::batch_planner(planner_options opts, kv::block_pool& pool) : opts_(opts), pool_(pool) {}
+batch_planner::batch_planner(planner_options opts, kv::block_pool& pool) : opts_(opts), pool_(pool) {
+  if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
+}
 
 admit_result batch_planner::submit(sequence s) {
   if (static_cast<int>(waiting_.size()) >= opts_.max_queued) return admit_result::queue_full;
@@ -32,6 +34,7 @@ void batch_planner::release_blocks(sequence& s) {
   for (auto b : s.blocks) pool_.release(b);
   s.blocks.clear();
   s.n_published = 0;
+  s.restoring = false;
 }
 
 const kv::block_hash& batch_planner::root(kv::kv_format f) {
@@ -78,8 +81,91 @@ void batch_planner::publish_full_blocks(sequence& s) {
   if (s.n_published >= full) return;
   extend_hashes(s, full);
   for (; s.n_published < full; ++s.n_published) {
-    pool_.set_hash(s.blocks[static_cast<std::size_t>(s.n_published)], s.hashes[static_cast<std::size_t>(s.n_published)]);
+    const auto i = static_cast<std::size_t>(s.n_published);
+    const kv::block_hash& parent = i == 0 ? root(s.format) : s.hashes[i - 1];
+    pool_.set_hash(s.blocks[i], s.hashes[i], parent);
+    if (opts_.ssd && opts_.write_through) offer_save(s.blocks[i], s.hashes[i], parent, s.format);
   }
+}
+
+void batch_planner::offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f) {
+  if (on_ssd_.contains(h) || !persisting_.insert(h).second) return;
+  saves_.push_back(save_item{block, h, parent, f});
+}
+
+void batch_planner::ssd_stored(const kv::block_hash& h) {
+  persisting_.erase(h);
+  on_ssd_.insert(h);
+}
+
+void batch_planner::ssd_forgotten(const kv::block_hash& h) {
+  persisting_.erase(h);
+  on_ssd_.erase(h);
+}
+
+std::vector<save_item> batch_planner::take_saves() {
+  if (opts_.ssd && !opts_.write_through) {
+    for (const auto& e : pool_.take_evictions()) offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id));
+  }
+  return std::exchange(saves_, {});
+}
+
+bool batch_planner::start_restore(sequence& s) {
+  if (!opts_.ssd || on_ssd_.empty()) return false;
+  const std::int32_t bt = opts_.block_tokens;
+  const std::int32_t max_blocks = (static_cast<std::int32_t>(s.tokens.size()) - 1) / bt;
+  if (s.n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
+  extend_hashes(s, max_blocks);
+  restore_order order;
+  for (auto i = static_cast<std::int32_t>(s.blocks.size()); i < max_blocks; ++i) {
+    const kv::block_hash& h = s.hashes[static_cast<std::size_t>(i)];
+    if (!on_ssd_.contains(h)) break;
+    auto b = pool_.allocate(s.format);
+    if (!b) break;
+    if (order.hashes.empty()) s.restore_first = static_cast<std::int32_t>(s.blocks.size());
+    s.blocks.push_back(*b);
+    order.hashes.push_back(h);
+  }
+  if (order.hashes.empty()) return false;
+  order.order = next_order_++;
+  order.seq = s.id;
+  s.restoring = true;
+  s.restore_order = order.order;
+  orders_[order.order] = s.id;
+  restores_.push_back(std::move(order));
+  return true;
+}
+
+std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::int32_t n_ok) {
+  auto o = orders_.find(order);
+  if (o == orders_.end()) return {};
+  const std::uint64_t id = o->second;
+  orders_.erase(o);
+  auto it = seqs_.find(id);
+  if (it == seqs_.end() || !it->second.restoring || it->second.restore_order != order) return {};
+  sequence& s = it->second;
+  s.restoring = false;
+  const auto first = static_cast<std::size_t>(s.restore_first);
+  n_ok = std::clamp<std::int32_t>(n_ok, 0, static_cast<std::int32_t>(s.blocks.size() - first));
+  // What did not come back is computed: its blocks go back unhashed.
+  while (s.blocks.size() > first + static_cast<std::size_t>(n_ok)) {
+    pool_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  std::vector<std::int32_t> loaded(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
+  const std::int32_t bt = opts_.block_tokens;
+  s.n_computed = static_cast<std::int32_t>(s.blocks.size()) * bt;
+  // The restored blocks are published at once: the caller loads them with the very next step,
+  // before anything can compute on them.
+  for (auto i = first; i < s.blocks.size(); ++i) {
+    pool_.set_hash(s.blocks[i], s.hashes[i], i == 0 ? root(s.format) : s.hashes[i - 1]);
+  }
+  s.n_published = static_cast<std::int32_t>(s.blocks.size());
+  const auto restored = static_cast<std::uint64_t>(n_ok) * static_cast<std::uint64_t>(bt);
+  if (s.cached_tokens == static_cast<std::int32_t>(first) * bt) s.cached_tokens = s.n_computed;
+  counters_.prefix_hit_tokens += restored;
+  counters_.ssd_hit_tokens += restored;
+  return loaded;
 }
 
 bool batch_planner::cancel(std::uint64_t id) {
@@ -136,7 +222,7 @@ step_plan batch_planner::plan() {
     if (it == seqs_.end() || std::find(running_.begin(), running_.end(), id) == running_.end()) continue;
     sequence& s = it->second;
     std::int32_t pending = static_cast<std::int32_t>(s.tokens.size()) - s.n_computed;
-    if (pending != 1 || s.paused || budget < 1) continue;
+    if (pending != 1 || s.paused || s.restoring || budget < 1) continue;
     while (reserve_blocks(s, s.n_computed + 1) < s.n_computed + 1) {
       if (!preempt_one(id, plan)) break;
     }
@@ -168,7 +254,7 @@ step_plan batch_planner::plan() {
     if (budget <= 0) break;
     sequence& s = seqs_.at(id);
     std::int32_t pending = static_cast<std::int32_t>(s.tokens.size()) - s.n_computed;
-    if (pending <= 1) continue;  // decoding (handled above) or waiting for its sample
+    if (pending <= 1 || s.restoring) continue;  // decoding (handled above), waiting for its sample or its restore
     bool already = std::any_of(plan.items.begin(), plan.items.end(), [&](const step_item& i) { return i.seq == id; });
     if (!already) schedule_chunk(s);
   }
@@ -198,6 +284,7 @@ step_plan batch_planner::plan() {
     }
     waiting_.pop_front();
     running_.push_back(id);
+    if (start_restore(s)) continue;
     schedule_chunk(s);
   }
 

@@ -13,11 +13,21 @@
 // starts after it; at least the last prompt token is always computed, since its logits give the
 // first sample. Each block that a step fills is published under its hash once the step is done,
 // for later requests (and for this one, should it be preempted and resumed).
+//
+// SSD tier (cache.mode = tiered): the planner keeps the set of block hashes on the SSD. After a
+// sequence's RAM chain ends, the chain goes on through the SSD: fresh blocks are allocated for
+// those hashes and a restore order goes out; the sequence waits (others keep computing) until
+// restore_done() says how many came back, and computes the rest. Blocks to persist (each one as
+// soon as it is filled with write_through, else each cached one as it is evicted from RAM) are
+// handed out by take_saves(), to ride on the next step: the layers copy them out before they
+// compute, so an evicted block is saved before anything overwrites it.
 
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "src/kv/block_pool.hpp"
@@ -36,6 +46,10 @@ struct planner_options {
   bool prefix_cache = false;
   /// The model, block size and extra keys the block hashes are chained in (format set per sequence).
   kv::cache_namespace cache_ns;
+  /// The SSD tier is on: restore from it, and persist to it.
+  bool ssd = false;
+  /// Persist every block as soon as it is filled (else only cached blocks evicted from RAM).
+  bool write_through = true;
 };
 
 /// One request's sequence as the planner sees it.
@@ -61,6 +75,25 @@ struct sequence {
   std::vector<kv::block_hash> hashes;
   /// Blocks [0, n_published) have been offered to the pool under their hash.
   std::int32_t n_published = 0;
+  /// Waiting for blocks [restore_first, blocks.size()) to come back from the SSD (order restore_order).
+  bool restoring = false;
+  std::uint64_t restore_order = 0;
+  std::int32_t restore_first = 0;
+};
+
+/// A block to copy out of the layers and persist.
+struct save_item {
+  std::int32_t block = -1;
+  kv::block_hash hash;
+  kv::block_hash parent;
+  kv::kv_format format = kv::kv_format::f16;
+};
+
+/// Blocks to read back from the SSD for one sequence, in chain order.
+struct restore_order {
+  std::uint64_t order = 0;
+  std::uint64_t seq = 0;
+  std::vector<kv::block_hash> hashes;
 };
 
 /// One sequence's share of a step: compute tokens[start, start + n_tokens).
@@ -95,6 +128,8 @@ struct planner_counters {
   /// Prompt tokens of admitted requests looked up in the prefix cache, and those found.
   std::uint64_t prefix_query_tokens = 0;
   std::uint64_t prefix_hit_tokens = 0;
+  /// Of those, the tokens restored from the SSD.
+  std::uint64_t ssd_hit_tokens = 0;
 };
 
 class batch_planner {
@@ -114,6 +149,20 @@ class batch_planner {
   /// item with sample=true (in plan order), appended to that sequence.
   void commit(const step_plan& plan, const std::vector<std::int32_t>& sampled);
 
+  /// SSD tier: the block with this hash is on the disk (written, or found at start) / is not
+  /// (removed, or its write failed).
+  void ssd_stored(const kv::block_hash& h);
+  void ssd_forgotten(const kv::block_hash& h);
+  bool on_ssd(const kv::block_hash& h) const { return on_ssd_.contains(h); }
+  /// The blocks to save with the next step (see the header comment); the caller sends them.
+  std::vector<save_item> take_saves();
+  /// Restore orders made since the last call; the caller sends them to the SSD store.
+  std::vector<restore_order> take_restores() { return std::exchange(restores_, {}); }
+  /// The first `n_ok` blocks of an order came back (the caller loads them into the layers with
+  /// the next step); the rest will be computed. Returns the ids of the blocks to load, in order;
+  /// empty when the order is stale (its sequence was cancelled or preempted meanwhile).
+  std::vector<std::int32_t> restore_done(std::uint64_t order, std::int32_t n_ok);
+
   const sequence* find(std::uint64_t id) const;
   std::size_t running() const { return running_.size(); }
   std::size_t waiting() const { return waiting_.size(); }
@@ -131,6 +180,11 @@ class batch_planner {
   /// Makes sure s.hashes covers its first n full blocks.
   void extend_hashes(sequence& s, std::int32_t n);
   const kv::block_hash& root(kv::kv_format f);
+  /// Continues s's chain through the SSD: allocates blocks for the hashes stored there and orders
+  /// their restore. True if s now waits for one.
+  bool start_restore(sequence& s);
+  /// Queues a save of s's block i (write-through), unless the SSD has it or it is on its way.
+  void offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f);
   /// Preempts the most recently admitted running sequence other than `keep`; false if none.
   bool preempt_one(std::uint64_t keep, step_plan& plan);
 
@@ -142,6 +196,13 @@ class batch_planner {
   std::vector<std::uint64_t> running_;  // admission order
   std::deque<std::uint64_t> waiting_;
   planner_counters counters_;
+  using hash_set = std::unordered_set<kv::block_hash, kv::block_hash_hasher>;
+  hash_set on_ssd_;
+  hash_set persisting_;  // asked to persist, no answer yet
+  std::vector<save_item> saves_;
+  std::vector<restore_order> restores_;
+  std::unordered_map<std::uint64_t, std::uint64_t> orders_;  // restore order -> sequence
+  std::uint64_t next_order_ = 1;
 };
 
 }  // namespace strata::sched

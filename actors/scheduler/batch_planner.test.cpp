@@ -1,5 +1,6 @@
 #include "actors/scheduler/batch_planner.hpp"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <random>
@@ -68,6 +69,125 @@ struct driver {
     return plan;
   }
 };
+
+planner_options tiered(planner_options o, bool write_through = true) {
+  o = caching(o);
+  o.ssd = true;
+  o.write_through = write_through;
+  return o;
+}
+
+TEST(batch_planner, write_through_offers_each_filled_block_once_with_its_parent_chain) {
+  driver d(tiered({.token_budget = 64, .max_running = 4, .block_tokens = 16}), 100);
+  ASSERT_EQ(d.planner.submit(make_seq(1, 50, 20)), admit_result::queued);
+  std::vector<save_item> saves;
+  while (!d.finished.contains(1)) {
+    d.step();
+    auto s = d.planner.take_saves();
+    saves.insert(saves.end(), s.begin(), s.end());
+  }
+  // 50 prompt tokens + 20 generated = 70 known, 69 computed: 4 full blocks.
+  ASSERT_EQ(saves.size(), 4u);
+  for (std::size_t i = 1; i < saves.size(); ++i) EXPECT_EQ(saves[i].parent, saves[i - 1].hash) << i;
+  // The same prompt again: every block is already on its way, nothing is offered twice.
+  ASSERT_EQ(d.planner.submit(make_seq(2, 50, 20)), admit_result::queued);
+  while (!d.finished.contains(2)) {
+    d.step();
+    EXPECT_TRUE(d.planner.take_saves().empty());
+  }
+}
+
+TEST(batch_planner, eviction_mode_saves_a_block_before_the_step_that_reuses_it) {
+  // 6 blocks in all, so a second prompt evicts the first one's cached blocks.
+  driver d(tiered({.token_budget = 64, .max_running = 1, .block_tokens = 16}, false), 6);
+  ASSERT_EQ(d.planner.submit(make_seq(1, 64, 1)), admit_result::queued);
+  while (!d.finished.contains(1)) {
+    d.step();
+    EXPECT_TRUE(d.planner.take_saves().empty()) << "nothing is saved before it leaves RAM";
+  }
+  EXPECT_EQ(d.pool.cached_count(), 4);
+  std::vector<std::int32_t> other(80);
+  std::iota(other.begin(), other.end(), 1000);
+  ASSERT_EQ(d.planner.submit(seq_of(2, other, 1)), admit_result::queued);
+  auto plan = d.planner.plan();
+  auto saves = d.planner.take_saves();
+  ASSERT_FALSE(saves.empty());
+  // Every saved block is one the step just allocated to sequence 2: it still holds sequence 1's KV.
+  const sequence* s2 = d.planner.find(2);
+  for (const auto& sv : saves) {
+    EXPECT_NE(std::find(s2->blocks.begin(), s2->blocks.end(), sv.block), s2->blocks.end());
+    EXPECT_FALSE(d.planner.on_ssd(sv.hash));
+  }
+}
+
+TEST(batch_planner, a_prompt_whose_chain_continues_on_the_ssd_waits_for_its_restore) {
+  planner_options o = tiered({.token_budget = 64, .max_running = 4, .block_tokens = 16});
+  // Learn the hashes of a 70-token prompt's blocks from a first planner.
+  std::vector<kv::block_hash> hashes;
+  {
+    driver d(o, 100);
+    ASSERT_EQ(d.planner.submit(make_seq(1, 70, 1)), admit_result::queued);
+    while (!d.finished.contains(1)) {
+      d.step();
+      for (const auto& sv : d.planner.take_saves()) hashes.push_back(sv.hash);
+    }
+  }
+  ASSERT_EQ(hashes.size(), 4u);
+  driver d(o, 100);
+  for (const auto& h : hashes) d.planner.ssd_stored(h);
+  ASSERT_EQ(d.planner.submit(make_seq(7, 70, 3)), admit_result::queued);
+  ASSERT_EQ(d.planner.submit(make_seq(8, 20, 3)), admit_result::queued);  // shares nothing past its first block
+  auto plan = d.planner.plan();
+  auto orders = d.planner.take_restores();
+  ASSERT_EQ(orders.size(), 2u);
+  EXPECT_EQ(orders[0].seq, 7u);
+  // 70 tokens: 4 full blocks, all on the SSD (the last token is always computed).
+  EXPECT_EQ(orders[0].hashes, hashes);
+  EXPECT_EQ(orders[1].seq, 8u);
+  ASSERT_EQ(orders[1].hashes.size(), 1u);
+  for (const auto& item : plan.items) EXPECT_NE(item.seq, 7u) << "computing a sequence whose restore is pending";
+  d.planner.commit(plan, {});
+  EXPECT_TRUE(d.planner.plan().items.empty() || d.planner.find(7)->restoring);
+
+  // Only two blocks come back: the rest is computed.
+  auto loaded = d.planner.restore_done(orders[0].order, 2);
+  EXPECT_EQ(loaded.size(), 2u);
+  const sequence* s = d.planner.find(7);
+  EXPECT_FALSE(s->restoring);
+  EXPECT_EQ(s->n_computed, 32);
+  EXPECT_EQ(s->cached_tokens, 32);
+  EXPECT_EQ(s->blocks.size(), 2u);
+  auto next = d.planner.plan();
+  bool computes_rest = false;
+  for (const auto& item : next.items) computes_rest |= item.seq == 7 && item.start == 32;
+  EXPECT_TRUE(computes_rest);
+  // A stale answer (the order already answered) loads nothing.
+  EXPECT_TRUE(d.planner.restore_done(orders[0].order, 4).empty());
+}
+
+TEST(batch_planner, a_cancelled_restore_answers_nothing_and_frees_its_blocks) {
+  planner_options o = tiered({.token_budget = 64, .max_running = 4, .block_tokens = 16});
+  driver d(o, 20);
+  std::vector<kv::block_hash> hashes;
+  {
+    driver first(o, 100);
+    ASSERT_EQ(first.planner.submit(make_seq(1, 40, 1)), admit_result::queued);
+    while (!first.finished.contains(1)) {
+      first.step();
+      for (const auto& sv : first.planner.take_saves()) hashes.push_back(sv.hash);
+    }
+  }
+  for (const auto& h : hashes) d.planner.ssd_stored(h);
+  ASSERT_EQ(d.planner.submit(make_seq(3, 40, 1)), admit_result::queued);
+  d.planner.plan();
+  auto orders = d.planner.take_restores();
+  ASSERT_EQ(orders.size(), 1u);
+  EXPECT_GT(d.pool.in_use(), 0);
+  d.planner.cancel(3);
+  EXPECT_EQ(d.pool.in_use(), 0);
+  EXPECT_TRUE(d.planner.restore_done(orders[0].order, 2).empty());
+  EXPECT_EQ(d.pool.in_use(), 0);
+}
 
 TEST(batch_planner, gives_every_decoding_sequence_a_token_before_any_prefill) {
   driver d({.token_budget = 64, .max_running = 8, .block_tokens = 16}, 1000);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/address.hpp"
 #include "src/kv/kv_format.hpp"
+#include "src/kv/prefix_hash.hpp"
 
 namespace strata::sched {
 
@@ -101,9 +103,26 @@ struct set_paused {
 struct step_done {
   std::uint64_t step = 0;
   std::vector<pipeline::sampled_token> samples;
+  /// The blocks the step's layout asked to save, frozen over every layer.
+  std::vector<pipeline::frozen_block> saved;
 };
 
-using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done>;
+/// From the SSD store: these blocks are now on disk (written), or will never be (not_written:
+/// the disk is full or failing), or have left it (removed: segment evicted, record found corrupt).
+struct ssd_update {
+  std::vector<kv::block_hash> written;
+  std::vector<kv::block_hash> not_written;
+  std::vector<kv::block_hash> removed;
+};
+
+/// From the SSD store: the answer to a restore order, one entry per hash asked for, in order;
+/// empty where the record was missing or failed its checks.
+struct ssd_loaded {
+  std::uint64_t order = 0;
+  std::vector<std::optional<std::vector<std::byte>>> payloads;
+};
+
+using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

@@ -21,6 +21,7 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.kv_evictions = &r.make_counter("strata_kv_evictions_total", "Cached KV blocks evicted from RAM.");
   m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
+  m.ssd_hit_tokens = &r.make_counter("strata_prefix_cache_ssd_hits_total", "Prompt tokens whose KV was restored from the SSD tier.");
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
     const std::string format = f == kv::kv_format::f16 ? "f16" : f == kv::kv_format::q8_0 ? "q8_0" : "q4_0";
@@ -45,7 +46,10 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       first_stage_(std::move(first_stage)),
       metrics_(metrics),
       pool_(cfg.pool ? kv::block_pool(*cfg.pool) : kv::block_pool(cfg.kv_blocks, cfg.planner.prefix_cache ? -1 : 0)),
-      planner_(cfg.planner, pool_) {}
+      planner_(cfg.planner, pool_) {
+  for (const auto& h : cfg_.ssd_catalog) planner_.ssd_stored(h);
+  cfg_.ssd_catalog = {};
+}
 
 void scheduler_actor::handle(submit s) {
   if (requests_.contains(s.request)) {
@@ -123,6 +127,7 @@ void scheduler_actor::handle(step_done d) {
   sampled.reserve(d.samples.size());
   for (const auto& s : d.samples) sampled.push_back(s.token);
   planner_.commit(pending_, sampled);
+  persist(std::move(d.saved));
 
   const auto now = std::chrono::steady_clock::now();
   for (auto& s : d.samples) {
@@ -151,6 +156,52 @@ void scheduler_actor::handle(step_done d) {
   maybe_step();
 }
 
+void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
+  auto saves = std::exchange(pending_saves_, {});
+  if (!cfg_.ssd || !cfg_.pool) return;
+  for (std::size_t i = 0; i < saved.size() && i < saves.size(); ++i) {
+    const save_item& item = saves[i];
+    const auto want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(item.format))];
+    if (saved[i].block != item.block || static_cast<std::int64_t>(saved[i].bytes.size()) != want) {
+      spdlog::error("SSD tier: block {} came back from the layers with {} bytes, not {}; not persisted", item.block,
+                    saved[i].bytes.size(), want);
+      planner_.ssd_forgotten(item.hash);
+      continue;
+    }
+    ssd::record_meta meta;
+    meta.hash = item.hash;
+    meta.parent = item.parent;
+    meta.format = item.format;
+    meta.tokens = cfg_.planner.block_tokens;
+    meta.layers = cfg_.n_layers;
+    cfg_.ssd->tell(ssd::persist{meta, std::move(saved[i].bytes)});
+  }
+}
+
+void scheduler_actor::handle(ssd_update u) {
+  for (const auto& h : u.written) planner_.ssd_stored(h);
+  for (const auto& h : u.not_written) planner_.ssd_forgotten(h);
+  for (const auto& h : u.removed) planner_.ssd_forgotten(h);
+}
+
+void scheduler_actor::handle(ssd_loaded l) {
+  std::int64_t want = 0;
+  if (auto f = restore_formats_.find(l.order); f != restore_formats_.end()) {
+    if (cfg_.pool) want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(f->second))];
+    restore_formats_.erase(f);
+  }
+  // Blocks count from the start of the order up to the first one missing (or not this pool's
+  // block size: a record written with another kv.block_tokens): the chain computes from there.
+  std::int32_t n_ok = 0;
+  for (const auto& p : l.payloads) {
+    if (!p || static_cast<std::int64_t>(p->size()) != want) break;
+    ++n_ok;
+  }
+  std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok);
+  for (std::size_t k = 0; k < ids.size(); ++k) loads_.push_back(pipeline::frozen_block{ids[k], std::move(*l.payloads[k])});
+  maybe_step();
+}
+
 void scheduler_actor::maybe_step() {
   if (in_flight_) {
     publish_gauges();
@@ -158,11 +209,22 @@ void scheduler_actor::maybe_step() {
   }
   step_plan plan = planner_.plan();
   if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
+  std::vector<save_item> saves = planner_.take_saves();
+  if (cfg_.ssd) {
+    for (auto& r : planner_.take_restores()) {
+      if (const sequence* seq = planner_.find(r.seq)) restore_formats_[r.order] = seq->format;
+      cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
+    }
+  }
   publish_gauges();
-  if (plan.empty()) return;
+  if (plan.empty() && saves.empty() && loads_.empty()) return;
 
   pipeline::batch_layout layout;
   layout.step = next_step_++;
+  for (const auto& s : saves) layout.save.push_back(s.block);
+  pending_saves_ = std::move(saves);
+  layout.load = std::move(loads_);
+  loads_.clear();
   layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));
   for (const auto& item : plan.items) {
     const sequence* s = planner_.find(item.seq);
@@ -201,6 +263,7 @@ void scheduler_actor::publish_gauges() {
   const planner_counters& c = planner_.counters();
   if (metrics_.prefix_query_tokens) metrics_.prefix_query_tokens->inc(c.prefix_query_tokens - published_.prefix_query_tokens);
   if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);
+  if (metrics_.ssd_hit_tokens) metrics_.ssd_hit_tokens->inc(c.ssd_hit_tokens - published_.ssd_hit_tokens);
   if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool_.evictions() - published_evictions_);
   published_ = c;
   published_evictions_ = pool_.evictions();

@@ -15,6 +15,7 @@
 #include "actors/scheduler/batch_planner.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/text_services.hpp"
+#include "actors/ssd/messages.hpp"
 #include "src/common/metrics.hpp"
 
 namespace strata::sched {
@@ -36,6 +37,8 @@ struct scheduler_metrics {
   /// Prompt tokens looked up in the prefix cache, and those found there.
   metrics::counter* prefix_query_tokens = nullptr;
   metrics::counter* prefix_hit_tokens = nullptr;
+  /// Of those, the tokens restored from the SSD tier.
+  metrics::counter* ssd_hit_tokens = nullptr;
   /// Blocks per KV format (f16, q8_0, q4_0) and state, and the bytes they hold.
   std::array<metrics::gauge*, 3> blocks_in_use{}, blocks_cached{}, blocks_free{};
   metrics::gauge* bytes_in_use = nullptr;
@@ -55,6 +58,11 @@ struct scheduler_config {
   std::int32_t kv_blocks = 1024;
   /// ... or, when set, this pool (every format, byte budgets: the engine's).
   std::optional<kv::pool_config> pool;
+  /// The SSD tier (cache.mode = tiered, planner.ssd set): its store, the hashes it held at start,
+  /// and the model's layer count (recorded with each block).
+  std::optional<ssd::store_address> ssd;
+  std::vector<kv::block_hash> ssd_catalog;
+  std::int32_t n_layers = 0;
 };
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {
@@ -67,6 +75,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(cancel c);
   void handle(set_paused p);
   void handle(step_done d);
+  void handle(ssd_update u);
+  void handle(ssd_loaded l);
   void on_stop() override;
 
  private:
@@ -83,6 +93,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void finish(std::uint64_t id, finish_reason reason);
   void maybe_step();
   void publish_gauges();
+  /// Sends the frozen blocks of a finished step to the SSD store.
+  void persist(std::vector<pipeline::frozen_block> saved);
 
   scheduler_config cfg_;
   text_services text_;
@@ -93,6 +105,9 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   std::unordered_map<std::uint64_t, request_state> requests_;
   bool in_flight_ = false;
   step_plan pending_;
+  std::vector<save_item> pending_saves_;       // what the step in flight saves, in layout order
+  std::vector<pipeline::frozen_block> loads_;  // restored blocks for the next step
+  std::unordered_map<std::uint64_t, kv::kv_format> restore_formats_;  // restore order -> its blocks' format
   std::uint64_t next_step_ = 1;
   std::chrono::steady_clock::time_point step_started_;
   planner_counters published_;  // the planner's counters as last added to the metrics

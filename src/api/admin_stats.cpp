@@ -34,11 +34,26 @@ std::string render_admin_stats(const engine::engine& e) {
                    {"budget_bytes", pool.budget},
                    {"cached_budget_bytes", pool.cached_budget},
                    {"evictions", value(m.kv_evictions)}};
+  json::value ssd = nullptr;
+  if (const ssd::store_metrics* sm = e.ssd_stats()) {
+    ssd = json::object{{"records", value(sm->records)},
+                       {"bytes", value(sm->bytes)},
+                       {"max_bytes", e.config().cache.ssd_max},
+                       {"degraded", value(sm->degraded) > 0},
+                       {"writes", value(sm->writes)},
+                       {"write_bytes", value(sm->write_bytes)},
+                       {"reads", value(sm->reads)},
+                       {"read_bytes", value(sm->read_bytes)},
+                       {"read_failures", value(sm->read_failures)},
+                       {"dropped_writes", value(sm->dropped_writes)},
+                       {"evicted_segments", value(sm->evicted_segments)},
+                       {"restored_tokens", value(m.ssd_hit_tokens)}};
+  }
   json::object doc{
       {"cache_mode", std::string(config::to_string(e.config().cache.mode))},
       {"block_tokens", tokens},
       {"kv_bytes_per_token", std::move(bytes_per_token)},
-      {"tiers", {{"ram", std::move(ram)}, {"ssd", nullptr}}},
+      {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}}},
       {"prefix_cache", {{"query_tokens", queries}, {"hit_tokens", hits},
                         {"hit_rate", queries ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0}}},
       {"snapshot_bytes", 0},

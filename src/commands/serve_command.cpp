@@ -127,9 +127,6 @@ int serve(const serve_options& opts) {
     spdlog::info("serving the built-in demo model {} (random weights: its text is noise)", demo.string());
     model_path = demo.string();
   }
-  if (cfg.cache.mode == config::cache_mode::tiered) {
-    spdlog::warn("cache.mode = tiered: the SSD tier is not available in this version; cached prefixes stay in RAM (as hot)");
-  }
   {
     auto loaded = engine::engine::load(cfg, model_path);
     if (!loaded) {

@@ -53,8 +53,10 @@ struct cache_section {
   std::uint64_t hot_memory = 1ull << 30;
   /// Disk budget of the SSD tier; whole segments are evicted past it.
   std::uint64_t ssd_max = 10ull << 30;
-  /// Write every full block to SSD as soon as it is filled, not only on eviction from RAM.
-  bool write_through = false;
+  /// Tiered mode writes every full block to the SSD as soon as it is filled, so a kill -9 loses at
+  /// most the last step's blocks; false: only cached blocks evicted from RAM reach the SSD (less
+  /// disk traffic, but what was in RAM at a crash is gone).
+  bool write_through = true;
 };
 
 struct kv_section {

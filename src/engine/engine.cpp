@@ -9,6 +9,8 @@
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/ssd/ssd_store.hpp"
+#include "io/ssd/segment_store.hpp"
 #include "src/engine/stages.hpp"
 #include "src/sampling/text_stream.hpp"
 
@@ -102,6 +104,21 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     spdlog::info("model fingerprint {:016x}{:016x} ({:.2f} s)", e->fingerprint_[1], e->fingerprint_[0],
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
   }
+  if (cfg.cache.mode == config::cache_mode::tiered) {
+    ssd::store_options so;
+    so.dir = cfg.cache_dir() / "kv";
+    so.model = e->fingerprint_;
+    so.max_bytes = cfg.cache.ssd_max;
+    // Sixteen segments or more within the budget, so evicting one frees a small part of it.
+    so.segment_bytes = std::clamp<std::uint64_t>(cfg.cache.ssd_max / 16, 1ull << 20, 256ull << 20);
+    auto store = ssd::segment_store::open(so);
+    if (!store) {
+      spdlog::warn("cache.mode = tiered: the SSD tier cannot start ({}); cached prefixes stay in RAM (as hot)",
+                   store.err().message);
+    } else {
+      e->ssd_ = std::shared_ptr<ssd::segment_store>(std::move(*store));
+    }
+  }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   e->max_queued_ = cfg.scheduler.max_queued;
@@ -143,6 +160,16 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.pool = pool_cfg_;
   sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
   sc.planner.cache_ns.model = fingerprint_;
+  if (ssd_) {
+    ssd_stats_ = ssd::store_metrics::create(registry);
+    auto store = system.spawn<ssd::ssd_store>("ssd-store", actors::supervision::stop_system, ssd_, to_sched, ssd_stats_);
+    store.tell(ssd::ring_ready{});
+    sc.ssd = store;
+    for (const auto& r : ssd_->catalog()) sc.ssd_catalog.push_back(r.hash);
+    sc.planner.ssd = true;
+    sc.planner.write_through = cfg_.cache.write_through;
+    sc.n_layers = model_->hp.n_layer;
+  }
   auto m = sched::scheduler_metrics::create(registry);
   waiting_ = m.waiting;
   stats_ = m;

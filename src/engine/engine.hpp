@@ -11,6 +11,7 @@
 #include "actors/runtime/actor_system.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
+#include "actors/ssd/ssd_store.hpp"
 #include "kernels/compute_pool.hpp"
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
@@ -19,6 +20,7 @@
 #include "src/kv/prefix_hash.hpp"
 #include "src/model/model.hpp"
 #include "src/tokenizer/tokenizer.hpp"
+
 
 namespace strata::engine {
 
@@ -54,6 +56,10 @@ class engine {
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
   /// whole quantization blocks.
   bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
+  /// The SSD tier's store (cache.mode = tiered and its directory usable), else null.
+  const ssd::segment_store* ssd() const { return ssd_.get(); }
+  /// The SSD tier's figures (valid after start() when ssd() is set), else null.
+  const ssd::store_metrics* ssd_stats() const { return ssd_ ? &ssd_stats_ : nullptr; }
 
  private:
   engine() = default;
@@ -74,6 +80,8 @@ class engine {
   sched::scheduler_address scheduler_;
   metrics::gauge* waiting_ = nullptr;
   sched::scheduler_metrics stats_;
+  std::shared_ptr<ssd::segment_store> ssd_;
+  ssd::store_metrics ssd_stats_;
 };
 
 }  // namespace strata::engine

@@ -1,5 +1,7 @@
 #include "src/engine/stages.hpp"
 
+#include <cstring>
+
 namespace strata::engine {
 
 layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
@@ -17,6 +19,31 @@ void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& 
     rows_.push_back({s.blocks.data(), static_cast<std::int32_t>(s.blocks.size()), s.first_row, s.n_rows, s.start_pos});
   model::batch_view b{layout.tokens.data(), n, rows_};
   model::layer_forward(*m_, layer_, b, hidden.data(), kv_, *pool_);
+}
+
+std::size_t layer_stage::page_bytes(std::int32_t block) const {
+  return static_cast<std::size_t>(kv_.row_bytes(kv_.format_of(block)) * kv_.page_tokens());
+}
+
+void layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
+  for (auto& f : saved) {
+    const std::size_t n = page_bytes(f.block);
+    if (f.bytes.capacity() == 0) f.bytes.reserve(n * 2 * static_cast<std::size_t>(m_->hp.n_layer));
+    // Layers run in order, so this layer's part starts where the previous one's ended.
+    if (f.bytes.size() != n * 2 * static_cast<std::size_t>(layer_)) continue;
+    f.bytes.insert(f.bytes.end(), kv_.k(f.block, 0), kv_.k(f.block, 0) + n);
+    f.bytes.insert(f.bytes.end(), kv_.v(f.block, 0), kv_.v(f.block, 0) + n);
+  }
+}
+
+void layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
+  for (const auto& f : blocks) {
+    const std::size_t n = page_bytes(f.block);
+    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
+    if (f.bytes.size() != n * 2 * static_cast<std::size_t>(m_->hp.n_layer)) continue;  // checked by the scheduler
+    std::memcpy(kv_.k(f.block, 0), f.bytes.data() + at, n);
+    std::memcpy(kv_.v(f.block, 0), f.bytes.data() + at + n, n);
+  }
 }
 
 output_stage::output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<kernels::compute_pool> pool)

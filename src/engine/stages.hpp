@@ -18,8 +18,13 @@ class layer_stage final : public pipeline::layer_compute {
   layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
               std::shared_ptr<kernels::compute_pool> pool);
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override;
+  void save_pages(std::vector<pipeline::frozen_block>& saved) override;
+  void load_pages(const std::vector<pipeline::frozen_block>& blocks) override;
 
  private:
+  /// Bytes of one page of keys (or values) in the block's format.
+  std::size_t page_bytes(std::int32_t block) const;
+
   std::shared_ptr<const model::model> m_;
   int layer_;
   model::layer_kv kv_;

@@ -75,10 +75,11 @@ void block_pool::release(std::int32_t id) {
   }
 }
 
-void block_pool::set_hash(std::int32_t id, block_hash h) {
+void block_pool::set_hash(std::int32_t id, block_hash h, block_hash parent) {
   auto& b = blocks_.at(static_cast<std::size_t>(id));
   if (b.hash || index_.contains(h)) return;
   b.hash = h;
+  b.parent = parent;
   index_.emplace(h, id);
 }
 
@@ -95,6 +96,10 @@ std::optional<std::int32_t> block_pool::lookup(const block_hash& h) {
 void block_pool::evict_oldest() {
   const std::int32_t id = lru_head_;
   lru_unlink(id);
+  if (record_evictions_) {
+    const auto& b = blocks_[static_cast<std::size_t>(id)];
+    evicted_.push_back(eviction{id, *b.hash, b.parent});
+  }
   drop_hash(id);
   free_list(id).push_back(id);
   used_bytes_ -= cost(id);

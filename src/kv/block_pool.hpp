@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "src/kv/kv_format.hpp"
@@ -47,13 +48,26 @@ class block_pool {
   void retain(std::int32_t id);
   /// Drops a reference; at zero a hashed block joins the cached LRU, an unhashed one its free list.
   void release(std::int32_t id);
-  /// Records that a full block holds the prefix with this hash, so later requests can reuse it.
-  /// If another block already holds the same hash, nothing changes (the first one stays cached).
-  void set_hash(std::int32_t id, block_hash h);
+  /// Records that a full block holds the prefix with this hash (its parent: the hash of the prefix
+  /// before it), so later requests can reuse it. If another block already holds the same hash,
+  /// nothing changes (the first one stays cached).
+  void set_hash(std::int32_t id, block_hash h, block_hash parent = {});
   /// The block holding this hash, with a reference added for the caller; empty on a miss.
   std::optional<std::int32_t> lookup(const block_hash& h);
   /// Forgets every hash (cache.mode = off, or a model change).
   void clear_hashes();
+
+  /// A cached block whose hash was dropped to make room; its pages still hold the KV until the
+  /// block is next written.
+  struct eviction {
+    std::int32_t id = -1;
+    block_hash hash;
+    block_hash parent;
+  };
+  /// Keep a log of evictions (for the SSD tier, which persists what leaves RAM).
+  void record_evictions(bool on) { record_evictions_ = on; }
+  /// The evictions since the last call.
+  std::vector<eviction> take_evictions() { return std::exchange(evicted_, {}); }
 
   const block_space& space() const { return cfg_.space; }
   kv_format format_of(std::int32_t id) const { return cfg_.space.format_of(id); }
@@ -76,6 +90,7 @@ class block_pool {
   struct block {
     std::int32_t refs = 0;
     std::optional<block_hash> hash;
+    block_hash parent;
     // The cached LRU is an intrusive list through the blocks: no allocation on release.
     std::int32_t prev = none;
     std::int32_t next = none;
@@ -101,6 +116,8 @@ class block_pool {
   std::int64_t cached_bytes_ = 0;  // cached blocks
   std::unordered_map<block_hash, std::int32_t, block_hash_hasher> index_;
   std::uint64_t evictions_ = 0;
+  bool record_evictions_ = false;
+  std::vector<eviction> evicted_;
 };
 
 }  // namespace strata::kv

@@ -9,138 +9,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <map>
-#include <mutex>
 #include <random>
-#include <thread>
 
-#include "actors/runtime/actor_system.hpp"
-#include "src/engine/engine.hpp"
-#include "src/kv/kv_format.hpp"
+#include "tests/cache/harness.hpp"
 
 namespace strata {
 namespace {
 
-using namespace std::chrono_literals;
-
-#define k_shared std::string(STRATA_SHARED_DIR)
-
-constexpr int k_block = 16;
-constexpr int k_reply = 6;
-
-struct reply {
-  std::vector<std::int32_t> tokens;
-  std::optional<sched::request_done> done;
-  std::optional<sched::request_rejected> rejected;
-};
-
-class collector final : public actors::actor<sched::stream_inbox> {
- public:
-  collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, reply>> out)
-      : mu_(std::move(mu)), out_(std::move(out)) {}
-  void receive(sched::stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
-  void handle(sched::token_event e) {
-    std::lock_guard lock(*mu_);
-    if (e.token >= 0) (*out_)[e.request].tokens.push_back(e.token);
-  }
-  void handle(sched::request_done d) {
-    std::lock_guard lock(*mu_);
-    (*out_)[d.request].done = d;
-  }
-  void handle(sched::request_rejected r) {
-    std::lock_guard lock(*mu_);
-    (*out_)[r.request].rejected = r;
-  }
-  void handle(sched::open_stream) {}
-
- private:
-  std::shared_ptr<std::mutex> mu_;
-  std::shared_ptr<std::map<std::uint64_t, reply>> out_;
-};
-
-using script = std::vector<std::vector<std::vector<std::int32_t>>>;  // [conversation][turn] -> user tokens
-
-struct turn_result {
-  std::vector<std::int32_t> tokens;
-  std::int32_t prompt_tokens = 0;
-  std::int32_t cached_tokens = 0;
-};
-
-/// Plays every conversation of `user` on a fresh server with the given cache mode; all
-/// conversations run at once, each submitting its next turn as soon as the previous one is done.
-std::map<std::pair<int, int>, turn_result> play(const std::string& model_path, config::cache_mode mode, const script& user) {
-  config::server_config cfg;
-  cfg.cache.mode = mode;
-  cfg.cache.hot_memory = 16ull << 20;
-  cfg.kv.memory = 16ull << 20;
-  cfg.kv.block_tokens = k_block;
-  cfg.model.compute_threads = 2;
-  cfg.model.ctx = 1024;
-  cfg.scheduler.token_budget = 48;  // prompts go in several chunks beside other sequences' decode
-  cfg.scheduler.max_running = 8;
-  auto loaded = engine::engine::load(cfg, model_path);
-  EXPECT_TRUE(loaded) << loaded.err().message;
-  if (!loaded) return {};
-  auto& eng = **loaded;
-  metrics::registry registry;
-  actors::actor_system system({.threads = 2});
-  eng.start(system, registry);
-  auto mu = std::make_shared<std::mutex>();
-  auto out = std::make_shared<std::map<std::uint64_t, reply>>();
-  auto sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, out);
-
-  const int n_conv = static_cast<int>(user.size());
-  const int n_turns = static_cast<int>(user[0].size());
-  auto id_of = [](int c, int t) { return static_cast<std::uint64_t>(c * 100 + t + 1); };
-  std::vector<std::vector<std::int32_t>> prompt(static_cast<std::size_t>(n_conv));
-  std::vector<int> turn(static_cast<std::size_t>(n_conv), 0);
-  auto submit = [&](int c) {
-    sched::generation_settings g;
-    g.sampling.temperature = 0.0f;
-    g.max_tokens = k_reply;
-    g.ignore_eos = true;
-    g.kv_format = kv::k_kv_formats[static_cast<std::size_t>(c) % kv::k_kv_formats.size()];
-    eng.scheduler().tell(sched::submit{id_of(c, turn[static_cast<std::size_t>(c)]), prompt[static_cast<std::size_t>(c)], g, sink});
-  };
-  for (int c = 0; c < n_conv; ++c) {
-    prompt[static_cast<std::size_t>(c)] = user[static_cast<std::size_t>(c)][0];
-    submit(c);
-  }
-  std::map<std::pair<int, int>, turn_result> results;
-  const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while (static_cast<int>(results.size()) < n_conv * n_turns && std::chrono::steady_clock::now() < deadline) {
-    for (int c = 0; c < n_conv; ++c) {
-      int& t = turn[static_cast<std::size_t>(c)];
-      if (t >= n_turns) continue;
-      reply r;
-      {
-        std::lock_guard lock(*mu);
-        auto it = out->find(id_of(c, t));
-        if (it == out->end() || (!it->second.done && !it->second.rejected)) continue;
-        r = it->second;
-      }
-      EXPECT_FALSE(r.rejected) << r.rejected->message;
-      if (r.rejected) return results;
-      results[{c, t}] = {r.tokens, r.done->prompt_tokens, r.done->cached_tokens};
-      if (++t >= n_turns) continue;
-      auto& p = prompt[static_cast<std::size_t>(c)];
-      p.insert(p.end(), r.tokens.begin(), r.tokens.end());
-      const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
-      p.insert(p.end(), u.begin(), u.end());
-      submit(c);
-    }
-    std::this_thread::sleep_for(2ms);
-  }
-  system.stop();
-  return results;
-}
-
-std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, std::int32_t n_vocab) {
-  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
-  for (auto& x : t) x = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(n_vocab));
-  return t;
-}
+using namespace cache_test;
 
 class prefix_cache : public ::testing::TestWithParam<std::string> {};
 
@@ -163,8 +39,8 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
   user[3][0] = user[0][0];  // a shared first message: its blocks are shared while both run
   user[1][0] = user[0][0];  // the same message in q8_0: never matches the f16 blocks
 
-  auto cold = play(path, config::cache_mode::off, user);
-  auto warm = play(path, config::cache_mode::hot, user);
+  auto cold = play(path, small_config(config::cache_mode::off), user);
+  auto warm = play(path, small_config(config::cache_mode::hot), user);
   ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));
   ASSERT_EQ(warm.size(), cold.size());
   int hits = 0;

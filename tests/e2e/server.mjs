@@ -7,8 +7,10 @@ import { join } from 'node:path';
 export const strataBin = process.env.STRATA_BIN ?? 'build/asan/strata';
 export const sharedDir = process.env.STRATA_SHARED_DIR ?? '../shared';
 
-export async function startServer(args = [], { readyTimeoutMs = 120_000 } = {}) {
-  const cacheDir = mkdtempSync(join(tmpdir(), 'strata-e2e-'));
+// `cacheDir`: use (and keep) this cache directory instead of a fresh one removed at stop, so that a
+// test can restart a server on the same SSD tier.
+export async function startServer(args = [], { readyTimeoutMs = 120_000, cacheDir: keep } = {}) {
+  const cacheDir = keep ?? mkdtempSync(join(tmpdir(), 'strata-e2e-'));
   const child = spawn(strataBin, ['serve', '--port', '0', '--cache-dir', cacheDir, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -38,10 +40,18 @@ export async function startServer(args = [], { readyTimeoutMs = 120_000 } = {}) 
     baseURL,
     port,
     log: () => log,
+    cacheDir,
     async stop() {
       child.kill('SIGTERM');
       const result = await exited;
-      rmSync(cacheDir, { recursive: true, force: true });
+      if (!keep) rmSync(cacheDir, { recursive: true, force: true });
+      return result;
+    },
+    /// No goodbye: the process is gone at once, whatever it was doing.
+    async kill9() {
+      child.kill('SIGKILL');
+      const result = await exited;
+      if (!keep) rmSync(cacheDir, { recursive: true, force: true });
       return result;
     },
   };

@@ -1,0 +1,32 @@
+#pragma once
+// Messages the SSD store receives.
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "actors/runtime/address.hpp"
+#include "io/ssd/segment_store.hpp"
+#include "src/kv/prefix_hash.hpp"
+
+namespace strata::ssd {
+
+/// Write one block: its frozen KV over every layer (pipeline::frozen_block's layout), moved in.
+struct persist {
+  record_meta meta;
+  std::vector<std::byte> payload;
+};
+
+/// Read these blocks back; answered with one sched::ssd_loaded carrying `order`.
+struct load {
+  std::uint64_t order = 0;
+  std::vector<kv::block_hash> hashes;
+};
+
+/// The ring's eventfd is readable (sent by the store to itself), or the store should arm it.
+struct ring_ready {};
+
+using store_inbox = std::variant<persist, load, ring_ready>;
+using store_address = actors::address<store_inbox>;
+
+}  // namespace strata::ssd

@@ -1,0 +1,86 @@
+#include "io/ssd/record_format.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include <xxhash.h>
+
+namespace strata::ssd {
+
+static_assert(std::endian::native == std::endian::little, "records are written in the host's byte order");
+
+namespace {
+
+std::uint64_t header_checksum(const record_header& h) {
+  return XXH3_64bits(&h, offsetof(record_header, header_xxh3));
+}
+
+}  // namespace
+
+std::uint64_t payload_checksum(std::span<const std::byte> payload) {
+  return XXH3_64bits(payload.data(), payload.size());
+}
+
+void seal_header(record_header& h) { h.header_xxh3 = header_checksum(h); }
+
+void encode_record(const record_meta& meta, const std::array<std::uint64_t, 2>& model,
+                   std::span<const std::byte> payload, std::byte* out) {
+  record_header h;
+  h.magic = k_magic;
+  h.version = k_format_version;
+  h.kv_format = static_cast<std::uint8_t>(meta.format);
+  h.model = model;
+  h.hash = meta.hash.w;
+  h.parent = meta.parent.w;
+  h.tokens = meta.tokens;
+  h.layers = meta.layers;
+  h.payload_bytes = payload.size();
+  h.payload_xxh3 = payload_checksum(payload);
+  seal_header(h);
+
+  std::memcpy(out, &h, sizeof h);
+  std::memset(out + sizeof h, 0, k_header_bytes - sizeof h);
+  if (!payload.empty()) std::memcpy(out + k_header_bytes, payload.data(), payload.size());
+  auto padded = round_up(payload.size(), k_block_bytes);
+  std::memset(out + k_header_bytes + payload.size(), 0, padded - payload.size());
+}
+
+std::optional<record_header> decode_header(std::span<const std::byte> block, header_fault* fault) {
+  auto set = [fault](header_fault f) {
+    if (fault) *fault = f;
+  };
+  if (block.size() < k_header_bytes) {
+    set(header_fault::bad_magic);
+    return std::nullopt;
+  }
+  record_header h;
+  std::memcpy(&h, block.data(), sizeof h);
+  if (h.magic != k_magic) {
+    bool zero = std::all_of(block.begin(), block.begin() + k_header_bytes, [](std::byte b) { return b == std::byte{0}; });
+    set(zero ? header_fault::zero : header_fault::bad_magic);
+    return std::nullopt;
+  }
+  if (header_checksum(h) != h.header_xxh3) {
+    set(header_fault::bad_checksum);
+    return std::nullopt;
+  }
+  if (h.payload_bytes > k_max_payload_bytes) {
+    set(header_fault::bad_length);
+    return std::nullopt;
+  }
+  set(header_fault::none);
+  return h;
+}
+
+record_meta meta_of(const record_header& h) {
+  record_meta m;
+  m.hash.w = h.hash;
+  m.parent.w = h.parent;
+  m.format = static_cast<kv::kv_format>(h.kv_format);
+  m.tokens = h.tokens;
+  m.layers = h.layers;
+  return m;
+}
+
+}  // namespace strata::ssd

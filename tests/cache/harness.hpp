@@ -1,0 +1,151 @@
+#pragma once
+// The engine driven the way the API drives it, for the cache tests: conversations whose turns are
+// submitted as soon as the previous reply is done, all conversations at once, greedy sampling.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "actors/runtime/actor_system.hpp"
+#include "src/config/config.hpp"
+#include "src/engine/engine.hpp"
+#include "src/kv/kv_format.hpp"
+
+namespace strata::cache_test {
+
+using namespace std::chrono_literals;
+
+inline const std::string k_shared = STRATA_SHARED_DIR;
+
+inline constexpr int k_block = 16;
+inline constexpr int k_reply = 6;
+
+struct reply {
+  std::vector<std::int32_t> tokens;
+  std::optional<sched::request_done> done;
+  std::optional<sched::request_rejected> rejected;
+};
+
+class collector final : public actors::actor<sched::stream_inbox> {
+ public:
+  collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, reply>> out)
+      : mu_(std::move(mu)), out_(std::move(out)) {}
+  void receive(sched::stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(sched::token_event e) {
+    std::lock_guard lock(*mu_);
+    if (e.token >= 0) (*out_)[e.request].tokens.push_back(e.token);
+  }
+  void handle(sched::request_done d) {
+    std::lock_guard lock(*mu_);
+    (*out_)[d.request].done = d;
+  }
+  void handle(sched::request_rejected r) {
+    std::lock_guard lock(*mu_);
+    (*out_)[r.request].rejected = r;
+  }
+  void handle(sched::open_stream) {}
+
+ private:
+  std::shared_ptr<std::mutex> mu_;
+  std::shared_ptr<std::map<std::uint64_t, reply>> out_;
+};
+
+using script = std::vector<std::vector<std::vector<std::int32_t>>>;  // [conversation][turn] -> user tokens
+
+struct turn_result {
+  std::vector<std::int32_t> tokens;
+  std::int32_t prompt_tokens = 0;
+  std::int32_t cached_tokens = 0;
+};
+
+/// The cache tests' server: small pools, small blocks, prompts in several chunks.
+inline config::server_config small_config(config::cache_mode mode) {
+  config::server_config cfg;
+  cfg.cache.mode = mode;
+  cfg.cache.hot_memory = 16ull << 20;
+  cfg.kv.memory = 16ull << 20;
+  cfg.kv.block_tokens = k_block;
+  cfg.model.compute_threads = 2;
+  cfg.model.ctx = 1024;
+  cfg.scheduler.token_budget = 48;  // prompts go in several chunks beside other sequences' decode
+  cfg.scheduler.max_running = 8;
+  return cfg;
+}
+
+/// Plays every conversation of `user` on a fresh server with this configuration; all
+/// conversations run at once, each submitting its next turn as soon as the previous one is done.
+/// Conversation c runs in KV format c % 3 (f16, q8_0, q4_0).
+inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_path, const config::server_config& cfg,
+                                                       const script& user) {
+  auto loaded = engine::engine::load(cfg, model_path);
+  EXPECT_TRUE(loaded) << loaded.err().message;
+  if (!loaded) return {};
+  auto& eng = **loaded;
+  metrics::registry registry;
+  actors::actor_system system({.threads = 2});
+  eng.start(system, registry);
+  auto mu = std::make_shared<std::mutex>();
+  auto out = std::make_shared<std::map<std::uint64_t, reply>>();
+  auto sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, out);
+
+  const int n_conv = static_cast<int>(user.size());
+  const int n_turns = static_cast<int>(user[0].size());
+  auto id_of = [](int c, int t) { return static_cast<std::uint64_t>(c * 100 + t + 1); };
+  std::vector<std::vector<std::int32_t>> prompt(static_cast<std::size_t>(n_conv));
+  std::vector<int> turn(static_cast<std::size_t>(n_conv), 0);
+  auto submit = [&](int c) {
+    sched::generation_settings g;
+    g.sampling.temperature = 0.0f;
+    g.max_tokens = k_reply;
+    g.ignore_eos = true;
+    g.kv_format = kv::k_kv_formats[static_cast<std::size_t>(c) % kv::k_kv_formats.size()];
+    eng.scheduler().tell(sched::submit{id_of(c, turn[static_cast<std::size_t>(c)]), prompt[static_cast<std::size_t>(c)], g, sink});
+  };
+  for (int c = 0; c < n_conv; ++c) {
+    prompt[static_cast<std::size_t>(c)] = user[static_cast<std::size_t>(c)][0];
+    submit(c);
+  }
+  std::map<std::pair<int, int>, turn_result> results;
+  const auto deadline = std::chrono::steady_clock::now() + 600s;
+  while (static_cast<int>(results.size()) < n_conv * n_turns && std::chrono::steady_clock::now() < deadline) {
+    for (int c = 0; c < n_conv; ++c) {
+      int& t = turn[static_cast<std::size_t>(c)];
+      if (t >= n_turns) continue;
+      reply r;
+      {
+        std::lock_guard lock(*mu);
+        auto it = out->find(id_of(c, t));
+        if (it == out->end() || (!it->second.done && !it->second.rejected)) continue;
+        r = it->second;
+      }
+      EXPECT_FALSE(r.rejected) << r.rejected->message;
+      if (r.rejected) return results;
+      results[{c, t}] = {r.tokens, r.done->prompt_tokens, r.done->cached_tokens};
+      if (++t >= n_turns) continue;
+      auto& p = prompt[static_cast<std::size_t>(c)];
+      p.insert(p.end(), r.tokens.begin(), r.tokens.end());
+      const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
+      p.insert(p.end(), u.begin(), u.end());
+      submit(c);
+    }
+    std::this_thread::sleep_for(2ms);
+  }
+  system.stop();
+  return results;
+}
+
+inline std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, std::int32_t n_vocab) {
+  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = static_cast<std::int32_t>(rng() % static_cast<std::uint32_t>(n_vocab));
+  return t;
+}
+
+
+}  // namespace strata::cache_test

@@ -1,0 +1,150 @@
+// The SSD tier on the real engine. A server in tiered mode writes every filled block to its
+// segment files; a new server on the same directory (a restart: its RAM tier is empty) must find
+// the prompts' prefixes there and give exactly the tokens of a server with no cache at all. Then
+// the files are damaged (bit flips, zeroed ranges, a truncated segment): a damaged record is a
+// miss, computed again, and the tokens stay the same.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "tests/cache/harness.hpp"
+
+namespace strata {
+namespace {
+
+using namespace cache_test;
+namespace fs = std::filesystem;
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    path = fs::temp_directory_path() / ("strata-ssd-tier-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<fs::path> segments(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".kv") out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+config::server_config tiered(const fs::path& dir) {
+  auto cfg = small_config(config::cache_mode::tiered);
+  cfg.cache.dir = dir.string();
+  return cfg;
+}
+
+void expect_same_tokens(const std::map<std::pair<int, int>, turn_result>& want, const std::map<std::pair<int, int>, turn_result>& got,
+                        const std::string& run) {
+  ASSERT_EQ(got.size(), want.size()) << run;
+  for (const auto& [key, a] : want) {
+    const auto& b = got.at(key);
+    EXPECT_EQ(b.tokens, a.tokens) << run << ": conversation " << key.first << " turn " << key.second << " (cached "
+                                  << b.cached_tokens << " of " << b.prompt_tokens << ")";
+  }
+}
+
+class ssd_tier : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the_same_tokens) {
+  const std::string path = k_shared + "/models/" + GetParam() + ".gguf";
+  auto m = model::model::load(path);
+  ASSERT_TRUE(m) << m.err().message;
+  const std::int32_t n_vocab = (*m)->hp.n_vocab;
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+
+  constexpr int n_conv = 4, n_turns = 2;
+  script user(n_conv);
+  for (auto& conv : user) {
+    conv.push_back(random_tokens(rng, 40 + static_cast<int>(rng() % 50), n_vocab));
+    conv.push_back(random_tokens(rng, 1 + static_cast<int>(rng() % 30), n_vocab));
+  }
+  user[3][0] = user[0][0];  // two f16 conversations with the same first message
+
+  temp_dir tmp;
+  const fs::path kv_dir = tmp.path / "kv";
+  auto cold = play(path, small_config(config::cache_mode::off), user);
+  ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));
+
+  auto first = play(path, tiered(tmp.path), user);
+  expect_same_tokens(cold, first, "first tiered server");
+  ASSERT_FALSE(segments(kv_dir).empty()) << "nothing was written to " << kv_dir;
+
+  // A new server: its RAM is empty, so every hit on a first turn comes from the SSD.
+  auto second = play(path, tiered(tmp.path), user);
+  expect_same_tokens(cold, second, "restarted server");
+  for (int c = 0; c < n_conv; ++c) {
+    const auto& r = second.at({c, 0});
+    EXPECT_EQ(r.cached_tokens, (r.prompt_tokens - 1) / k_block * k_block) << "conversation " << c << ": first turn after restart";
+  }
+
+  // Damage every segment: flip bits in a few places, zero a range, and cut the last one short.
+  auto files = segments(kv_dir);
+  ASSERT_FALSE(files.empty());
+  for (const auto& f : files) {
+    const auto size = fs::file_size(f);
+    std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
+    for (int i = 0; i < 8; ++i) {
+      const auto at = static_cast<std::streamoff>(rng() % size);
+      io.seekg(at);
+      char b = 0;
+      io.read(&b, 1);
+      b = static_cast<char>(b ^ (1 << (rng() % 8)));
+      io.seekp(at);
+      io.write(&b, 1);
+    }
+    const std::string zeros(4096, '\0');
+    io.seekp(static_cast<std::streamoff>(rng() % size));
+    io.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  fs::resize_file(files.back(), fs::file_size(files.back()) / 2);
+  auto damaged = play(path, tiered(tmp.path), user);
+  expect_same_tokens(cold, damaged, "server on damaged segments");
+
+  // Whatever the damaged run computed again was written again: a further restart hits it all.
+  auto healed = play(path, tiered(tmp.path), user);
+  expect_same_tokens(cold, healed, "server after the damaged run");
+  for (int c = 0; c < n_conv; ++c) {
+    const auto& r = healed.at({c, 0});
+    EXPECT_EQ(r.cached_tokens, (r.prompt_tokens - 1) / k_block * k_block) << "conversation " << c << ": after the damaged run";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(shared_models, ssd_tier,
+                         ::testing::Values("tiny-llama-spm-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q8_0"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           std::replace(s.begin(), s.end(), '-', '_');
+                           return s;
+                         });
+
+TEST(ssd_tier_modes, hot_mode_creates_no_directory_and_opens_no_file) {
+  temp_dir tmp;
+  const fs::path dir = tmp.path / "never";
+  auto cfg = small_config(config::cache_mode::hot);
+  cfg.cache.dir = dir.string();
+  std::mt19937 rng(std::random_device{}());
+  script user{{random_tokens(rng, 70, 256), random_tokens(rng, 5, 256)}};
+  auto r = play(k_shared + "/models/tiny-llama-spm-f16.gguf", cfg, user);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_GT(r.at({0, 1}).cached_tokens, 0) << "the hot tier reused nothing";
+  EXPECT_FALSE(fs::exists(dir)) << dir << " was created in hot mode";
+}
+
+}  // namespace
+}  // namespace strata
