@@ -186,9 +186,11 @@ void scheduler_actor::handle(ssd_update u) {
 
 void scheduler_actor::handle(ssd_loaded l) {
   std::int64_t want = 0;
-  if (auto f = restore_formats_.find(l.order); f != restore_formats_.end()) {
-    if (cfg_.pool) want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(f->second))];
-    restore_formats_.erase(f);
+  restore_state rs;
+  if (auto f = restores_.find(l.order); f != restores_.end()) {
+    rs = f->second;
+    if (cfg_.pool) want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(rs.format))];
+    restores_.erase(f);
   }
   // Blocks count from the start of the order up to the first one missing (or not this pool's
   // block size: a record written with another kv.block_tokens): the chain computes from there.
@@ -198,6 +200,8 @@ void scheduler_actor::handle(ssd_loaded l) {
     ++n_ok;
   }
   std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok);
+  spdlog::debug("request {}: {} of {} blocks restored from the SSD in {:.1f} ms", rs.request, ids.size(), l.payloads.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - rs.sent).count());
   for (std::size_t k = 0; k < ids.size(); ++k) loads_.push_back(pipeline::frozen_block{ids[k], std::move(*l.payloads[k])});
   maybe_step();
 }
@@ -212,7 +216,7 @@ void scheduler_actor::maybe_step() {
   std::vector<save_item> saves = planner_.take_saves();
   if (cfg_.ssd) {
     for (auto& r : planner_.take_restores()) {
-      if (const sequence* seq = planner_.find(r.seq)) restore_formats_[r.order] = seq->format;
+      if (const sequence* seq = planner_.find(r.seq)) restores_[r.order] = {r.seq, seq->format, std::chrono::steady_clock::now()};
       cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
     }
   }

@@ -52,6 +52,10 @@ struct store_options {
   std::uint64_t segment_bytes = 256ull << 20;
   /// io_uring submission queue entries (and the most I/Os in flight).
   unsigned queue_depth = 64;
+  /// The payload size records will have (the KV of one block), when known: the staging buffers
+  /// are mapped and registered for it at open, so the first restore after a start does not pay
+  /// for setting them up. 0: buffers grow as records come.
+  std::size_t payload_hint = 0;
   /// O_DIRECT; when the file system refuses it (tmpfs), the store falls back to buffered I/O and
   /// logs it once.
   bool direct = true;

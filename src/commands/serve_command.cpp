@@ -1,6 +1,8 @@
 // `strata serve`: loads the configuration, starts the actors and the HTTP server, and runs until
 // SIGINT or SIGTERM.
 
+#include <malloc.h>
+
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
@@ -85,6 +87,13 @@ int serve(const serve_options& opts) {
   }
   const config::server_config& cfg = *cfg_r;
   log::init(cfg.log.level, cfg.log.json);
+  // Buffers of a few hundred KiB come and go with every step (activations, KV blocks on their
+  // way to and from the SSD). By default glibc maps each one fresh and unmaps it on free, so
+  // every use pays a page fault per 4 KiB; keeping them in the heap lets the next step reuse the
+  // same, already mapped memory. The KV pool and the model are far larger and still get their own
+  // mappings.
+  ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
   // Everything actors touch is declared before the system, so it outlives them.
   metrics::registry metrics;

@@ -109,6 +109,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     so.dir = cfg.cache_dir() / "kv";
     so.model = e->fingerprint_;
     so.max_bytes = cfg.cache.ssd_max;
+    so.payload_hint = static_cast<std::size_t>(pc.block_bytes[0]);
     // Sixteen segments or more within the budget, so evicting one frees a small part of it.
     so.segment_bytes = std::clamp<std::uint64_t>(cfg.cache.ssd_max / 16, 1ull << 20, 256ull << 20);
     auto store = ssd::segment_store::open(so);
