@@ -127,6 +127,27 @@ class segment_store_test : public ::testing::Test {
   }
 
   /// Reads one record back: its payload, or nullopt for a miss (also when read() refuses it).
+  /// Options whose segments never fill up in a test: every record lands in one file.
+  store_options one_segment_options() {
+    auto o = options();
+    o.segment_bytes = 1ull << 30;
+    return o;
+  }
+  std::vector<record> make_records(int n, std::size_t payload) {
+    std::vector<record> recs;
+    for (int i = 0; i < n; ++i) recs.push_back(make(payload));
+    return recs;
+  }
+
+  /// Of the first n records, exactly the first `readable` read back, each with its own bytes.
+  void expect_first_readable(segment_store& s, const std::vector<record>& recs, int n, int readable) {
+    for (int i = 0; i < n; ++i) {
+      auto got = read_back(s, recs[static_cast<std::size_t>(i)].meta.hash);
+      EXPECT_EQ(got.has_value(), i < readable) << "record " << i;
+      if (got) EXPECT_TRUE(*got == recs[static_cast<std::size_t>(i)].payload) << "record " << i;
+    }
+  }
+
   std::optional<std::vector<std::byte>> read_back(segment_store& s, const kv::block_hash& h, collected* seen = nullptr) {
     std::uint64_t tag = rng_();
     if (!s.read(h, tag)) return std::nullopt;
@@ -290,11 +311,9 @@ TEST_F(segment_store_test, skips_a_record_of_another_format_version_and_reads_th
 }
 
 TEST_F(segment_store_test, a_segment_truncated_mid_payload_or_mid_header_loses_only_its_tail) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 40'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 6; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(6, k_payload);
   write_all(open(o), recs);
   close();
   auto file = segment_files().at(0);
@@ -304,33 +323,19 @@ TEST_F(segment_store_test, a_segment_truncated_mid_payload_or_mid_header_loses_o
   {
     auto& s = open(o);
     EXPECT_EQ(s.stats().records, 4u);
-    for (int i = 0; i < 6; ++i) {
-      auto got = read_back(s, recs[i].meta.hash);
-      EXPECT_EQ(got.has_value(), i < 4) << "record " << i;
-      if (got) {
-        EXPECT_TRUE(*got == recs[i].payload);
-      }
-    }
+    expect_first_readable(s, recs, 6, 4);
     close();
   }
   fs::resize_file(segment_files().at(0), 2 * step + 1000);  // in record 2's header
   auto& s = open(o);
   EXPECT_EQ(s.stats().records, 2u);
-  for (int i = 0; i < 6; ++i) {
-    auto got = read_back(s, recs[i].meta.hash);
-    EXPECT_EQ(got.has_value(), i < 2) << "record " << i;
-    if (got) {
-      EXPECT_TRUE(*got == recs[i].payload);
-    }
-  }
+  expect_first_readable(s, recs, 6, 2);
 }
 
 TEST_F(segment_store_test, a_flipped_payload_bit_is_a_miss_that_leaves_the_index) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 100'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 5; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(5, k_payload);
   auto& s = open(o);
   write_all(s, recs);
   auto file = segment_files().at(0);
@@ -355,32 +360,22 @@ TEST_F(segment_store_test, a_flipped_payload_bit_is_a_miss_that_leaves_the_index
 }
 
 TEST_F(segment_store_test, a_flipped_header_bit_is_skipped_at_open) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 20'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 5; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(5, k_payload);
   write_all(open(o), recs);
   close();
   flip_bit(segment_files().at(0), 3 * record_bytes(k_payload) + rng_() % sizeof(record_header),
            static_cast<int>(rng_() % 8));
   auto& s = open(o);
   EXPECT_EQ(s.stats().records, 3u);  // the scan cannot trust anything after a bad header
-  for (int i = 0; i < 5; ++i) {
-    auto got = read_back(s, recs[i].meta.hash);
-    EXPECT_EQ(got.has_value(), i < 3) << "record " << i;
-    if (got) {
-      EXPECT_TRUE(*got == recs[i].payload);
-    }
-  }
+  expect_first_readable(s, recs, 5, 3);
 }
 
 TEST_F(segment_store_test, a_zeroed_region_is_a_miss) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 50'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 5; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(5, k_payload);
   auto& s = open(o);
   write_all(s, recs);
   auto file = segment_files().at(0);
@@ -520,11 +515,9 @@ TEST_F(segment_store_test, stops_writing_when_the_disk_is_full_and_writes_again_
 }
 
 TEST_F(segment_store_test, a_record_cut_off_the_file_after_indexing_reads_as_a_miss) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 70'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 4; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(4, k_payload);
   auto& s = open(o);
   write_all(s, recs);
   fs::resize_file(segment_files().at(0), 3 * record_bytes(k_payload) + k_header_bytes + 4096);
@@ -538,11 +531,9 @@ TEST_F(segment_store_test, a_record_cut_off_the_file_after_indexing_reads_as_a_m
 }
 
 TEST_F(segment_store_test, a_torn_final_write_never_reads_back_wrong_bytes) {
-  auto o = options();
-  o.segment_bytes = 1ull << 30;
+  auto o = one_segment_options();
   constexpr std::size_t k_payload = 90'000;
-  std::vector<record> recs;
-  for (int i = 0; i < 3; ++i) recs.push_back(make(k_payload));
+  auto recs = make_records(3, k_payload);
   write_all(open(o), recs);
   close();
   auto file = segment_files().at(0);
