@@ -64,6 +64,8 @@ test('a clean stop flushes the tier and a restarted server restores the prefixes
   const dir = join(work, 'clean');
   let server = await startServer(args, { cacheDir: dir });
   for (let i = 0; i < known.length; i++) assert.equal((await complete(server, known[i])).text, reference[i]);
+  const written = await (await fetch(`${server.baseURL}/metrics`)).text();
+  assert.match(written, /^strata_ssd_write_bytes_total [1-9]\d*$/m, 'no SSD bytes written (or not yet: writes are queued)');
   const t0 = Date.now();
   const { code } = await server.stop();
   assert.equal(code, 0);
@@ -80,6 +82,11 @@ test('a clean stop flushes the tier and a restarted server restores the prefixes
   const metrics = await (await fetch(`${server.baseURL}/metrics`)).text();
   const restored = Number(metrics.match(/^strata_prefix_cache_ssd_hits_total (\d+)/m)?.[1] ?? 0);
   assert.ok(restored > 0, 'strata_prefix_cache_ssd_hits_total is 0');
+  const counter = (name) => Number(metrics.match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1] ?? -1);
+  // Every restored token came in a block read from the disk: 16 tokens a block.
+  assert.equal(counter('strata_ssd_reads_total') * 16, restored);
+  assert.ok(counter('strata_ssd_read_bytes_total') > 0, 'no SSD bytes read');
+  assert.equal(counter('strata_ssd_read_failures_total'), 0);
   assert.equal((await server.stop()).code, 0);
 });
 
