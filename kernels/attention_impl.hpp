@@ -20,13 +20,18 @@ inline std::int64_t min_of(std::int64_t a, std::int64_t b) { return a < b ? a : 
 constexpr int k_attention_tile = 32;  // positions scored before the running maximum is updated
 constexpr int k_attention_heads = 8;  // query heads that share one pass over the keys
 
+using tile_rows = float (*)[k_attention_max_head_dim];
+
 /// Load turns rows of one KV format into f32: static void rows(const std::byte* src, std::int64_t
 /// stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) converts n_rows rows of n
 /// values, `stride` bytes apart. Math works on f32: static float dot(const float* a, const float* b,
 /// int n) and static void axpy(float a, const float* x, float* acc, int n) (acc += a * x).
 ///
 /// Each tile of keys (then of values) is converted once and read by every query head of the group
-/// (up to 8), instead of once per head.
+/// (up to 8), instead of once per head. Math may also score a whole tile at once, static void
+/// scores(const float* q, tile_rows k, int n, int hd, float* out) (out[j] = q . k[j]), and add a
+/// whole tile of weighted values, static void accumulate(const float* p, tile_rows v, int n,
+/// float* acc, int hd) (acc += sum_j p[j] v[j]); where it does not, dot and axpy are used.
 template <class Load, class Math>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
                            const float* q, float* out, int head_begin, int head_end) {
@@ -54,12 +59,19 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
       const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
                                 static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
       Load::rows(kv.k + base, kv.row_bytes, n, rows, hd);
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < nh; ++i) {
-          float sc = Math::dot(q + static_cast<std::int64_t>(h0 + i) * hd, rows[j], hd) * s.scale;
+      for (int i = 0; i < nh; ++i) {
+        const float* qi = q + static_cast<std::int64_t>(h0 + i) * hd;
+        if constexpr (requires { Math::scores(qi, rows, n, hd, p[i]); }) {
+          Math::scores(qi, rows, n, hd, p[i]);
+        } else {
+          for (int j = 0; j < n; ++j) p[i][j] = Math::dot(qi, rows[j], hd);
+        }
+        for (int j = 0; j < n; ++j) {
+          float sc = p[i][j] * s.scale;
           if (s.softcap > 0.0f) sc = s.softcap * __builtin_tanhf(sc / s.softcap);
           p[i][j] = sc;
         }
+      }
       for (int i = 0; i < nh; ++i) {
         float tile_max = p[i][0];
         for (int j = 1; j < n; ++j) tile_max = p[i][j] > tile_max ? p[i][j] : tile_max;
@@ -78,8 +90,13 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
         run_sum[i] += sum;
       }
       Load::rows(kv.v + base, kv.row_bytes, n, rows, hd);
-      for (int j = 0; j < n; ++j)
-        for (int i = 0; i < nh; ++i) Math::axpy(p[i][j], rows[j], acc[i], hd);
+      for (int i = 0; i < nh; ++i) {
+        if constexpr (requires { Math::accumulate(p[i], rows, n, acc[i], hd); }) {
+          Math::accumulate(p[i], rows, n, acc[i], hd);
+        } else {
+          for (int j = 0; j < n; ++j) Math::axpy(p[i][j], rows[j], acc[i], hd);
+        }
+      }
       t0 += n;
     }
     for (int i = 0; i < nh; ++i) {
@@ -90,8 +107,6 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std
     h0 = h1;
   }
 }
-
-using tile_rows = float (*)[k_attention_max_head_dim];
 
 /// Scalar conversions of each KV format, shared by every variant for what its vector code leaves.
 struct f16_rows {
