@@ -49,13 +49,23 @@ const kv::block_hash& batch_planner::root(kv::kv_format f) {
   return it->second;
 }
 
+const kv::block_hash& batch_planner::parent_of(sequence& s, std::size_t i) {
+  return i == 0 ? root(s.format) : s.hashes[i - 1];
+}
+
+const sequence* batch_planner::restoring(std::uint64_t order) const {
+  auto o = orders_.find(order);
+  if (o == orders_.end()) return nullptr;
+  const sequence* s = find(o->second);
+  return s && s->restoring && s->restore_order == order ? s : nullptr;
+}
+
 void batch_planner::extend_hashes(sequence& s, std::int32_t n) {
   const std::int32_t bt = opts_.block_tokens;
   n = std::min<std::int32_t>(n, static_cast<std::int32_t>(s.tokens.size()) / bt);
   while (static_cast<std::int32_t>(s.hashes.size()) < n) {
     const auto i = static_cast<std::int32_t>(s.hashes.size());
-    const kv::block_hash& parent = i == 0 ? root(s.format) : s.hashes.back();
-    s.hashes.push_back(hasher_.chain(parent, std::span<const std::int32_t>(s.tokens).subspan(
+    s.hashes.push_back(hasher_.chain(parent_of(s, static_cast<std::size_t>(i)), std::span<const std::int32_t>(s.tokens).subspan(
                                                  static_cast<std::size_t>(i) * bt, static_cast<std::size_t>(bt))));
   }
 }
@@ -82,7 +92,7 @@ void batch_planner::publish_full_blocks(sequence& s) {
   extend_hashes(s, full);
   for (; s.n_published < full; ++s.n_published) {
     const auto i = static_cast<std::size_t>(s.n_published);
-    const kv::block_hash& parent = i == 0 ? root(s.format) : s.hashes[i - 1];
+    const kv::block_hash& parent = parent_of(s, i);
     pool_.set_hash(s.blocks[i], s.hashes[i], parent);
     if (opts_.ssd && opts_.write_through) offer_save(s.blocks[i], s.hashes[i], parent, s.format);
   }
@@ -137,13 +147,10 @@ bool batch_planner::start_restore(sequence& s) {
 }
 
 std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::int32_t n_ok) {
-  auto o = orders_.find(order);
-  if (o == orders_.end()) return {};
-  const std::uint64_t id = o->second;
-  orders_.erase(o);
-  auto it = seqs_.find(id);
-  if (it == seqs_.end() || !it->second.restoring || it->second.restore_order != order) return {};
-  sequence& s = it->second;
+  const sequence* waiting = restoring(order);
+  orders_.erase(order);
+  if (!waiting) return {};
+  sequence& s = seqs_.at(waiting->id);
   s.restoring = false;
   const auto first = static_cast<std::size_t>(s.restore_first);
   n_ok = std::clamp<std::int32_t>(n_ok, 0, static_cast<std::int32_t>(s.blocks.size() - first));
@@ -158,11 +165,12 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   // The restored blocks are published at once: the caller loads them with the very next step,
   // before anything can compute on them.
   for (auto i = first; i < s.blocks.size(); ++i) {
-    pool_.set_hash(s.blocks[i], s.hashes[i], i == 0 ? root(s.format) : s.hashes[i - 1]);
+    pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i));
   }
   s.n_published = static_cast<std::int32_t>(s.blocks.size());
   const auto restored = static_cast<std::uint64_t>(n_ok) * static_cast<std::uint64_t>(bt);
-  if (s.cached_tokens == static_cast<std::int32_t>(first) * bt) s.cached_tokens = s.n_computed;
+  // A restore ordered at the first admission adds to what the request reports as cached.
+  if (s.preemptions == 0) s.cached_tokens = s.n_computed;
   counters_.prefix_hit_tokens += restored;
   counters_.ssd_hit_tokens += restored;
   return loaded;

@@ -162,6 +162,8 @@ class batch_planner {
   /// the next step); the rest will be computed. Returns the ids of the blocks to load, in order;
   /// empty when the order is stale (its sequence was cancelled or preempted meanwhile).
   std::vector<std::int32_t> restore_done(std::uint64_t order, std::int32_t n_ok);
+  /// The sequence waiting for this restore order; null when the order is stale.
+  const sequence* restoring(std::uint64_t order) const;
 
   const sequence* find(std::uint64_t id) const;
   std::size_t running() const { return running_.size(); }
@@ -180,6 +182,8 @@ class batch_planner {
   /// Makes sure s.hashes covers its first n full blocks.
   void extend_hashes(sequence& s, std::int32_t n);
   const kv::block_hash& root(kv::kv_format f);
+  /// The hash block i of s is chained to: the root for the first block.
+  const kv::block_hash& parent_of(sequence& s, std::size_t i);
   /// Continues s's chain through the SSD: allocates blocks for the hashes stored there and orders
   /// their restore. True if s now waits for one.
   bool start_restore(sequence& s);

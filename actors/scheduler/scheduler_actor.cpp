@@ -158,10 +158,10 @@ void scheduler_actor::handle(step_done d) {
 
 void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
   auto saves = std::exchange(pending_saves_, {});
-  if (!cfg_.ssd || !cfg_.pool) return;
+  if (!cfg_.ssd) return;
   for (std::size_t i = 0; i < saved.size() && i < saves.size(); ++i) {
     const save_item& item = saves[i];
-    const auto want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(item.format))];
+    const auto want = pool_.block_bytes(item.format);
     if (saved[i].block != item.block || static_cast<std::int64_t>(saved[i].bytes.size()) != want) {
       spdlog::error("SSD tier: block {} came back from the layers with {} bytes, not {}; not persisted", item.block,
                     saved[i].bytes.size(), want);
@@ -185,13 +185,8 @@ void scheduler_actor::handle(ssd_update u) {
 }
 
 void scheduler_actor::handle(ssd_loaded l) {
-  std::int64_t want = 0;
-  restore_state rs;
-  if (auto f = restores_.find(l.order); f != restores_.end()) {
-    rs = f->second;
-    if (cfg_.pool) want = cfg_.pool->block_bytes[static_cast<std::size_t>(kv::format_index(rs.format))];
-    restores_.erase(f);
-  }
+  const sequence* waiting = planner_.restoring(l.order);
+  const std::int64_t want = waiting ? pool_.block_bytes(waiting->format) : -1;
   // Blocks count from the start of the order up to the first one missing (or not this pool's
   // block size: a record written with another kv.block_tokens): the chain computes from there.
   std::int32_t n_ok = 0;
@@ -200,8 +195,6 @@ void scheduler_actor::handle(ssd_loaded l) {
     ++n_ok;
   }
   std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok);
-  spdlog::debug("request {}: {} of {} blocks restored from the SSD in {:.1f} ms", rs.request, ids.size(), l.payloads.size(),
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - rs.sent).count());
   for (std::size_t k = 0; k < ids.size(); ++k) loads_.push_back(pipeline::frozen_block{ids[k], std::move(*l.payloads[k])});
   maybe_step();
 }
@@ -215,10 +208,7 @@ void scheduler_actor::maybe_step() {
   if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
   std::vector<save_item> saves = planner_.take_saves();
   if (cfg_.ssd) {
-    for (auto& r : planner_.take_restores()) {
-      if (const sequence* seq = planner_.find(r.seq)) restores_[r.order] = {r.seq, seq->format, std::chrono::steady_clock::now()};
-      cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
-    }
+    for (auto& r : planner_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
   }
   publish_gauges();
   if (plan.empty() && saves.empty() && loads_.empty()) return;

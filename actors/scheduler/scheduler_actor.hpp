@@ -107,12 +107,6 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   step_plan pending_;
   std::vector<save_item> pending_saves_;       // what the step in flight saves, in layout order
   std::vector<pipeline::frozen_block> loads_;  // restored blocks for the next step
-  struct restore_state {
-    std::uint64_t request = 0;
-    kv::kv_format format = kv::kv_format::f16;
-    std::chrono::steady_clock::time_point sent;
-  };
-  std::unordered_map<std::uint64_t, restore_state> restores_;  // by restore order
   std::uint64_t next_step_ = 1;
   std::chrono::steady_clock::time_point step_started_;
   planner_counters published_;  // the planner's counters as last added to the metrics

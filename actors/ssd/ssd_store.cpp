@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 namespace strata::ssd {
@@ -23,10 +25,7 @@ store_metrics store_metrics::create(metrics::registry& r) {
 }
 
 ssd_store::ssd_store(std::shared_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics)
-    : store_(std::move(store)), scheduler_(std::move(scheduler)), metrics_(metrics), published_(store_->stats()) {
-  published_.records = 0;
-  published_.bytes = 0;
-}
+    : store_(std::move(store)), scheduler_(std::move(scheduler)), metrics_(metrics), published_(store_->stats()) {}
 
 void ssd_store::arm() {
   if (!event_) {
@@ -63,6 +62,7 @@ void ssd_store::handle(persist p) {
 
 void ssd_store::handle(load l) {
   order_state st;
+  st.arrived = std::chrono::steady_clock::now();
   st.payloads.resize(l.hashes.size());
   for (std::size_t i = 0; i < l.hashes.size(); ++i) {
     const std::uint64_t tag = (l.order << index_bits) | i;
@@ -76,6 +76,10 @@ void ssd_store::handle(load l) {
 void ssd_store::reply_if_done(std::uint64_t order) {
   auto it = orders_.find(order);
   if (it == orders_.end() || it->second.pending > 0) return;
+  const auto& payloads = it->second.payloads;
+  spdlog::debug("SSD tier: restore order {}: {} of {} blocks read in {:.1f} ms", order,
+                std::count_if(payloads.begin(), payloads.end(), [](const auto& p) { return p.has_value(); }), payloads.size(),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - it->second.arrived).count());
   scheduler_.tell(sched::ssd_loaded{order, std::move(it->second.payloads)});
   orders_.erase(it);
 }

@@ -3,6 +3,7 @@
 // on-disk index) and turns completions into messages to the scheduler.
 // Who sends to it: the scheduler (persist, load) and itself (ring_ready, from the ring's eventfd).
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -54,6 +55,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   struct order_state {
     std::vector<std::optional<std::vector<std::byte>>> payloads;
     std::size_t pending = 0;
+    std::chrono::steady_clock::time_point arrived;
   };
   /// Hands what the ring finished to the scheduler.
   void deliver(completions c);

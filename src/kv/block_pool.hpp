@@ -72,6 +72,8 @@ class block_pool {
   const block_space& space() const { return cfg_.space; }
   kv_format format_of(std::int32_t id) const { return cfg_.space.format_of(id); }
   std::int32_t capacity() const { return cfg_.space.total(); }
+  /// What one block of format f costs (its pages over every layer, K and V).
+  std::int64_t block_bytes(kv_format f) const { return cfg_.block_bytes[static_cast<std::size_t>(format_index(f))]; }
   /// Blocks of format f that allocate() could hand out now (evicting cached ones as needed).
   std::int32_t available(kv_format f = kv_format::f16) const;
   std::int32_t free_count() const;
@@ -96,7 +98,7 @@ class block_pool {
     std::int32_t next = none;
     bool in_lru = false;
   };
-  std::int64_t cost(std::int32_t id) const { return cfg_.block_bytes[static_cast<std::size_t>(format_index(format_of(id)))]; }
+  std::int64_t cost(std::int32_t id) const { return block_bytes(format_of(id)); }
   std::vector<std::int32_t>& free_list(std::int32_t id) { return free_[static_cast<std::size_t>(format_index(format_of(id)))]; }
   void drop_hash(std::int32_t id);
   /// Moves the least recently released cached block to its free list, forgetting its hash.
