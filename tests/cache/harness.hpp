@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -147,5 +148,32 @@ inline std::vector<std::int32_t> random_tokens(std::mt19937& rng, int n, std::in
   return t;
 }
 
+
+/// A test over one shared model, named by the parameter: its path, its vocabulary size, and a
+/// generator seeded afresh for each run (the seed is in the trace of every failure).
+class shared_model_test : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    path_ = k_shared + "/models/" + GetParam() + ".gguf";
+    auto m = model::model::load(path_);
+    ASSERT_TRUE(m) << m.err().message;
+    n_vocab_ = (*m)->hp.n_vocab;
+    const auto seed = std::random_device{}();
+    trace_.emplace(__FILE__, __LINE__, "seed " + std::to_string(seed));
+    rng_.seed(seed);
+  }
+
+  std::string path_;
+  std::int32_t n_vocab_ = 0;
+  std::mt19937 rng_;
+  std::optional<::testing::ScopedTrace> trace_;
+};
+
+/// The test name of a shared model: "tiny-llama-spm-f16" becomes "tiny_llama_spm_f16".
+inline std::string model_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string s = info.param;
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
 
 }  // namespace strata::cache_test

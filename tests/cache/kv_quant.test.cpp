@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/compute_pool.hpp"
+#include "tests/cache/harness.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
@@ -103,11 +104,7 @@ INSTANTIATE_TEST_SUITE_P(shared_models, kv_quant,
                          ::testing::Values("tiny-llama-spm-f16", "tiny-qwen2-gpt2-f16", "tiny-qwen3-starcoder-f16",
                                            "tiny-gemma2-spm-f16", "small-llama-spm-q8_0", "small-llama-spm-q4_0",
                                            "small-llama-spm-q4_k_m", "small-llama-spm-q5_k_m", "small-llama-spm-q6_k"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         cache_test::model_test_name);
 
 }  // namespace
 }  // namespace strata

@@ -18,29 +18,21 @@ namespace {
 
 using namespace cache_test;
 
-class prefix_cache : public ::testing::TestWithParam<std::string> {};
+class prefix_cache : public shared_model_test {};
 
 TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_without_hits) {
-  const std::string path = k_shared + "/models/" + GetParam() + ".gguf";
-  auto m = model::model::load(path);
-  ASSERT_TRUE(m) << m.err().message;
-  const std::int32_t n_vocab = (*m)->hp.n_vocab;
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 rng(seed);
-
   constexpr int n_conv = 5, n_turns = 3;
   script user(n_conv);
   for (auto& conv : user) {
-    conv.push_back(random_tokens(rng, 10 + static_cast<int>(rng() % 60), n_vocab));
-    for (int t = 1; t < n_turns; ++t) conv.push_back(random_tokens(rng, 1 + static_cast<int>(rng() % 40), n_vocab));
+    conv.push_back(random_tokens(rng_, 10 + static_cast<int>(rng_() % 60), n_vocab_));
+    for (int t = 1; t < n_turns; ++t) conv.push_back(random_tokens(rng_, 1 + static_cast<int>(rng_() % 40), n_vocab_));
   }
   // Conversation c runs in format c % 3: 0 and 3 are f16, 1 and 4 q8_0, 2 q4_0.
   user[3][0] = user[0][0];  // a shared first message: its blocks are shared while both run
   user[1][0] = user[0][0];  // the same message in q8_0: never matches the f16 blocks
 
-  auto cold = play(path, small_config(config::cache_mode::off), user);
-  auto warm = play(path, small_config(config::cache_mode::hot), user);
+  auto cold = play(path_, small_config(config::cache_mode::off), user);
+  auto warm = play(path_, small_config(config::cache_mode::hot), user);
   ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));
   ASSERT_EQ(warm.size(), cold.size());
   int hits = 0;
@@ -77,11 +69,7 @@ std::vector<std::string> shared_models() {
           "small-llama-spm-q6_k"};
 }
 
-INSTANTIATE_TEST_SUITE_P(shared_models, prefix_cache, ::testing::ValuesIn(shared_models()), [](const auto& info) {
-  std::string s = info.param;
-  std::replace(s.begin(), s.end(), '-', '_');
-  return s;
-});
+INSTANTIATE_TEST_SUITE_P(shared_models, prefix_cache, ::testing::ValuesIn(shared_models()), model_test_name);
 
 }  // namespace
 }  // namespace strata

@@ -57,36 +57,28 @@ void expect_same_tokens(const std::map<std::pair<int, int>, turn_result>& want, 
   }
 }
 
-class ssd_tier : public ::testing::TestWithParam<std::string> {};
+class ssd_tier : public shared_model_test {};
 
 TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the_same_tokens) {
-  const std::string path = k_shared + "/models/" + GetParam() + ".gguf";
-  auto m = model::model::load(path);
-  ASSERT_TRUE(m) << m.err().message;
-  const std::int32_t n_vocab = (*m)->hp.n_vocab;
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 rng(seed);
-
   constexpr int n_conv = 4, n_turns = 2;
   script user(n_conv);
   for (auto& conv : user) {
-    conv.push_back(random_tokens(rng, 40 + static_cast<int>(rng() % 50), n_vocab));
-    conv.push_back(random_tokens(rng, 1 + static_cast<int>(rng() % 30), n_vocab));
+    conv.push_back(random_tokens(rng_, 40 + static_cast<int>(rng_() % 50), n_vocab_));
+    conv.push_back(random_tokens(rng_, 1 + static_cast<int>(rng_() % 30), n_vocab_));
   }
   user[3][0] = user[0][0];  // two f16 conversations with the same first message
 
   temp_dir tmp;
   const fs::path kv_dir = tmp.path / "kv";
-  auto cold = play(path, small_config(config::cache_mode::off), user);
+  auto cold = play(path_, small_config(config::cache_mode::off), user);
   ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));
 
-  auto first = play(path, tiered(tmp.path), user);
+  auto first = play(path_, tiered(tmp.path), user);
   expect_same_tokens(cold, first, "first tiered server");
   ASSERT_FALSE(segments(kv_dir).empty()) << "nothing was written to " << kv_dir;
 
   // A new server: its RAM is empty, so every hit on a first turn comes from the SSD.
-  auto second = play(path, tiered(tmp.path), user);
+  auto second = play(path_, tiered(tmp.path), user);
   expect_same_tokens(cold, second, "restarted server");
   for (int c = 0; c < n_conv; ++c) {
     const auto& r = second.at({c, 0});
@@ -100,24 +92,24 @@ TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the
     const auto size = fs::file_size(f);
     std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
     for (int i = 0; i < 8; ++i) {
-      const auto at = static_cast<std::streamoff>(rng() % size);
+      const auto at = static_cast<std::streamoff>(rng_() % size);
       io.seekg(at);
       char b = 0;
       io.read(&b, 1);
-      b = static_cast<char>(b ^ (1 << (rng() % 8)));
+      b = static_cast<char>(b ^ (1 << (rng_() % 8)));
       io.seekp(at);
       io.write(&b, 1);
     }
     const std::string zeros(4096, '\0');
-    io.seekp(static_cast<std::streamoff>(rng() % size));
+    io.seekp(static_cast<std::streamoff>(rng_() % size));
     io.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
   }
   fs::resize_file(files.back(), fs::file_size(files.back()) / 2);
-  auto damaged = play(path, tiered(tmp.path), user);
+  auto damaged = play(path_, tiered(tmp.path), user);
   expect_same_tokens(cold, damaged, "server on damaged segments");
 
   // Whatever the damaged run computed again was written again: a further restart hits it all.
-  auto healed = play(path, tiered(tmp.path), user);
+  auto healed = play(path_, tiered(tmp.path), user);
   expect_same_tokens(cold, healed, "server after the damaged run");
   for (int c = 0; c < n_conv; ++c) {
     const auto& r = healed.at({c, 0});
@@ -127,11 +119,7 @@ TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the
 
 INSTANTIATE_TEST_SUITE_P(shared_models, ssd_tier,
                          ::testing::Values("tiny-llama-spm-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q8_0"),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         model_test_name);
 
 TEST(ssd_tier_modes, hot_mode_creates_no_directory_and_opens_no_file) {
   temp_dir tmp;
