@@ -21,7 +21,6 @@
 #include "src/model/model.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 
-
 namespace strata::engine {
 
 class engine {
@@ -56,9 +55,8 @@ class engine {
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
   /// whole quantization blocks.
   bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
-  /// The SSD tier's store (cache.mode = tiered and its directory usable), else null.
-  const ssd::segment_store* ssd() const { return ssd_.get(); }
-  /// The SSD tier's figures (valid after start() when ssd() is set), else null.
+  /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
+  /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_ ? &ssd_stats_ : nullptr; }
 
  private:
