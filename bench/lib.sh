@@ -18,6 +18,16 @@ bench_model() {
   echo "$model"
 }
 
+# bench_setup DEFAULT_PORT [BUILD] [TYPE]: the serving benchmarks' arguments. Sets build (default
+# build/bench), model (the 0.4B model in TYPE, default q8_0, synthesized on first use), dir (its
+# folder) and port ($PORT, else DEFAULT_PORT).
+bench_setup() {
+  port=${PORT:-$1}
+  build=${2:-build/bench}
+  model=$(bench_model "$build" "${3:-q8_0}")
+  dir=$(dirname "$model")
+}
+
 # start_server BUILD MODEL PORT LOG [ARGS...]: starts `strata serve` in the background (its pid in
 # $server) and waits for /health.
 start_server() {

@@ -12,10 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-model=$(bench_model "$build" "${2:-q8_0}")
-dir=$(dirname "$model")
-port=${PORT:-18081}
+bench_setup 18081 "$@"
 users=${USERS:-4}
 turns=${TURNS:-4}
 conc=${CONCURRENCY:-4}

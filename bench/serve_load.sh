@@ -8,10 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-model=$(bench_model "$build" "${2:-q8_0}")
-dir=$(dirname "$model")
-port=${PORT:-18080}
+bench_setup 18080 "$@"
 conc=${CONCURRENCY:-16}
 requests=${REQUESTS:-$((4 * conc))}
 

@@ -9,10 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-model=$(bench_model "$build" "${2:-q8_0}")
-dir=$(dirname "$model")
-port=${PORT:-18083}
+bench_setup 18083 "$@"
 rounds=${ROUNDS:-3}
 cache=$(mktemp -d "${TMPDIR:-/tmp}/strata-ssd-restart.XXXXXX")
 trap 'stop_server; rm -rf "$cache"' EXIT

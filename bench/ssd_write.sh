@@ -7,10 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-model=$(bench_model "$build" "${2:-q8_0}")
-dir=$(dirname "$model")
-port=${PORT:-18084}
+bench_setup 18084 "$@"
 cache=$(mktemp -d "${TMPDIR:-/tmp}/strata-ssd-write.XXXXXX")
 trap 'stop_server; rm -rf "$cache"' EXIT
 
