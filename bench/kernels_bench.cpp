@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/attention.hpp"
 #include "kernels/compute_pool.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/quants.hpp"
@@ -121,6 +122,41 @@ void bm_gemm(benchmark::State& state, simd_level level, dtype t) {
                                                  benchmark::Counter::kIsRate);
 }
 
+/// Attention of a chunk of `rows` query rows at the end of a `context`-position sequence, in the
+/// 0.4B Qwen2 shape (14 query heads, 2 kv heads of 64), on one thread: the work of one layer of
+/// a prefill chunk (or, with one row, of a decode step). Reports key positions scored per second
+/// per query head.
+void bm_attention(benchmark::State& state, simd_level level, dtype format) {
+  const int rows = static_cast<int>(state.range(0)), context = static_cast<int>(state.range(1));
+  constexpr int n_head = 14, n_head_kv = 2, head_dim = 64, page = 16;
+  const std::int64_t row_bytes = static_cast<std::int64_t>(n_head_kv * head_dim) / block_elements(format) *
+                                 static_cast<std::int64_t>(block_bytes(format));
+  const int pages = (context + page - 1) / page;
+  std::vector<std::byte> k(static_cast<std::size_t>(pages * page * row_bytes)), v(k.size());
+  const auto x = make_x(pages * page, n_head_kv * head_dim);
+  for (int t = 0; t < pages * page; ++t) {
+    quantize_row(format, x.data() + static_cast<std::size_t>(t) * n_head_kv * head_dim, k.data() + t * row_bytes, n_head_kv * head_dim);
+    quantize_row(format, x.data() + static_cast<std::size_t>(t) * n_head_kv * head_dim, v.data() + t * row_bytes, n_head_kv * head_dim);
+  }
+  std::vector<std::int32_t> blocks(static_cast<std::size_t>(pages));
+  for (int i = 0; i < pages; ++i) blocks[static_cast<std::size_t>(i)] = (i * 7) % pages;  // pages out of order
+  const kv_page_view view{k.data(), v.data(), page * row_bytes, row_bytes, row_bytes / n_head_kv, page, blocks.data(), 0, format};
+  const attention_shape shape{n_head, n_head_kv, head_dim, 0.125f, 0.0f};
+  const auto q = make_x(rows, n_head * head_dim);
+  std::vector<float> out(q.size());
+  std::vector<attention_row> rs;
+  for (int r = 0; r < rows; ++r)
+    rs.push_back({q.data() + static_cast<std::size_t>(r) * n_head * head_dim, out.data() + static_cast<std::size_t>(r) * n_head * head_dim, 0,
+                  context - rows + r});
+  const attention_fn fn = attention_for(level);
+  for (auto _ : state) {
+    fn(shape, view, rs.data(), rows, 0, n_head);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["Mkeys/s"] = benchmark::Counter(static_cast<double>(rows) * context * n_head * static_cast<double>(state.iterations()) / 1e6,
+                                                 benchmark::Counter::kIsRate);
+}
+
 void register_all() {
   benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)->UseRealTime()->MinTime(1.0);
   benchmark::RegisterBenchmark("memcpy_bandwidth", bm_memcpy_bandwidth)->UseRealTime()->MinTime(1.0);
@@ -138,6 +174,16 @@ void register_all() {
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(level == simd_level::scalar ? 0.1 : 1.0);
+    }
+    for (dtype f : {dtype::f16, dtype::q8_0, dtype::q4_0}) {
+      const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(f);
+      benchmark::RegisterBenchmark(("attention/" + suffix).c_str(), bm_attention, level, f)
+          ->Args({1, 3000})
+          ->Args({24, 3000})
+          ->Args({512, 1024})
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(level == simd_level::scalar ? 0.1 : 0.5);
     }
   }
 }

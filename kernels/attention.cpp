@@ -20,9 +20,9 @@ struct scalar_math {
 }  // namespace
 
 namespace scalar {
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end) {
-  detail::attention_dispatch<scalar_math, detail::f16_rows, detail::q8_0_rows, detail::q4_0_rows>(s, kv, first, last, q, out, head_begin, head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end) {
+  detail::attention_dispatch<scalar_math, detail::f16_rows, detail::q8_0_rows, detail::q4_0_rows>(s, kv, rows, n_rows, head_begin, head_end);
 }
 }  // namespace scalar
 
@@ -35,10 +35,10 @@ attention_fn attention_for(simd_level level) {
   return scalar::attention;
 }
 
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end) {
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end) {
   static const attention_fn fn = attention_for(active_kernels().level);
-  fn(s, kv, first, last, q, out, head_begin, head_end);
+  fn(s, kv, rows, n_rows, head_begin, head_end);
 }
 
 }  // namespace strata::kernels

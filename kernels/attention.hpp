@@ -1,5 +1,5 @@
 #pragma once
-// Scaled dot-product attention of one query row over a sequence's KV pages (f16, q8_0 or q4_0), with online
+// Scaled dot-product attention of query rows over a sequence's KV pages (f16, q8_0 or q4_0), with online
 // softmax (one pass over the keys, no score buffer the size of the context). A scalar reference
 // and AVX2 / AVX-512 variants; attention() uses the one picked once at start.
 
@@ -13,6 +13,9 @@ namespace strata::kernels {
 
 /// Longest head the kernels accept (their accumulators live on the stack).
 constexpr int k_attention_max_head_dim = 512;
+/// (row, query head) pairs that share one pass over the keys: rows beyond what fits with the heads
+/// asked are taken in further passes.
+constexpr int k_attention_queries = 32;
 
 /// Where one sequence's keys and values lie. The layer's K (and V) pool is an array of pages;
 /// a page holds `page_tokens` positions, each a row of n_head_kv heads of head_dim values in the
@@ -42,30 +45,40 @@ struct attention_shape {
   float softcap = 0.0f;  // 0: none, else a score s becomes softcap * tanh(s / softcap)
 };
 
-/// For the query heads [head_begin, head_end) of one row q (n_head x head_dim, f32):
-/// out[h] = sum_t softmax_t(score(q[h], K[t])) V[t] over the positions t in [first, last].
-/// out has the layout of q; only the heads asked are written.
-using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
-                              const float* q, float* out, int head_begin, int head_end);
+/// One query row: q (n_head x head_dim, f32), where its output goes (same layout; only the heads
+/// asked are written) and the positions it attends, [first, last].
+struct attention_row {
+  const float* q = nullptr;
+  float* out = nullptr;
+  std::int32_t first = 0;
+  std::int32_t last = 0;
+};
+
+/// For the query heads [head_begin, head_end) of each of the n_rows rows of one sequence:
+/// out[h] = sum_t softmax_t(score(q[h], K[t])) V[t] over the row's positions t in [first, last].
+/// The rows of one call share every tile of keys and values they all attend (each tile is converted
+/// to f32 once for all of them), so a prefill chunk costs far less than its rows one by one.
+using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
+                              int head_begin, int head_end);
 
 /// The variant for a SIMD level (the caller checks cpu_supports).
 attention_fn attention_for(simd_level level);
 
 /// Runs the variant matching active_kernels().level.
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end);
 
 namespace scalar {
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end);
 }
 namespace avx2 {
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end);
 }
 namespace avx512 {
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end);
 }
 
 }  // namespace strata::kernels

@@ -117,6 +117,13 @@ std::vector<float> random_query(std::mt19937& rng, int n, float amplitude) {
 
 constexpr dtype k_formats[] = {dtype::f16, dtype::q8_0, dtype::q4_0};
 
+/// One query row through a kernel.
+void one_row(attention_fn fn, const attention_shape& s, const kv_page_view& kv, int first, int last, const float* q,
+             float* out, int head_begin, int head_end) {
+  const attention_row row{q, out, first, last};
+  fn(s, kv, &row, 1, head_begin, head_end);
+}
+
 /// Quantized pages need whole blocks of 32 values per head.
 bool fits(const attention_case& c, dtype f) { return f == dtype::f16 || c.head_dim % 32 == 0; }
 
@@ -130,7 +137,7 @@ TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
     // Large queries make the softmax peaked, which is where online rescaling matters.
     auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
     std::vector<float> out(q.size(), -1.0f);
-    scalar::attention(s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
+    one_row(scalar::attention, s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
     auto want = exact_attention(s, kv, c.first, c.last, q);
     for (std::size_t i = 0; i < out.size(); ++i)
       ASSERT_NEAR(out[i], want[i], k_scalar_vs_exact) << dtype_name(f) << " head_dim " << c.head_dim << " last " << c.last << " at " << i;
@@ -143,7 +150,7 @@ TEST(attention, one_position_returns_its_value_row) {
   paged_kv kv(rng, 2, 32, 32, 40);
   auto q = random_query(rng, 4 * 32, 1.0f);
   std::vector<float> out(q.size());
-  scalar::attention(s, kv.view(), 33, 33, q.data(), out.data(), 0, 4);
+  one_row(scalar::attention, s, kv.view(), 33, 33, q.data(), out.data(), 0, 4);
   for (int h = 0; h < 4; ++h)
     for (int d = 0; d < 32; ++d) EXPECT_EQ(out[static_cast<std::size_t>(h * 32 + d)], kv.value(33, h / 2, 32, d));
 }
@@ -154,7 +161,7 @@ TEST(attention, writes_only_the_heads_asked_for) {
   paged_kv kv(rng, 2, 64, 32, 50);
   auto q = random_query(rng, 8 * 64, 1.0f);
   std::vector<float> out(q.size(), 7.0f);
-  attention(s, kv.view(), 0, 49, q.data(), out.data(), 3, 6);
+  one_row(attention, s, kv.view(), 0, 49, q.data(), out.data(), 3, 6);
   for (int h = 0; h < 8; ++h) {
     const bool asked = h >= 3 && h < 6;
     for (int d = 0; d < 64; ++d) {
@@ -179,13 +186,62 @@ TEST(attention, simd_variants_match_the_scalar_kernel) {
       paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
       auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
       std::vector<float> want(q.size()), got(q.size());
-      scalar::attention(s, kv.view(), c.first, c.last, q.data(), want.data(), 0, c.n_head);
-      fn(s, kv.view(), c.first, c.last, q.data(), got.data(), 0, c.n_head);
+      one_row(scalar::attention, s, kv.view(), c.first, c.last, q.data(), want.data(), 0, c.n_head);
+      one_row(fn, s, kv.view(), c.first, c.last, q.data(), got.data(), 0, c.n_head);
       for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar) << simd_level_name(level) << " " << dtype_name(f) << " head_dim " << c.head_dim << " at " << i;
     }
   }
   if (tested == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
+}
+
+/// Rows of a prefill chunk (consecutive positions, causal, optionally a sliding window) in one call,
+/// on every variant, against each row on its own through the exact two-pass definition. More rows
+/// than one pass takes, heads split across a group, windows shorter than the chunk, and
+/// a softcap, so that rows skip whole tiles and mask parts of others.
+TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
+  std::mt19937 rng(std::random_device{}());
+  struct chunk_case {
+    int n_head, n_head_kv, head_dim, page_tokens, start, n_rows, window, head_begin, head_end;
+    float softcap;
+  };
+  const chunk_case cases[] = {
+      {14, 2, 64, 16, 300, 24, 0, 0, 14, 0.0f},    // the 0.4B model's shape, 24 rows after a cached prefix
+      {14, 2, 64, 32, 0, 40, 0, 7, 11, 0.0f},      // a chunk from position 0; part of a group
+      {8, 4, 64, 32, 90, 70, 37, 0, 8, 30.0f},     // a window shorter than the chunk, soft-capped
+      {4, 1, 128, 16, 5, 9, 0, 1, 3, 0.0f},        // long heads, pages of 16
+      {2, 2, 32, 8, 200, 33, 4, 0, 2, 0.0f},       // a tiny window: rows far apart share no tile
+  };
+  for (attention_fn fn : {attention_for(simd_level::scalar), attention_for(simd_level::avx2), attention_for(simd_level::avx512)}) {
+    if (fn == attention_for(simd_level::avx2) && !cpu_supports(simd_level::avx2)) continue;
+    if (fn == attention_for(simd_level::avx512) && !cpu_supports(simd_level::avx512)) continue;
+    for (dtype f : k_formats)
+    for (const auto& c : cases) {
+      if (f != dtype::f16 && c.head_dim % 32 != 0) continue;
+      attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.start + c.n_rows, f);
+      const std::size_t qd = static_cast<std::size_t>(c.n_head * c.head_dim);
+      auto q = random_query(rng, static_cast<int>(qd) * c.n_rows, 4.0f);
+      std::vector<float> out(q.size(), 7.0f);
+      std::vector<attention_row> rows;
+      for (int r = 0; r < c.n_rows; ++r) {
+        const int pos = c.start + r;
+        const int first = c.window > 0 ? std::max(0, pos - c.window + 1) : 0;
+        rows.push_back({q.data() + r * qd, out.data() + r * qd, first, pos});
+      }
+      fn(s, kv.view(), rows.data(), c.n_rows, c.head_begin, c.head_end);
+      for (int r = 0; r < c.n_rows; ++r) {
+        const std::vector<float> qr(q.begin() + static_cast<std::ptrdiff_t>(r * qd), q.begin() + static_cast<std::ptrdiff_t>((r + 1) * qd));
+        const auto want = exact_attention(s, kv, rows[static_cast<std::size_t>(r)].first, rows[static_cast<std::size_t>(r)].last, qr);
+        for (std::size_t i = 0; i < qd; ++i) {
+          const int h = static_cast<int>(i) / c.head_dim;
+          const float got = out[r * qd + i];
+          if (h < c.head_begin || h >= c.head_end) ASSERT_EQ(got, 7.0f) << "row " << r << " head " << h << " was not asked for";
+          else ASSERT_NEAR(got, want[i], k_scalar_vs_exact) << dtype_name(f) << " start " << c.start << " row " << r << " at " << i;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -42,9 +42,9 @@ struct avx2_math {
 
 }  // namespace
 
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end) {
-  detail::attention_dispatch<avx2_math, detail::f16_rows_x86, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end) {
+  detail::attention_dispatch<avx2_math, detail::f16_rows_x86, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, rows, n_rows, head_begin, head_end);
 }
 
 }  // namespace strata::kernels::avx2

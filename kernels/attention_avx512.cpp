@@ -63,7 +63,58 @@ inline __m512 sums16(const float* q, const float (*k)[k_attention_max_head_dim],
   return fold16(a);
 }
 
+/// e^x in 16 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf polynomial (about 1 ulp),
+/// 2^n applied by scalef. Below -104 the result is exactly 0 (so is e^-inf); above 88.5 it saturates.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-200.0f)), _mm512_set1_ps(88.5f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 in two parts: exact n * hi
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 y = _mm512_set1_ps(1.9875691500e-4f);
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(y, n);
+}
+
+/// The lanes of a tile chunk starting at j that exist (n values in all).
+inline __mmask16 lanes(int j, int n) { return n - j >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - j)) - 1); }
+
 struct avx512_math {
+  /// p *= scale, soft-capped as softcap * tanh(p / softcap) with tanh(y) = 1 - 2 / (e^2y + 1);
+  /// returns the maximum.
+  static float scale_max(float* p, int n, float scale, float softcap) {
+    const __m512 sc = _mm512_set1_ps(scale);
+    __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    for (int j = 0; j < n; j += 16) {
+      const __mmask16 m = lanes(j, n);
+      __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, p + j), sc);
+      if (softcap > 0.0f) {
+        const __m512 e = exp16(_mm512_mul_ps(x, _mm512_set1_ps(2.0f / softcap)));
+        const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+        x = _mm512_mul_ps(t, _mm512_set1_ps(softcap));
+      }
+      _mm512_mask_storeu_ps(p + j, m, x);
+      mx = _mm512_mask_max_ps(mx, m, mx, x);
+    }
+    return _mm512_reduce_max_ps(mx);
+  }
+  /// p = e^(p - shift); returns the sum.
+  static float exp_sum(float* p, int n, float shift) {
+    const __m512 sh = _mm512_set1_ps(shift);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < n; j += 16) {
+      const __mmask16 m = lanes(j, n);
+      const __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, p + j), sh));
+      _mm512_mask_storeu_ps(p + j, m, e);
+      sum = _mm512_mask_add_ps(sum, m, sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+  }
   static float dot(const float* a, const float* b, int n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
     int i = 0;
@@ -131,9 +182,9 @@ struct avx512_math {
 
 }  // namespace
 
-void attention(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last, const float* q,
-               float* out, int head_begin, int head_end) {
-  detail::attention_dispatch<avx512_math, detail::f16_rows_x86, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, first, last, q, out, head_begin, head_end);
+void attention(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows, int head_begin,
+               int head_end) {
+  detail::attention_dispatch<avx512_math, detail::f16_rows_x86, detail::q8_0_rows_x86, detail::q4_0_rows_x86>(s, kv, rows, n_rows, head_begin, head_end);
 }
 
 }  // namespace strata::kernels::avx512

@@ -17,92 +17,150 @@ namespace {
 
 inline std::int64_t min_of(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 
-constexpr int k_attention_tile = 32;  // positions scored before the running maximum is updated
-constexpr int k_attention_heads = 8;  // query heads that share one pass over the keys
+constexpr int k_attention_tile = 32;     // positions scored before the running maximum is updated
 
 using tile_rows = float (*)[k_attention_max_head_dim];
+
+/// p[j] *= scale, then soft-capped (softcap > 0); returns the largest p[j] (n >= 1).
+template <class Math>
+inline float scale_scores(float* p, int n, float scale, float softcap) {
+  if constexpr (requires { Math::scale_max(p, n, scale, softcap); }) {
+    return Math::scale_max(p, n, scale, softcap);
+  } else {
+    float mx = -__builtin_inff();
+    for (int j = 0; j < n; ++j) {
+      float sc = p[j] * scale;
+      if (softcap > 0.0f) sc = softcap * __builtin_tanhf(sc / softcap);
+      p[j] = sc;
+      mx = sc > mx ? sc : mx;
+    }
+    return mx;
+  }
+}
+
+/// p[j] = e^(p[j] - shift); returns their sum. A score of -inf becomes exactly 0.
+template <class Math>
+inline float exp_scores(float* p, int n, float shift) {
+  if constexpr (requires { Math::exp_sum(p, n, shift); }) {
+    return Math::exp_sum(p, n, shift);
+  } else {
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) sum += (p[j] = __builtin_expf(p[j] - shift));
+    return sum;
+  }
+}
 
 /// Load turns rows of one KV format into f32: static void rows(const std::byte* src, std::int64_t
 /// stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) converts n_rows rows of n
 /// values, `stride` bytes apart. Math works on f32: static float dot(const float* a, const float* b,
 /// int n) and static void axpy(float a, const float* x, float* acc, int n) (acc += a * x).
 ///
-/// Each tile of keys (then of values) is converted once and read by every query head of the group
-/// (up to 8), instead of once per head. Math may also score a whole tile at once, static void
-/// scores(const float* q, tile_rows k, int n, int hd, float* out) (out[j] = q . k[j]), and add a
-/// whole tile of weighted values, static void accumulate(const float* p, tile_rows v, int n,
-/// float* acc, int hd) (acc += sum_j p[j] v[j]); where it does not, dot and axpy are used.
+/// A pass takes the query heads of one kv head (up to all of its group) for as many rows as fit in
+/// k_attention_queries pairs, and walks the union of their position ranges a tile at a time. Each
+/// tile of keys (then of values) is converted once and read by every pair; a row skips the tiles it
+/// does not attend and masks the positions outside its range in the tiles it partly attends.
+/// Math may also score a whole tile at once, static void scores(const float* q, tile_rows k, int n,
+/// int hd, float* out) (out[j] = q . k[j]); add a whole tile of weighted values, static void
+/// accumulate(const float* p, tile_rows v, int n, float* acc, int hd) (acc += sum_j p[j] v[j]); and
+/// do the softmax steps on vectors, scale_max and exp_sum (see scale_scores and exp_scores). Where
+/// it does not, dot, axpy and scalar loops are used.
 template <class Load, class Math>
-inline void attention_loop(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
-                           const float* q, float* out, int head_begin, int head_end) {
+inline void attention_loop(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
+                           int head_begin, int head_end) {
   const int hd = s.head_dim;
   const int group = s.n_head / s.n_head_kv;
   const float neg_inf = -__builtin_inff();
-  alignas(64) float acc[k_attention_heads][k_attention_max_head_dim];
-  alignas(64) float p[k_attention_heads][k_attention_tile];
-  alignas(64) float rows[k_attention_tile][k_attention_max_head_dim];
-  float run_max[k_attention_heads], run_sum[k_attention_heads];
+  alignas(64) float acc[k_attention_queries][k_attention_max_head_dim];
+  alignas(64) float p[k_attention_queries][k_attention_tile];
+  alignas(64) float tile[k_attention_tile][k_attention_max_head_dim];
+  float run_max[k_attention_queries], run_sum[k_attention_queries];
+  bool live[k_attention_queries];
 
   for (int h0 = head_begin; h0 < head_end;) {
     const int kvh = h0 / group;
-    const int h1 = static_cast<int>(min_of(min_of(head_end, (kvh + 1) * group), h0 + k_attention_heads));
+    const int h1 = static_cast<int>(min_of(min_of(head_end, (kvh + 1) * group), h0 + k_attention_queries));
     const int nh = h1 - h0;
-    for (int i = 0; i < nh; ++i) {
-      run_max[i] = neg_inf;
-      run_sum[i] = 0.0f;
-      for (int d = 0; d < hd; ++d) acc[i][d] = 0.0f;
-    }
-    for (std::int32_t t0 = first; t0 <= last;) {
-      // A tile never crosses a page, so its rows are evenly spaced.
-      const std::int32_t slot = t0 % kv.page_tokens;
-      const int n = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot), last - t0 + 1));
-      const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
-                                static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
-      Load::rows(kv.k + base, kv.row_bytes, n, rows, hd);
-      for (int i = 0; i < nh; ++i) {
-        const float* qi = q + static_cast<std::int64_t>(h0 + i) * hd;
-        if constexpr (requires { Math::scores(qi, rows, n, hd, p[i]); }) {
-          Math::scores(qi, rows, n, hd, p[i]);
-        } else {
-          for (int j = 0; j < n; ++j) p[i][j] = Math::dot(qi, rows[j], hd);
+    const int rows_per_pass = k_attention_queries / nh;
+    for (int r0 = 0; r0 < n_rows; r0 += rows_per_pass) {
+      const attention_row* rs = rows + r0;
+      const int nr = static_cast<int>(min_of(rows_per_pass, n_rows - r0));
+      std::int32_t lo = rs[0].first, hi = rs[0].last;
+      for (int r = 1; r < nr; ++r) {
+        lo = rs[r].first < lo ? rs[r].first : lo;
+        hi = rs[r].last > hi ? rs[r].last : hi;
+      }
+      for (int i = 0; i < nr * nh; ++i) {
+        run_max[i] = neg_inf;
+        run_sum[i] = 0.0f;
+        for (int d = 0; d < hd; ++d) acc[i][d] = 0.0f;
+      }
+      for (std::int32_t t0 = lo; t0 <= hi;) {
+        // A tile never crosses a page, so its rows are evenly spaced.
+        const std::int32_t slot = t0 % kv.page_tokens;
+        const int n = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot), hi - t0 + 1));
+        const std::int32_t t1 = t0 + n - 1;
+        bool any = false;
+        for (int r = 0; r < nr; ++r) any |= live[r] = rs[r].first <= t1 && rs[r].last >= t0;
+        if (!any) {
+          t0 += n;
+          continue;
         }
-        for (int j = 0; j < n; ++j) {
-          float sc = p[i][j] * s.scale;
-          if (s.softcap > 0.0f) sc = s.softcap * __builtin_tanhf(sc / s.softcap);
-          p[i][j] = sc;
+        const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
+                                  static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
+        Load::rows(kv.k + base, kv.row_bytes, n, tile, hd);
+        for (int r = 0; r < nr; ++r) {
+          if (!live[r]) continue;
+          // The positions of this tile the row attends: [j_lo, j_hi).
+          const int j_lo = rs[r].first > t0 ? rs[r].first - t0 : 0;
+          const int j_hi = rs[r].last < t1 ? rs[r].last - t0 + 1 : n;
+          for (int hh = 0; hh < nh; ++hh) {
+            const int i = r * nh + hh;
+            const float* qi = rs[r].q + static_cast<std::int64_t>(h0 + hh) * hd;
+            if constexpr (requires { Math::scores(qi, tile, n, hd, p[i]); }) {
+              Math::scores(qi, tile, n, hd, p[i]);
+            } else {
+              for (int j = 0; j < n; ++j) p[i][j] = Math::dot(qi, tile[j], hd);
+            }
+            float tile_max = scale_scores<Math>(p[i], n, s.scale, s.softcap);
+            if (j_lo > 0 || j_hi < n) {
+              tile_max = neg_inf;
+              for (int j = 0; j < n; ++j) {
+                if (j < j_lo || j >= j_hi) p[i][j] = neg_inf;
+                else tile_max = p[i][j] > tile_max ? p[i][j] : tile_max;
+              }
+            }
+            if (tile_max > run_max[i]) {
+              // Rescale what was accumulated under the old maximum (nothing on the first tile).
+              const float c = run_max[i] == neg_inf ? 0.0f : __builtin_expf(run_max[i] - tile_max);
+              run_sum[i] *= c;
+              for (int d = 0; d < hd; ++d) acc[i][d] *= c;
+              run_max[i] = tile_max;
+            }
+            run_sum[i] += exp_scores<Math>(p[i], n, run_max[i]);
+          }
+        }
+        Load::rows(kv.v + base, kv.row_bytes, n, tile, hd);
+        for (int r = 0; r < nr; ++r) {
+          if (!live[r]) continue;
+          for (int hh = 0; hh < nh; ++hh) {
+            const int i = r * nh + hh;
+            if constexpr (requires { Math::accumulate(p[i], tile, n, acc[i], hd); }) {
+              Math::accumulate(p[i], tile, n, acc[i], hd);
+            } else {
+              for (int j = 0; j < n; ++j) Math::axpy(p[i][j], tile[j], acc[i], hd);
+            }
+          }
+        }
+        t0 += n;
+      }
+      for (int r = 0; r < nr; ++r) {
+        for (int hh = 0; hh < nh; ++hh) {
+          const int i = r * nh + hh;
+          float* o = rs[r].out + static_cast<std::int64_t>(h0 + hh) * hd;
+          const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
+          for (int d = 0; d < hd; ++d) o[d] = acc[i][d] * inv;
         }
       }
-      for (int i = 0; i < nh; ++i) {
-        float tile_max = p[i][0];
-        for (int j = 1; j < n; ++j) tile_max = p[i][j] > tile_max ? p[i][j] : tile_max;
-        if (tile_max > run_max[i]) {
-          // Rescale what was accumulated under the old maximum (nothing on the first tile).
-          const float c = run_max[i] == neg_inf ? 0.0f : __builtin_expf(run_max[i] - tile_max);
-          run_sum[i] *= c;
-          for (int d = 0; d < hd; ++d) acc[i][d] *= c;
-          run_max[i] = tile_max;
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < n; ++j) {
-          p[i][j] = __builtin_expf(p[i][j] - run_max[i]);
-          sum += p[i][j];
-        }
-        run_sum[i] += sum;
-      }
-      Load::rows(kv.v + base, kv.row_bytes, n, rows, hd);
-      for (int i = 0; i < nh; ++i) {
-        if constexpr (requires { Math::accumulate(p[i], rows, n, acc[i], hd); }) {
-          Math::accumulate(p[i], rows, n, acc[i], hd);
-        } else {
-          for (int j = 0; j < n; ++j) Math::axpy(p[i][j], rows[j], acc[i], hd);
-        }
-      }
-      t0 += n;
-    }
-    for (int i = 0; i < nh; ++i) {
-      float* o = out + static_cast<std::int64_t>(h0 + i) * hd;
-      const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
-      for (int d = 0; d < hd; ++d) o[d] = acc[i][d] * inv;
     }
     h0 = h1;
   }
@@ -148,12 +206,12 @@ struct q4_0_rows {
 
 /// Runs the loop with the ops for the view's format.
 template <class Math, class F16Load, class Q8Load, class Q4Load>
-inline void attention_dispatch(const attention_shape& s, const kv_page_view& kv, std::int32_t first, std::int32_t last,
-                               const float* q, float* out, int head_begin, int head_end) {
+inline void attention_dispatch(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
+                               int head_begin, int head_end) {
   switch (kv.format) {
-    case dtype::q8_0: attention_loop<Q8Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
-    case dtype::q4_0: attention_loop<Q4Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
-    default: attention_loop<F16Load, Math>(s, kv, first, last, q, out, head_begin, head_end); return;
+    case dtype::q8_0: attention_loop<Q8Load, Math>(s, kv, rows, n_rows, head_begin, head_end); return;
+    case dtype::q4_0: attention_loop<Q4Load, Math>(s, kv, rows, n_rows, head_begin, head_end); return;
+    default: attention_loop<F16Load, Math>(s, kv, rows, n_rows, head_begin, head_end); return;
   }
 }
 

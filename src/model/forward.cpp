@@ -128,8 +128,10 @@ void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& ba
   }
 }
 
-/// Attention of every row over its sequence. The work units are (row, run of query heads that
-/// share a kv head); workers take them as they free up, the longest contexts (last rows) first.
+/// Attention of every row over its sequence. The work units are (block of consecutive rows of one
+/// sequence, run of query heads that share a kv head): a block holds as many rows as one kernel pass
+/// takes with those heads, so the rows of a prefill chunk share each tile of keys and values.
+/// Workers take units as they free up, the longest contexts (last rows) first.
 void attend_rows(const hparams& h, int il, const batch_view& batch, const float* q, float* attn, const layer_kv& kv,
                  kernels::compute_pool& pool) {
   const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
@@ -142,28 +144,36 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   const int splits = static_cast<int>(std::clamp<std::int64_t>((per_row_wanted + h.n_head_kv - 1) / h.n_head_kv, 1, group));
   const int heads_per_unit = (group + splits - 1) / splits;
   const int units_per_group = (group + heads_per_unit - 1) / heads_per_unit;
-  const std::int64_t units_per_row = static_cast<std::int64_t>(h.n_head_kv) * units_per_group;
-  const std::int64_t units = n * units_per_row;
+  const std::int64_t units_per_block = static_cast<std::int64_t>(h.n_head_kv) * units_per_group;
+  const std::int32_t block_rows = std::max(1, kernels::k_attention_queries / heads_per_unit);
+  std::int64_t blocks = 0;
+  for (const seq_rows& sq : batch.seqs) blocks += (sq.n_rows + block_rows - 1) / block_rows;
+  const std::int64_t units = blocks * units_per_block;
 
   auto run_unit = [&](std::int64_t u) {
-    const std::int64_t row = u / units_per_row;
-    const int in_row = static_cast<int>(u % units_per_row);
-    const int kvh = in_row / units_per_group;
-    const int h0 = kvh * group + (in_row % units_per_group) * heads_per_unit;
+    std::int64_t block = u / units_per_block;
+    const int in_block = static_cast<int>(u % units_per_block);
+    const int kvh = in_block / units_per_group;
+    const int h0 = kvh * group + (in_block % units_per_group) * heads_per_unit;
     const int h1 = std::min(h0 + heads_per_unit, (kvh + 1) * group);
-    // The sequence whose rows hold `row`: the last one starting at or before it.
-    const auto it = std::upper_bound(batch.seqs.begin(), batch.seqs.end(), row,
-                                     [](std::int64_t r, const seq_rows& sq) { return r < sq.first_row; });
-    const seq_rows& sq = *(it - 1);
-    const std::int32_t pos = sq.start_pos + static_cast<std::int32_t>(row - sq.first_row);
-    const std::int32_t first = sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
-    const kv::kv_format format = kv.format_of(sq.blocks[0]);
+    // The sequence and rows of this block.
+    const seq_rows* sq = batch.seqs.data();
+    for (std::int64_t nb; block >= (nb = (sq->n_rows + block_rows - 1) / block_rows); ++sq) block -= nb;
+    const std::int32_t r0 = static_cast<std::int32_t>(block) * block_rows;
+    const std::int32_t nr = std::min(block_rows, sq->n_rows - r0);
+    kernels::attention_row rows[kernels::k_attention_queries];
+    for (std::int32_t r = 0; r < nr; ++r) {
+      const std::int64_t row = sq->first_row + r0 + r;
+      const std::int32_t pos = sq->start_pos + r0 + r;
+      rows[r] = {q + row * qd, attn + row * qd, sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0, pos};
+    }
+    const kv::kv_format format = kv.format_of(sq->blocks[0]);
     const std::int64_t row_bytes = kv.row_bytes(format);
     const kernels::kv_page_view view{kv.k_pages(format), kv.v_pages(format), kv.page_tokens() * row_bytes, row_bytes,
-                                     row_bytes / h.n_head_kv, kv.page_tokens(), sq.blocks, kv.space().base(format),
+                                     row_bytes / h.n_head_kv, kv.page_tokens(), sq->blocks, kv.space().base(format),
                                      format == kv::kv_format::f16 ? kernels::dtype::f16
                                      : format == kv::kv_format::q8_0 ? kernels::dtype::q8_0 : kernels::dtype::q4_0};
-    kernels::attention(shape, view, first, pos, q + row * qd, attn + row * qd, h0, h1);
+    kernels::attention(shape, view, rows, nr, h0, h1);
   };
 
   std::int64_t work = 0;  // key positions times query heads, to skip the pool for tiny steps
