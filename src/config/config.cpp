@@ -193,6 +193,7 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"cache.write_through", bool_key("cache.write_through", [](server_config& c, bool v) { c.cache.write_through = v; })},
       {"kv.memory", size_key("kv.memory", 1 << 20, [](server_config& c, std::uint64_t v) { c.kv.memory = v; })},
       {"kv.block_tokens", int_key("kv.block_tokens", 1, 4096, [](server_config& c, long long v) { c.kv.block_tokens = static_cast<int>(v); })},
+      {"kv.prefault_tokens", int_key("kv.prefault_tokens", 0, 1 << 24, [](server_config& c, long long v) { c.kv.prefault_tokens = static_cast<int>(v); })},
       {"kv.default_bits", int_key("kv.default_bits", 4, 16, [](server_config& c, long long v) { c.kv.default_bits = static_cast<int>(v); })},
       {"scheduler.token_budget", int_key("scheduler.token_budget", 1, 1 << 20, [](server_config& c, long long v) { c.scheduler.token_budget = static_cast<int>(v); })},
       {"scheduler.max_running", int_key("scheduler.max_running", 1, 4096, [](server_config& c, long long v) { c.scheduler.max_running = static_cast<int>(v); })},

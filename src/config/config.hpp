@@ -66,6 +66,9 @@ struct kv_section {
   int block_tokens = 32;
   /// KV format of requests that do not say: 16 (f16), 8 (q8_0) or 4 (q4_0).
   int default_bits = 16;
+  /// Tokens of KV pages (in the default format, every layer) backed at start, so that the first
+  /// requests after a start take no page faults; the rest is backed as it is first used.
+  int prefault_tokens = 4096;
 };
 
 struct scheduler_section {

@@ -36,6 +36,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.kv.memory, d.kv.memory);
   EXPECT_EQ(c.kv.block_tokens, d.kv.block_tokens);
   EXPECT_EQ(c.kv.default_bits, d.kv.default_bits);
+  EXPECT_EQ(c.kv.prefault_tokens, d.kv.prefault_tokens);
   EXPECT_EQ(c.scheduler.token_budget, d.scheduler.token_budget);
   EXPECT_EQ(c.scheduler.max_running, d.scheduler.max_running);
   EXPECT_EQ(c.scheduler.max_queued, d.scheduler.max_queued);
@@ -107,6 +108,7 @@ TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
   expect_error_naming("[cache]\nmode = \"lukewarm\"\n", "cache.mode");
   expect_error_naming("[cache]\nhot_memory = \"much\"\n", "cache.hot_memory");
   expect_error_naming("[kv]\ndefault_bits = 5\n", "kv.default_bits");
+  expect_error_naming("[kv]\nprefault_tokens = -1\n", "kv.prefault_tokens");
   expect_error_naming("[limits]\nidle_timeout = 60\n", "limits.idle_timeout");
   expect_error_naming("[log]\nlevel = \"loud\"\n", "log.level");
   expect_error_naming("[server]\napi_keys = [1, 2]\n", "server.api_keys");

@@ -142,10 +142,21 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
       "output", actors::supervision::stop_system,
       std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
       pipeline::sampler_factory([](const pipeline::open_sampler& o) { return std::make_unique<sequence_sampler>(o); }), to_sched);
+  std::vector<std::shared_ptr<layer_stage>> layers;
+  for (int il = 0; il < model_->hp.n_layer; ++il)
+    layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_));
+  if (cfg_.kv.prefault_tokens > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const kv::kv_format f = kv::kv_format_from_bits(default_kv_bits_).value_or(kv::kv_format::f16);
+    const std::int32_t pages = (cfg_.kv.prefault_tokens + page_tokens_ - 1) / page_tokens_;
+    std::size_t bytes = 0;
+    for (auto& l : layers) bytes += l->prefault(f, pages);
+    spdlog::info("KV pages of {} tokens backed in {:.2f} s ({} MiB)", static_cast<std::int64_t>(pages) * page_tokens_,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), bytes >> 20);
+  }
   for (int il = model_->hp.n_layer - 1; il >= 0; --il) {
-    next = system.spawn<pipeline::layer_actor>(
-        "layer-" + std::to_string(il), actors::supervision::stop_system,
-        std::shared_ptr<pipeline::layer_compute>(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_)), next);
+    next = system.spawn<pipeline::layer_actor>("layer-" + std::to_string(il), actors::supervision::stop_system,
+                                               std::shared_ptr<pipeline::layer_compute>(layers[static_cast<std::size_t>(il)]), next);
   }
   auto tok = tok_;
   sched::text_services text{

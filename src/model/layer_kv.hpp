@@ -14,6 +14,7 @@
 // thousands of faults to compute or to restore), and attention's long scans miss the TLB far less.
 // The price is that resident memory grows in 2 MiB steps of each array.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,23 @@ class layer_kv {
       k_[i] = map_pages(n);
       v_[i] = map_pages(n);
     }
+  }
+
+  /// Backs the first n_pages pages of format f's keys and values now, zeroed, so that the requests
+  /// that use them (the pool hands out the lowest ids first) take no page faults: on a fresh
+  /// machine a fault that zeroes a huge page costs far more than the attention that follows it.
+  /// Returns the bytes backed.
+  std::size_t prefault(kv::kv_format f, std::int32_t n_pages) {
+    const auto i = static_cast<std::size_t>(kv::format_index(f));
+    if (!k_[i] || n_pages <= 0) return 0;
+    const std::size_t n = static_cast<std::size_t>(std::min(n_pages, space_.capacity[i])) * static_cast<std::size_t>(page_tokens_) *
+                          static_cast<std::size_t>(row_bytes_[i]);
+    for (std::byte* a : {k_[i].get(), v_[i].get()}) {
+      if (::madvise(a, n, MADV_POPULATE_WRITE) == 0) continue;
+      // Kernels before 5.14: a write to each small page backs it (the first of a huge page backs all of it).
+      for (std::size_t off = 0; off < n; off += 4096) *static_cast<volatile std::byte*>(a + off) = std::byte{0};
+    }
+    return 2 * n;
   }
 
   /// Whether q4_0 keys (and the queries that read them) are rotated before quantization; on by
