@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -192,9 +193,11 @@ int main(int argc, char** argv) {
                 catalog.size() - misses, gb, secs, gb / secs, misses);
     return gb / secs;
   };
-  const double first = restore("first pass");
-  restore("second pass");
-  std::printf("restore_gbps=%.3f\n", first);
+  // Three passes, the median reported: a virtual disk's rate swings from run to run (ssd_restore.sh
+  // takes fio's median of three runs the same way).
+  double passes[3] = {restore("pass 1"), restore("pass 2"), restore("pass 3")};
+  std::sort(std::begin(passes), std::end(passes));
+  std::printf("restore_gbps=%.3f\n", passes[1]);
   std::printf("open_seconds=%.3f\n", st.open_seconds);
   std::printf("records=%llu\n", static_cast<unsigned long long>(st.records));
   if (!a.keep) std::filesystem::remove_all(a.dir, ec);
