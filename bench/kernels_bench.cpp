@@ -94,27 +94,38 @@ void bm_memcpy_bandwidth(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 
-void bm_gemv(benchmark::State& state, simd_level level, dtype t) {
+/// The weights repacked for the level's packed kernel (q8_0 where it has one), else empty.
+std::vector<std::byte> packed_copy(const kernel_table& kt, dtype t, const std::vector<std::byte>& w, std::int64_t rows,
+                                   std::int64_t k, bool packed) {
+  if (!packed || t != dtype::q8_0 || !kt.q8_0_x16) return {};
+  std::vector<std::byte> p(row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16));
+  repack_q8_0_x16(w.data(), rows / 16, k, p.data());
+  return p;
+}
+
+void bm_gemv(benchmark::State& state, simd_level level, dtype t, bool packed) {
   const std::int64_t rows = static_cast<std::int64_t>(k_stream_bytes / 2 / row_bytes(t, k_gemv_k));
   const auto w = make_weights(t, rows, k_gemv_k);
   const auto x = make_x(1, k_gemv_k);
   std::vector<float> y(static_cast<std::size_t>(rows));
   const kernel_table& kt = kernels_for(level);
+  const auto pw = packed_copy(kt, t, w, rows, k_gemv_k, packed);
   for (auto _ : state) {
-    matmul(pool(), kt, t, w.data(), rows, k_gemv_k, x.data(), 1, y.data());
+    matmul(pool(), kt, t, w.data(), rows, k_gemv_k, x.data(), 1, y.data(), pw.empty() ? nullptr : pw.data());
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * static_cast<double>(state.iterations()) / 1e9,
                                               benchmark::Counter::kIsRate);
 }
 
-void bm_gemm(benchmark::State& state, simd_level level, dtype t) {
+void bm_gemm(benchmark::State& state, simd_level level, dtype t, bool packed) {
   const auto w = make_weights(t, k_gemm_rows, k_gemm_k);
   const auto x = make_x(k_gemm_m, k_gemm_k);
   std::vector<float> y(static_cast<std::size_t>(k_gemm_m * k_gemm_rows));
   const kernel_table& kt = kernels_for(level);
+  const auto pw = packed_copy(kt, t, w, k_gemm_rows, k_gemm_k, packed);
   for (auto _ : state) {
-    matmul(pool(), kt, t, w.data(), k_gemm_rows, k_gemm_k, x.data(), k_gemm_m, y.data());
+    matmul(pool(), kt, t, w.data(), k_gemm_rows, k_gemm_k, x.data(), k_gemm_m, y.data(), pw.empty() ? nullptr : pw.data());
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * k_gemm_rows * k_gemm_k * k_gemm_m;
@@ -166,11 +177,19 @@ void register_all() {
     if (!cpu_supports(level)) continue;
     for (dtype t : types) {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
-      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t)->UseRealTime()->MinTime(1.0);
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t, false)->UseRealTime()->MinTime(1.0);
+    }
+    if (kernels_for(level).q8_0_x16) {
+      const std::string suffix = std::string(simd_level_name(level)) + "/q8_0_x16";
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, dtype::q8_0, true)->UseRealTime()->MinTime(1.0);
+      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, dtype::q8_0, true)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(1.0);
     }
     for (dtype t : types) {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
-      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, t)
+      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, t, false)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(level == simd_level::scalar ? 0.1 : 1.0);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
 #include "kernels/x86_row_dots.hpp"
 
@@ -453,6 +454,54 @@ float dot_q8_0(const void* w, const act_row& x, std::int64_t k) {
   return y;
 }
 
+/// One group of 16 repacked q8_0 rows (repack_q8_0_x16) against C activation rows: lane i of
+/// every vector is weight row i, so a block takes 8 vpdpbusd per column (4 bytes of x broadcast
+/// against 4 bytes of each of the 16 rows), one conversion and one FMA, and the 16 results are
+/// stored as they are. Each (row, column) runs the same operations whatever C is.
+template <int C>
+void q8_0_x16_tile(const std::byte* g, std::int64_t nb, const act_row* x, float* y, std::int64_t ldy) {
+  __m512 acc[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b, g += k_q8_0_x16_block_bytes) {
+    __m512i dot[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) dot[c] = _mm512_set1_epi32(-128 * x[c].sums[b]);
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m512i w = _mm512_loadu_si512(g + 64 * s);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        std::int32_t xv;
+        std::memcpy(&xv, x[c].qs + b * 32 + 4 * s, 4);
+        dot[c] = _mm512_dpbusd_epi32(dot[c], w, _mm512_set1_epi32(xv));
+      }
+    }
+    const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 512)));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c]), _mm512_mul_ps(sw, _mm512_set1_ps(x[c].d[b])), acc[c]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
+}
+
+void q8_0_x16(const std::byte* w, std::int64_t g0, std::int64_t g1, const act_row* x, int nc, std::int64_t k, float* y,
+              std::int64_t ldy) {
+  using tile = void (*)(const std::byte*, std::int64_t, const act_row*, float*, std::int64_t);
+  static constexpr tile tiles[8] = {q8_0_x16_tile<1>, q8_0_x16_tile<2>, q8_0_x16_tile<3>, q8_0_x16_tile<4>,
+                                    q8_0_x16_tile<5>, q8_0_x16_tile<6>, q8_0_x16_tile<7>, q8_0_x16_tile<8>};
+  const std::int64_t nb = k / 32;
+  const std::size_t group_bytes = static_cast<std::size_t>(nb) * k_q8_0_x16_block_bytes;
+  // A group's weights (16 rows) stay in cache across all the columns.
+  for (std::int64_t g = g0; g < g1; ++g) {
+    for (int c = 0; c < nc; c += 8) {
+      const int cc = std::min(8, nc - c);
+      tiles[cc - 1](w + static_cast<std::size_t>(g) * group_bytes, nb, x + c, y + c * ldy + g * 16, ldy);
+    }
+  }
+}
+
 void gemm_q8_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
                std::int64_t ldy) {
   static constexpr tile_fn tiles[4][4] = {
@@ -487,6 +536,7 @@ void fill_table(kernel_table& t) {
   t.row_gemm[dtype_slot(dtype::q5_k)] = gemm_k45<true>;
   t.row_gemm[dtype_slot(dtype::q6_k)] = gemm_q6_k;
   t.gemm_f32 = gemm_f32;
+  t.q8_0_x16 = q8_0_x16;
 }
 
 }  // namespace strata::kernels::avx512

@@ -41,10 +41,17 @@ void gemm_f32_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::in
   }
 }
 
-/// Rows [r0, r1) of W against the m prepared activation rows.
+/// Rows [r0, r1) of W against the m prepared activation rows; the rows in whole groups of 16 from
+/// `packed` when it is given (r0 is then a multiple of 16).
 void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
-              std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y) {
+              std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y, const std::byte* packed) {
   const std::size_t stride = row_bytes(wt, k);
+  if (packed) {
+    const std::int64_t g1 = std::min(r1, rows / 16 * 16) / 16;
+    if (r0 / 16 < g1) kt.q8_0_x16(packed, r0 / 16, g1, xs, static_cast<int>(m), k, y, rows);
+    r0 = std::max(r0, g1 * 16);
+    if (r0 >= r1) return;
+  }
   const row_gemm_fn gemm = kt.row_gemm[dtype_slot(wt)];
   if (gemm == nullptr) {
     const row_dot_fn dot = kt.row_dot[dtype_slot(wt)];
@@ -69,9 +76,10 @@ struct prepared_x {
 }  // namespace
 
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
-            const float* x, std::int64_t m, float* y) {
+            const float* x, std::int64_t m, float* y, const void* packed) {
   thread_local prepared_x px;
   const auto* wb = static_cast<const std::byte*>(w);
+  const auto* pk = wt == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(packed) : nullptr;
   const bool single = rows * k * m < 32 * 1024 || pool.size() == 1;
   if (is_float(wt) && m >= k_gemm_min_m && k % 16 == 0) {
     if (single) {
@@ -111,20 +119,20 @@ void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w,
     }
   }
   if (single) {
-    dot_rows(kt, wt, wb, 0, rows, rows, k, xs, m, y);
+    dot_rows(kt, wt, wb, 0, rows, rows, k, xs, m, y, pk);
     return;
   }
   auto job = [&](int ith, int nth) {
     std::int64_t b, e;
-    compute_pool::split(rows, m == 1 ? 4 : k_row_block, ith, nth, b, e);
-    if (b < e) dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y);
+    compute_pool::split(rows, m == 1 && !pk ? 4 : k_row_block, ith, nth, b, e);
+    if (b < e) dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y, pk);
   };
   pool.run(std::ref(job));
 }
 
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
-            std::int64_t m, float* y) {
-  matmul(pool, active_kernels(), wt, w, rows, k, x, m, y);
+            std::int64_t m, float* y, const void* packed) {
+  matmul(pool, active_kernels(), wt, w, rows, k, x, m, y, packed);
 }
 
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,

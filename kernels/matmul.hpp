@@ -24,11 +24,14 @@ constexpr std::int64_t k_gemm_min_m = 16;
 /// Every m computes the same sums up to the order of float additions, so a row's result does not
 /// depend on the batch it is in beyond rounding. Scratch buffers are per thread and grow on first
 /// use only.
+///  - q8_0 W with `packed` (repack_q8_0_x16 of its first rows / 16 groups, made where
+///    kernel_table::q8_0_x16 exists): those rows go through the packed kernel, the last rows % 16
+///    through the row dots.
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
-            std::int64_t m, float* y);
+            std::int64_t m, float* y, const void* packed = nullptr);
 /// The same with an explicit kernel level (tests and benchmarks compare levels with it).
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
-            const float* x, std::int64_t m, float* y);
+            const float* x, std::int64_t m, float* y, const void* packed = nullptr);
 
 /// The single-threaded exact reference: dequantize each row, then a plain dot product in double
 /// against the unrounded activations.

@@ -140,6 +140,36 @@ TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
   }
 }
 
+/// q8_0 weights repacked in groups of 16 rows (with rows % 16 left over in the GGUF layout) give
+/// the scalar kernels' products, the same result for a row alone or in a batch, and the same on
+/// one thread or two.
+TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
+  if (!cpu_supports(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const kernel_table& kt = kernels_for(simd_level::avx512);
+  compute_pool one(1), two(2);
+  for (std::int64_t rows : {16, 45, 133}) {
+    const std::int64_t k = 768, m = 21;
+    problem p = make_problem(dtype::q8_0, rows, k, m, gen);
+    std::vector<std::byte> packed(row_bytes(dtype::q8_0, k) * static_cast<std::size_t>(rows / 16 * 16));
+    repack_q8_0_x16(p.w.data(), rows / 16, k, packed.data());
+    std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size()), single(want.size());
+    matmul(two, kernels_for(simd_level::scalar), dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, want.data());
+    matmul(two, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, got.data(), packed.data());
+    matmul(one, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, single.data(), packed.data());
+    EXPECT_EQ(got, single) << "rows " << rows << " seed " << seed;
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar_tolerance * p.abs_dot[i] + 1e-6) << "rows " << rows << " at " << i << " seed " << seed;
+    std::vector<float> alone(static_cast<std::size_t>(rows));
+    for (std::int64_t i : {0, 9, 20}) {
+      matmul(two, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data() + i * k, 1, alone.data(), packed.data());
+      for (std::int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(alone[r], got[i * rows + r]) << "rows " << rows << " row " << i << " weight row " << r << " seed " << seed;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(all, matmul_types, ::testing::ValuesIn(k_all_types),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

@@ -338,4 +338,25 @@ void quantize_row(dtype t, const float* src, void* dst, std::int64_t n) {
   }
 }
 
+void repack_q8_0_x16(const void* src, std::int64_t groups, std::int64_t k, void* dst) {
+  const auto* in = static_cast<const block_q8_0*>(src);
+  auto* out = static_cast<std::byte*>(dst);
+  const std::int64_t nb = k / k_qk;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    for (std::int64_t b = 0; b < nb; ++b, out += k_q8_0_x16_block_bytes) {
+      for (int r = 0; r < 16; ++r) {
+        const block_q8_0& blk = in[(g * 16 + r) * nb + b];
+        // Four levels at a time; adding 128 to each byte is flipping its top bit.
+        for (int s = 0; s < k_qk / 4; ++s) {
+          std::uint32_t four;
+          std::memcpy(&four, blk.qs + 4 * s, 4);
+          four ^= 0x80808080u;
+          std::memcpy(out + s * 64 + r * 4, &four, 4);
+        }
+        std::memcpy(out + 512 + 2 * r, &blk.d, 2);
+      }
+    }
+  }
+}
+
 }  // namespace strata::kernels

@@ -58,6 +58,11 @@ using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const 
 /// of 16.
 using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
 
+/// q8_0 weights repacked by repack_q8_0_x16: y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for
+/// the groups g in [g0, g1), i < 16, c < nc.
+using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_t g1, const act_row* x, int nc,
+                                std::int64_t k, float* y, std::int64_t ldy);
+
 /// Index of a dtype in kernel_table::row_dot.
 int dtype_slot(dtype t);
 constexpr int k_dtype_slots = 8;
@@ -81,6 +86,9 @@ struct kernel_table {
   /// For the quantized types (the float slots stay null: they take gemm_f32).
   row_gemm_fn row_gemm[k_dtype_slots] = {};
   gemm_f32_fn gemm_f32 = nullptr;
+  /// q8_0 weights in 16-row groups (repack_q8_0_x16), every m; null where the level has none
+  /// (the weights then stay in their GGUF layout).
+  packed_gemm_fn q8_0_x16 = nullptr;
 };
 
 /// A row GEMM made of row dots, activation rows outermost (each stays in L1 across the weight

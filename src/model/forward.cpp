@@ -48,7 +48,7 @@ namespace {
 using fa = forward_access;
 
 void matmul(kernels::compute_pool& pool, const tensor_view& w, const float* x, std::int64_t n, float* y) {
-  kernels::matmul(pool, w.type, w.data, w.rows, w.cols, x, n, y);
+  kernels::matmul(pool, w.type, w.data, w.rows, w.cols, x, n, y, w.packed);
 }
 
 void add_bias(float* y, const tensor_view& b, std::int64_t n, std::int64_t dim) {

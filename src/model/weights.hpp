@@ -17,6 +17,9 @@ struct tensor_view {
   const void* data = nullptr;
   std::int64_t cols = 0;
   std::int64_t rows = 0;
+  /// The first rows / 16 * 16 rows repacked for the CPU's kernel (kernels::repack_q8_0_x16), or
+  /// null: matmul reads them from here instead of `data`.
+  const void* packed = nullptr;
   explicit operator bool() const { return data != nullptr; }
   /// The data as f32 (norms and biases are always stored as f32).
   const float* f32() const { return static_cast<const float*>(data); }
