@@ -264,8 +264,9 @@ void gemm_q4_0(const void* w, std::size_t w_stride, int nr, const act_row* x, in
 /// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
 /// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
 /// group g holds sub-blocks (0,2), (1,3), (4,6), (5,7); the mins enter as one more product per
-/// super-block (8 mins x the activation sums per 32). As with q8_0_tile, each (row, column)
-/// pair runs the same operations whatever R and C are.
+/// super-block (8 mins x the activation sums per 32). The scaled products of a super-block are
+/// summed in integers (at most 2^22 in a lane) and turned to float once, times d. As with
+/// q8_0_tile, each (row, column) pair runs the same operations whatever R and C are.
 template <bool five, int R, int C>
 void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
@@ -278,25 +279,27 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
   const __m512i low4 = _mm512_set1_epi8(0xF);
   const __m512i sixteen = _mm512_set1_epi8(16);
   for (std::int64_t i = 0; i < k / 256; ++i) {
-    __m256 dsc[R];
+    __m512i scs[R];  // scales of sub-blocks 0..7 in the low 8 lanes
     __m256i mins[R];
-    float ndmin[R];
+    float d[R], ndmin[R];
+    __m512i dot[R][C];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
       std::uint32_t sc[2], mn[2];
       k_scales_mins(b + 4, sc, mn);
-      dsc[r] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0])))),
-                             _mm256_set1_ps(half(b)));
+      scs[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0]))));
       mins[r] = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
+      d[r] = half(b);
       ndmin[r] = -half(b + 2);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) dot[r][c] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
       const int ja = 4 * (g / 2) + g % 2;  // the group's sub-blocks: ja and ja + 2
       const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi32(ja), _mm256_set1_epi32(ja + 2), 1);
-      __m512i u[R];
-      __m512 sw[R];
+      __m512i u[R], s[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
@@ -309,7 +312,7 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
           const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
           u[r] = _mm512_mask_add_epi8(u[r], _mm512_test_epi8_mask(qh, bits), u[r], sixteen);
         }
-        sw[r] = _mm512_permutexvar_ps(pick, _mm512_castps256_ps512(dsc[r]));
+        s[r] = _mm512_permutexvar_epi32(pick, scs[r]);
       }
       const std::int64_t at = 256 * i + 128 * (g / 2) + 32 * (g % 2);
 #pragma GCC unroll 8
@@ -317,12 +320,9 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
         const __m512i xv = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + at))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + at + 64)), 1);
-        const __m512 dx = _mm512_set1_ps(x[c].d[i]);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
-          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], dx), acc[r][c]);
-        }
+        for (int r = 0; r < R; ++r)
+          dot[r][c] = _mm512_add_epi32(dot[r][c], _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv), s[r]));
       }
     }
 #pragma GCC unroll 8
@@ -334,6 +334,7 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
       const float dx = x[c].d[i];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][c]), _mm512_set1_ps(d[r] * dx), acc[r][c]);
         const __m512 m = _mm512_zextps256_ps512(_mm256_cvtepi32_ps(_mm256_mullo_epi32(mins[r], s32)));
         acc[r][c] = _mm512_fmadd_ps(m, _mm512_set1_ps(ndmin[r] * dx), acc[r][c]);
       }
@@ -369,7 +370,9 @@ void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int
 /// q6_K weights against q8_256 activations, R x C. Group t (0..3) is the 64 values from 64 t, in
 /// order: two quarters of one half of the block (low or high nibbles of 64 ql bytes, with 2-bit
 /// pairs of qh). Each 16 values share scales[v / 16]; the stored levels are q + 32, so
-/// 32 * scale * (activation sum per 16) comes off once per super-block.
+/// 32 * scale * (activation sum per 16) comes off once per super-block. A super-block is summed
+/// in integers (each 4-value product times its 8-bit scale; at most 2^24 in a lane), then turned
+/// to float once: one multiply-add per group instead of a conversion and two float operations.
 template <int R, int C>
 void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   __m512 acc[R][C];
@@ -380,20 +383,28 @@ void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
   const __m512i low4 = _mm512_set1_epi8(0xF);
   const __m512i three = _mm512_set1_epi8(3);
   for (std::int64_t i = 0; i < k / 256; ++i) {
-    __m512 scf[R];  // d * scales[j], j = 0..15
+    __m512i sc[R];  // scales[j], j = 0..15
+    float d[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * sizeof(block_q6_k);
-      const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
-      scf[r] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)), _mm512_set1_ps(half(b + 208)));
+      sc[r] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+      d[r] = half(b + 208);
+    }
+    __m512i dot[R][C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      // The +32 offset of the levels: 32 * scale * (sum of the 16 activations it covers).
+      const __m512i sums = _mm512_loadu_si512(x[c].sums + i * 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) dot[r][c] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_mullo_epi32(sc[r], sums), 5));
     }
 #pragma GCC unroll 4
     for (int t = 0; t < 4; ++t) {
       const int h = t / 2, hi = t % 2;
       const __m512i pick = _mm512_set_epi32(4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 2, 4 * t + 2, 4 * t + 2,
                                             4 * t + 2, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t, 4 * t, 4 * t, 4 * t);
-      __m512i u[R];
-      __m512 sw[R];
+      __m512i u[R], s[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * sizeof(block_q6_k);
@@ -404,26 +415,21 @@ void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
         const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(qa), _mm256_srli_epi16(qa, 2), 1);
         const __m512i lo = hi ? _mm512_and_si512(_mm512_srli_epi16(l, 4), low4) : _mm512_and_si512(l, low4);
         u[r] = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hb, three), 4));
-        sw[r] = _mm512_permutexvar_ps(pick, scf[r]);
+        s[r] = _mm512_permutexvar_epi32(pick, sc[r]);
       }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const __m512i xv = _mm512_loadu_si512(x[c].qs + 256 * i + 64 * t);
-        const __m512 dx = _mm512_set1_ps(x[c].d[i]);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
-          acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], dx), acc[r][c]);
-        }
+        for (int r = 0; r < R; ++r)
+          dot[r][c] = _mm512_add_epi32(dot[r][c], _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv), s[r]));
       }
     }
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512 nbx = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(x[c].sums + i * 16)),
-                                       _mm512_set1_ps(-32.0f * x[c].d[i]));
+    for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(scf[r], nbx, acc[r][c]);
-    }
+      for (int r = 0; r < R; ++r)
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][c]), _mm512_set1_ps(d[r] * x[c].d[i]), acc[r][c]);
   }
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c)
