@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
+#include <type_traits>
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
@@ -16,12 +17,25 @@ namespace strata::model {
 namespace {
 
 /// The matrices a forward pass multiplies by (the embedding table is read by rows, and stays).
-std::vector<tensor_view*> product_matrices(model_weights& w) {
-  std::vector<tensor_view*> out;
+template <class Weights>
+auto product_matrices(Weights& w) {
+  using view = std::conditional_t<std::is_const_v<Weights>, const tensor_view, tensor_view>;
+  std::vector<view*> out;
   for (auto& l : w.layers)
-    for (tensor_view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) out.push_back(t);
+    for (view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) out.push_back(t);
   out.push_back(&w.output);
   return out;
+}
+
+/// Lets the OS drop the file mapping's pages that lie wholly inside the packed rows of t (its
+/// neighbours may still be read; reading a dropped page again only costs a fault).
+void drop_source(const tensor_view& t) {
+  if (!t.packed) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(t.data) +
+                    kernels::row_bytes(kernels::dtype::q8_0, t.cols) * static_cast<std::size_t>(t.rows / 16 * 16)) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 /// Maps in the whole pages of [p, p + n) of the file mapping (a hint: failure is fine).
@@ -60,6 +74,10 @@ void pack_weights(model& m) {
       // The mapped rows in one call (page tables filled in the kernel, not a fault per 4 KiB).
       populate(todo[i]->data, kernels::row_bytes(kernels::dtype::q8_0, todo[i]->cols) * static_cast<std::size_t>(todo[i]->rows));
       kernels::repack_q8_0_x16(todo[i]->data, todo[i]->rows / 16, todo[i]->cols, dst[i]);
+      // At once, so that a large file never has both copies resident.
+      tensor_view done = *todo[i];
+      done.packed = dst[i];
+      drop_source(done);
     }
   };
   std::vector<std::jthread> threads;
@@ -88,24 +106,11 @@ result<std::shared_ptr<const model>> model::from_file(gguf_file f) {
   if (!w) return std::move(w).err();
   m->weights = std::move(*w);
   pack_weights(*m);
-  m->drop_packed_sources();
   return std::shared_ptr<const model>(std::move(m));
 }
 
 void model::drop_packed_sources() const {
-  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  auto drop = [&](const tensor_view& t) {
-    if (!t.packed) return;
-    // The packed rows' bytes, shrunk to whole pages (neighbours may still be read).
-    const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
-    const auto end = (reinterpret_cast<std::uintptr_t>(t.data) +
-                      kernels::row_bytes(kernels::dtype::q8_0, t.cols) * static_cast<std::size_t>(t.rows / 16 * 16)) / page * page;
-    if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-  };
-  for (const auto& l : weights.layers)
-    for (const tensor_view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) drop(*t);
-  // A tied output shares its pages with the embedding table, whose rows are still read.
-  if (weights.output.data != weights.token_embd.data) drop(weights.output);
+  for (const tensor_view* t : product_matrices(weights)) drop_source(*t);
 }
 
 }  // namespace strata::model
