@@ -98,8 +98,10 @@ void bm_memcpy_bandwidth(benchmark::State& state) {
 std::vector<std::byte> packed_copy(const kernel_table& kt, dtype t, const std::vector<std::byte>& w, std::int64_t rows,
                                    std::int64_t k, bool packed) {
   if (!packed || t != dtype::q8_0 || !kt.q8_0_x16) return {};
-  std::vector<std::byte> p(row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16));
+  std::vector<std::byte> p(w.size());
   repack_q8_0_x16(w.data(), rows / 16, k, p.data());
+  const std::size_t grouped = row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16);
+  std::copy(w.begin() + static_cast<std::ptrdiff_t>(grouped), w.end(), p.begin() + static_cast<std::ptrdiff_t>(grouped));
   return p;
 }
 

@@ -51,6 +51,7 @@ void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t
     if (r0 / 16 < g1) kt.q8_0_x16(packed, r0 / 16, g1, xs, static_cast<int>(m), k, y, rows);
     r0 = std::max(r0, g1 * 16);
     if (r0 >= r1) return;
+    w = packed;  // the rows % 16 left over follow the groups, in the GGUF layout, at their own offsets
   }
   const row_gemm_fn gemm = kt.row_gemm[dtype_slot(wt)];
   if (gemm == nullptr) {

@@ -24,9 +24,9 @@ constexpr std::int64_t k_gemm_min_m = 16;
 /// Every m computes the same sums up to the order of float additions, so a row's result does not
 /// depend on the batch it is in beyond rounding. Scratch buffers are per thread and grow on first
 /// use only.
-///  - q8_0 W with `packed` (repack_q8_0_x16 of its first rows / 16 groups, made where
-///    kernel_table::q8_0_x16 exists): those rows go through the packed kernel, the last rows % 16
-///    through the row dots.
+///  - q8_0 W with `packed` (repack_q8_0_x16 of its first rows / 16 groups, then the rows % 16
+///    left over in the GGUF layout; made where kernel_table::q8_0_x16 exists): the groups go
+///    through the packed kernel, the last rows through the row dots, all read from `packed`.
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
             std::int64_t m, float* y, const void* packed = nullptr);
 /// The same with an explicit kernel level (tests and benchmarks compare levels with it).

@@ -141,8 +141,8 @@ TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
 }
 
 /// q8_0 weights repacked in groups of 16 rows (with rows % 16 left over in the GGUF layout) give
-/// the scalar kernels' products, the same result for a row alone or in a batch, and the same on
-/// one thread or two.
+/// back every row exactly, the scalar kernels' products, the same result for a row alone or in a
+/// batch, and the same on one thread or two.
 TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
   if (!cpu_supports(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
   const unsigned seed = std::random_device{}();
@@ -152,8 +152,17 @@ TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
   for (std::int64_t rows : {16, 45, 133}) {
     const std::int64_t k = 768, m = 21;
     problem p = make_problem(dtype::q8_0, rows, k, m, gen);
-    std::vector<std::byte> packed(row_bytes(dtype::q8_0, k) * static_cast<std::size_t>(rows / 16 * 16));
+    // The groups, then the rows % 16 in the GGUF layout at their own offsets.
+    const std::size_t grouped = row_bytes(dtype::q8_0, k) * static_cast<std::size_t>(rows / 16 * 16);
+    std::vector<std::byte> packed(p.w.size());
     repack_q8_0_x16(p.w.data(), rows / 16, k, packed.data());
+    std::memcpy(packed.data() + grouped, p.w.data() + grouped, p.w.size() - grouped);
+    std::vector<float> row(static_cast<std::size_t>(k)), want_row(row.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      dequantize_q8_0_x16_row(packed.data(), rows, r, k, row.data());
+      dequantize_row(dtype::q8_0, p.w.data() + static_cast<std::size_t>(r) * row_bytes(dtype::q8_0, k), want_row.data(), k);
+      ASSERT_EQ(row, want_row) << "row " << r << " of " << rows;
+    }
     std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size()), single(want.size());
     matmul(two, kernels_for(simd_level::scalar), dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, want.data());
     matmul(two, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, got.data(), packed.data());

@@ -70,5 +70,8 @@ inline constexpr std::size_t k_q8_0_x16_block_bytes = 16 * 34;
 /// Repacks `groups` groups of 16 q8_0 rows of k values (the rows of src in order) into dst
 /// (groups * 16 * row_bytes(q8_0, k) bytes).
 void repack_q8_0_x16(const void* src, std::int64_t groups, std::int64_t k, void* dst);
+/// Row `row` of a q8_0 matrix of `rows` rows held as repack_q8_0_x16 groups followed by the rows
+/// % 16 left over in the GGUF layout, dequantized into dst (k values).
+void dequantize_q8_0_x16_row(const void* packed, std::int64_t rows, std::int64_t row, std::int64_t k, float* dst);
 
 }  // namespace strata::kernels

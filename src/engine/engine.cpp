@@ -101,7 +101,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   if (reuse) {
     auto f0 = std::chrono::steady_clock::now();
     e->fingerprint_ = kv::model_fingerprint(e->model_->file.bytes());
-    e->model_->drop_packed_sources();  // the fingerprint read every page of the file
+    e->model_->drop_file_pages();  // the fingerprint read every page of the file
     spdlog::info("model fingerprint {:016x}{:016x} ({:.2f} s)", e->fingerprint_[1], e->fingerprint_[0],
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
   }

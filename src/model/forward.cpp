@@ -258,7 +258,11 @@ void embed(const model_weights& w, const hparams& h, const std::int32_t* tokens,
   for (std::int32_t i = 0; i < n; ++i) {
     const std::int32_t t = std::clamp<std::int32_t>(tokens[i], 0, h.n_vocab - 1);
     float* row = hidden + static_cast<std::size_t>(i) * static_cast<std::size_t>(e.cols);
-    kernels::dequantize_row(e.type, static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * stride, row, e.cols);
+    if (e.packed) {
+      kernels::dequantize_q8_0_x16_row(e.packed, e.rows, t, e.cols, row);
+    } else {
+      kernels::dequantize_row(e.type, static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * stride, row, e.cols);
+    }
     if (h.embed_scale != 1.0f) kernels::scale(row, e.cols, h.embed_scale);
   }
 }

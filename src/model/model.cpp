@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <thread>
-#include <type_traits>
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
@@ -16,29 +16,37 @@ namespace strata::model {
 
 namespace {
 
-/// The matrices a forward pass multiplies by (the embedding table is read by rows, and stays).
-template <class Weights>
-auto product_matrices(Weights& w) {
-  using view = std::conditional_t<std::is_const_v<Weights>, const tensor_view, tensor_view>;
-  std::vector<view*> out;
+/// Every tensor view of the model.
+std::vector<tensor_view*> all_views(model_weights& w) {
+  std::vector<tensor_view*> out{&w.token_embd, &w.output_norm, &w.output};
   for (auto& l : w.layers)
-    for (view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) out.push_back(t);
+    for (tensor_view* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
+                           &l.post_attn_norm, &l.ffn_norm, &l.gate, &l.up, &l.gate_up, &l.down, &l.post_ffn_norm, &l.rope_freqs})
+      out.push_back(t);
+  return out;
+}
+
+/// The matrices a forward pass multiplies by (the embedding table is read by rows).
+std::vector<tensor_view*> product_matrices(model_weights& w) {
+  std::vector<tensor_view*> out;
+  for (auto& l : w.layers)
+    for (tensor_view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) out.push_back(t);
   out.push_back(&w.output);
   return out;
 }
 
-/// Lets the OS drop the file mapping's pages that lie wholly inside the packed rows of t (its
-/// neighbours may still be read; reading a dropped page again only costs a fault).
-void drop_source(const tensor_view& t) {
-  if (!t.packed) return;
+std::size_t tensor_bytes(const tensor_view& t) { return kernels::row_bytes(t.type, t.cols) * static_cast<std::size_t>(t.rows); }
+
+/// The whole pages inside [p, p + n) (rounded in: neighbours may still be read).
+void drop_pages(const void* p, std::size_t n) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<std::uintptr_t>(t.data) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<std::uintptr_t>(t.data) +
-                    kernels::row_bytes(kernels::dtype::q8_0, t.cols) * static_cast<std::size_t>(t.rows / 16 * 16)) / page * page;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + n) / page * page;
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-/// Maps in the whole pages of [p, p + n) of the file mapping (a hint: failure is fine).
+/// Maps in the pages of [p, p + n) in one call: page tables filled in the kernel, not a fault
+/// per 4 KiB (a hint: failure is fine).
 void populate(const void* p, std::size_t n) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<std::uintptr_t>(p) / page * page;
@@ -46,45 +54,66 @@ void populate(const void* p, std::size_t n) {
 }
 
 /// Repacks the q8_0 product matrices of at least 16 rows for the CPU's packed kernel, when it has
-/// one, on every core. Each copy takes the place of the mapped rows in matmul; the file mapping
-/// stays for the embedding table and the rows % 16 left over.
+/// one, on every core: each copy holds the row groups, then the rows % 16 left over in the GGUF
+/// layout, and takes the place of the mapped matrix. The model then owns every weight it reads:
+/// the other tensors are copied too, and a tied embedding table is read from the packed output.
+/// So the file's pages can all be dropped, and one copy of the weights stays resident rather
+/// than the copy plus whatever pages of the file small reads would map in.
 void pack_weights(model& m) {
   if (!kernels::active_kernels().q8_0_x16) return;
-  std::vector<tensor_view*> todo;
-  for (tensor_view* t : product_matrices(m.weights))
-    if (*t && t->type == kernels::dtype::q8_0 && t->rows >= 16 && !t->packed) todo.push_back(t);
-  // One mapping for every copy, in huge pages where the kernel allows (a few hundred faults
-  // instead of one per 4 KiB), each copy starting on a cache line.
-  std::vector<std::size_t> offset(todo.size() + 1, 0);
-  for (std::size_t i = 0; i < todo.size(); ++i) {
-    const std::size_t bytes = kernels::row_bytes(kernels::dtype::q8_0, todo[i]->cols) * static_cast<std::size_t>(todo[i]->rows / 16 * 16);
-    offset[i + 1] = offset[i] + (bytes + 63) / 64 * 64;
+  auto& w = m.weights;
+  std::vector<tensor_view*> todo, rest;
+  for (tensor_view* t : product_matrices(w))
+    if (*t && t->type == kernels::dtype::q8_0 && t->rows >= 16) todo.push_back(t);
+  if (todo.empty()) return;
+  const bool tied = w.token_embd.data == w.output.data;
+  const bool output_packed = std::find(todo.begin(), todo.end(), &w.output) != todo.end();
+  for (tensor_view* t : all_views(w)) {
+    if (!*t || std::find(todo.begin(), todo.end(), t) != todo.end()) continue;
+    if (tied && (t == &w.output || (t == &w.token_embd && output_packed))) continue;  // one copy serves both
+    rest.push_back(t);
   }
+  // One mapping for everything, in huge pages where the kernel allows (a few hundred faults
+  // instead of one per 4 KiB), each tensor starting on a cache line.
+  const std::size_t n = todo.size() + rest.size();
+  auto view = [&](std::size_t i) -> tensor_view& { return i < todo.size() ? *todo[i] : *rest[i - todo.size()]; };
+  std::vector<std::size_t> offset(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) offset[i + 1] = offset[i] + (tensor_bytes(view(i)) + 63) / 64 * 64;
   const std::size_t total = offset.back();
-  if (total == 0) return;
   void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) return;  // no memory for the copies: the GGUF layout serves
   ::madvise(base, total, MADV_HUGEPAGE);
   m.packed = std::shared_ptr<std::byte>(static_cast<std::byte*>(base), [total](std::byte* p) { ::munmap(p, total); });
-  std::vector<std::byte*> dst(todo.size());
-  for (std::size_t i = 0; i < todo.size(); ++i) dst[i] = m.packed.get() + offset[i];
   std::atomic<std::size_t> next{0};
   auto work = [&] {
-    for (std::size_t i = next++; i < todo.size(); i = next++) {
-      // The mapped rows in one call (page tables filled in the kernel, not a fault per 4 KiB).
-      populate(todo[i]->data, kernels::row_bytes(kernels::dtype::q8_0, todo[i]->cols) * static_cast<std::size_t>(todo[i]->rows));
-      kernels::repack_q8_0_x16(todo[i]->data, todo[i]->rows / 16, todo[i]->cols, dst[i]);
-      // At once, so that a large file never has both copies resident.
-      tensor_view done = *todo[i];
-      done.packed = dst[i];
-      drop_source(done);
+    for (std::size_t i = next++; i < n; i = next++) {
+      const tensor_view& t = view(i);
+      std::byte* dst = m.packed.get() + offset[i];
+      const std::size_t bytes = tensor_bytes(t);
+      populate(t.data, bytes);
+      if (i < todo.size()) {
+        const std::size_t grouped = kernels::row_bytes(t.type, t.cols) * static_cast<std::size_t>(t.rows / 16 * 16);
+        kernels::repack_q8_0_x16(t.data, t.rows / 16, t.cols, dst);
+        std::memcpy(dst + grouped, static_cast<const std::byte*>(t.data) + grouped, bytes - grouped);
+      } else {
+        std::memcpy(dst, t.data, bytes);
+      }
+      drop_pages(t.data, bytes);  // at once: a large file never has both copies resident
     }
   };
   std::vector<std::jthread> threads;
   for (unsigned t = 1; t < std::max(1u, std::thread::hardware_concurrency()); ++t) threads.emplace_back(work);
   work();
   threads.clear();
-  for (std::size_t i = 0; i < todo.size(); ++i) todo[i]->packed = dst[i];
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i < todo.size()) view(i).packed = m.packed.get() + offset[i];
+    else view(i).data = m.packed.get() + offset[i];
+  }
+  if (tied) {
+    if (output_packed) w.token_embd.packed = w.output.packed;
+    else w.output.data = w.token_embd.data;
+  }
+  m.owns_weights = true;
 }
 
 }  // namespace
@@ -106,11 +135,12 @@ result<std::shared_ptr<const model>> model::from_file(gguf_file f) {
   if (!w) return std::move(w).err();
   m->weights = std::move(*w);
   pack_weights(*m);
+  m->drop_file_pages();
   return std::shared_ptr<const model>(std::move(m));
 }
 
-void model::drop_packed_sources() const {
-  for (const tensor_view* t : product_matrices(weights)) drop_source(*t);
+void model::drop_file_pages() const {
+  if (owns_weights) drop_pages(file.bytes().data(), file.bytes().size());
 }
 
 }  // namespace strata::model

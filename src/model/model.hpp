@@ -15,15 +15,17 @@ struct model {
   gguf_file file;
   hparams hp;
   model_weights weights;
-  /// The repacked copies of q8_0 matrices (tensor_view::packed points into them), made at load
-  /// where the CPU's kernels take them.
+  /// The model's own copy of its weights, made at load where the CPU has a packed kernel: the
+  /// q8_0 matrices repacked (tensor_view::packed points into it), every other tensor copied
+  /// (its view's data does). Empty otherwise: the views point into the file mapping.
   std::shared_ptr<std::byte> packed;
+  /// Whether every view points into `packed`, so that nothing reads the file mapping's pages.
+  bool owns_weights = false;
 
-  /// Lets the OS drop the mapped file pages of the matrices that have a packed copy: they are no
-  /// longer read, so the process keeps one copy of the weights resident, not two. Anything that
-  /// reads the whole file (the fingerprint) should run first; reading such a page again later
-  /// only costs a fault.
-  void drop_packed_sources() const;
+  /// Lets the OS drop the file mapping's pages when the model owns its weights (anything that read
+  /// the whole file, such as the fingerprint, should run first; a page read again later, the
+  /// metadata's, only costs a fault).
+  void drop_file_pages() const;
 
   static result<std::shared_ptr<const model>> load(const std::filesystem::path& path);
   static result<std::shared_ptr<const model>> from_file(gguf_file f);
