@@ -371,8 +371,9 @@ void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int
 /// order: two quarters of one half of the block (low or high nibbles of 64 ql bytes, with 2-bit
 /// pairs of qh). Each 16 values share scales[v / 16]; the stored levels are q + 32, so
 /// 32 * scale * (activation sum per 16) comes off once per super-block. A super-block is summed
-/// in integers (each 4-value product times its 8-bit scale; at most 2^24 in a lane), then turned
-/// to float once: one multiply-add per group instead of a conversion and two float operations.
+/// in integers (each 4-value product times its 8-bit scale, under 2^25 in a lane with the offset
+/// taken off), then turned to float once: one multiply-add per group instead of a conversion and
+/// two float operations.
 template <int R, int C>
 void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   __m512 acc[R][C];

@@ -41,8 +41,9 @@ void gemm_f32_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::in
   }
 }
 
-/// Rows [r0, r1) of W against the m prepared activation rows; the rows in whole groups of 16 from
-/// `packed` when it is given (r0 is then a multiple of 16).
+/// Rows [r0, r1) of W against the m prepared activation rows; all read from `packed` when it is
+/// given (r0 is then a multiple of 16): the whole groups of 16 through the packed kernel, the rows
+/// left over through the row dots.
 void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
               std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y, const std::byte* packed) {
   const std::size_t stride = row_bytes(wt, k);

@@ -24,14 +24,9 @@
 #include <sys/mman.h>
 
 #include "src/kv/kv_format.hpp"
+#include "src/model/huge_pages.hpp"
 
 namespace strata::model {
-
-/// Unmaps what layer_kv mapped.
-struct unmap_pages {
-  std::size_t bytes = 0;
-  void operator()(std::byte* p) const noexcept { ::munmap(p, bytes); }
-};
 
 class layer_kv {
  public:
@@ -93,14 +88,11 @@ class layer_kv {
   const std::byte* v_pages(kv::kv_format f) const { return v_[static_cast<std::size_t>(kv::format_index(f))].get(); }
 
  private:
-  using pages = std::unique_ptr<std::byte[], unmap_pages>;
-  using arrays = std::array<pages, 3>;
-  /// n bytes of zeroed, lazily backed memory, in huge pages where the kernel allows.
-  static pages map_pages(std::size_t n) {
-    void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(p, n, MADV_HUGEPAGE);
-    return pages(static_cast<std::byte*>(p), unmap_pages{n});
+  using arrays = std::array<huge_pages, 3>;
+  static huge_pages map_pages(std::size_t n) {
+    huge_pages p = map_huge_pages(n);
+    if (!p) throw std::bad_alloc();
+    return p;
   }
   std::byte* at(const arrays& a, std::int32_t page, std::int32_t slot) const {
     const kv::kv_format f = space_.format_of(page);

@@ -16,22 +16,32 @@ namespace strata::model {
 
 namespace {
 
-/// Every tensor view of the model.
-std::vector<tensor_view*> all_views(model_weights& w) {
-  std::vector<tensor_view*> out{&w.token_embd, &w.output_norm, &w.output};
-  for (auto& l : w.layers)
-    for (tensor_view* t : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm,
-                           &l.post_attn_norm, &l.ffn_norm, &l.gate, &l.up, &l.gate_up, &l.down, &l.post_ffn_norm, &l.rope_freqs})
-      out.push_back(t);
-  return out;
-}
+using layer_member = tensor_view layer_weights::*;
+/// A layer's matrices that the forward pass multiplies by, and the rest of its tensors.
+constexpr layer_member k_layer_products[] = {&layer_weights::wq,   &layer_weights::wk,      &layer_weights::wv,
+                                             &layer_weights::wqkv, &layer_weights::wo,      &layer_weights::gate,
+                                             &layer_weights::up,   &layer_weights::gate_up, &layer_weights::down};
+constexpr layer_member k_layer_others[] = {&layer_weights::attn_norm,     &layer_weights::bq,       &layer_weights::bk,
+                                           &layer_weights::bv,            &layer_weights::q_norm,   &layer_weights::k_norm,
+                                           &layer_weights::post_attn_norm, &layer_weights::ffn_norm, &layer_weights::post_ffn_norm,
+                                           &layer_weights::rope_freqs};
 
 /// The matrices a forward pass multiplies by (the embedding table is read by rows).
 std::vector<tensor_view*> product_matrices(model_weights& w) {
   std::vector<tensor_view*> out;
   for (auto& l : w.layers)
-    for (tensor_view* t : {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.gate, &l.up, &l.gate_up, &l.down}) out.push_back(t);
+    for (layer_member t : k_layer_products) out.push_back(&(l.*t));
   out.push_back(&w.output);
+  return out;
+}
+
+/// Every tensor view of the model.
+std::vector<tensor_view*> all_views(model_weights& w) {
+  std::vector<tensor_view*> out = product_matrices(w);
+  out.push_back(&w.token_embd);
+  out.push_back(&w.output_norm);
+  for (auto& l : w.layers)
+    for (layer_member t : k_layer_others) out.push_back(&(l.*t));
   return out;
 }
 
@@ -73,17 +83,15 @@ void pack_weights(model& m) {
     if (tied && (t == &w.output || (t == &w.token_embd && output_packed))) continue;  // one copy serves both
     rest.push_back(t);
   }
-  // One mapping for everything, in huge pages where the kernel allows (a few hundred faults
-  // instead of one per 4 KiB), each tensor starting on a cache line.
+  // One mapping for everything, in huge pages (a few hundred faults instead of one per 4 KiB),
+  // each tensor starting on a cache line.
   const std::size_t n = todo.size() + rest.size();
   auto view = [&](std::size_t i) -> tensor_view& { return i < todo.size() ? *todo[i] : *rest[i - todo.size()]; };
   std::vector<std::size_t> offset(n + 1, 0);
   for (std::size_t i = 0; i < n; ++i) offset[i + 1] = offset[i] + (tensor_bytes(view(i)) + 63) / 64 * 64;
   const std::size_t total = offset.back();
-  void* base = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED) return;  // no memory for the copies: the GGUF layout serves
-  ::madvise(base, total, MADV_HUGEPAGE);
-  m.packed = std::shared_ptr<std::byte>(static_cast<std::byte*>(base), [total](std::byte* p) { ::munmap(p, total); });
+  m.packed = map_huge_pages(total);
+  if (!m.packed) return;  // no memory for the copies: the GGUF layout serves
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i = next++; i < n; i = next++) {

@@ -7,6 +7,7 @@
 
 #include "src/model/gguf_file.hpp"
 #include "src/model/hparams.hpp"
+#include "src/model/huge_pages.hpp"
 #include "src/model/weights.hpp"
 
 namespace strata::model {
@@ -18,7 +19,7 @@ struct model {
   /// The model's own copy of its weights, made at load where the CPU has a packed kernel: the
   /// q8_0 matrices repacked (tensor_view::packed points into it), every other tensor copied
   /// (its view's data does). Empty otherwise: the views point into the file mapping.
-  std::shared_ptr<std::byte> packed;
+  huge_pages packed;
   /// Whether every view points into `packed`, so that nothing reads the file mapping's pages.
   bool owns_weights = false;
 
