@@ -26,6 +26,7 @@ class layer_actor final : public actors::actor<stage_inbox> {
       }
       compute_->save_pages(f.saved);
     }
+    if (!f.layout.copy.empty()) compute_->copy_pages(f.layout.copy);
     if (!f.layout.load.empty()) compute_->load_pages(f.layout.load);
     if (f.layout.n_rows() > 0) compute_->run(f.layout, f.hidden);
     next_.tell(std::move(f));

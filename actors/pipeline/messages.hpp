@@ -38,6 +38,12 @@ struct frozen_block {
   std::vector<std::byte> bytes;
 };
 
+/// Copy every layer's page of block `from` into block `to`.
+struct block_copy {
+  std::int32_t from = -1;
+  std::int32_t to = -1;
+};
+
 /// One step's batch: token rows grouped by sequence. Moved from stage to stage with the
 /// activations, so no stage reads another's state.
 struct batch_layout {
@@ -47,6 +53,9 @@ struct batch_layout {
   /// Blocks whose pages every layer copies out, before computing, into forward::saved (to persist
   /// them). Before computing: a block evicted for this very step still holds its old KV then.
   std::vector<std::int32_t> save;
+  /// Pages every layer copies from block to block, after the saves and before the loads and the
+  /// compute: a sequence starting from a cached partial block gets its own copy of it.
+  std::vector<block_copy> copy;
   /// Blocks restored from the SSD: every layer copies its part into the block's pages, after the
   /// saves and before computing.
   std::vector<frozen_block> load;

@@ -21,6 +21,8 @@ class layer_compute {
   /// Appends this layer's keys and values of each block saved[i].block to saved[i].bytes (see
   /// frozen_block). Stages without pages of their own append nothing.
   virtual void save_pages(std::vector<frozen_block>& saved) { (void)saved; }
+  /// Copies this layer's page of each copy's `from` block over its `to` block's.
+  virtual void copy_pages(const std::vector<block_copy>& copies) { (void)copies; }
   /// Copies this layer's part of each frozen block into the block's pages.
   virtual void load_pages(const std::vector<frozen_block>& blocks) { (void)blocks; }
 };

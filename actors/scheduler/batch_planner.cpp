@@ -31,10 +31,68 @@ void batch_planner::set_paused(std::uint64_t id, bool paused) {
 }
 
 void batch_planner::release_blocks(sequence& s) {
+  publish_tail(s);
   for (auto b : s.blocks) pool_.release(b);
   s.blocks.clear();
   s.n_published = 0;
   s.restoring = false;
+  s.restore_tail = 0;
+}
+
+template <class Live>
+std::pair<const batch_planner::tail*, std::int32_t> batch_planner::best_tail(tail_map& tails, const kv::block_hash& parent,
+                                                                            std::span<const std::int32_t> next, Live live) {
+  auto it = tails.find(parent);
+  if (it == tails.end()) return {nullptr, 0};
+  const tail* best = nullptr;
+  std::int32_t best_n = 0;
+  for (const tail& t : it->second) {
+    const std::size_t m = std::min(t.tokens.size(), next.size());
+    std::size_t n = 0;
+    while (n < m && t.tokens[n] == next[n]) ++n;
+    if (static_cast<std::int32_t>(n) > best_n && live(t)) {
+      best = &t;
+      best_n = static_cast<std::int32_t>(n);
+    }
+  }
+  return {best, best_n};
+}
+
+void batch_planner::publish_tail(sequence& s) {
+  if (!opts_.prefix_cache || s.restoring) return;
+  const std::int32_t bt = opts_.block_tokens;
+  const std::int32_t i = s.n_computed / bt, k = s.n_computed % bt;
+  if (k == 0 || i >= static_cast<std::int32_t>(s.blocks.size())) return;
+  extend_hashes(s, i);
+  const kv::block_hash parent = parent_of(s, static_cast<std::size_t>(i));
+  const auto from = s.tokens.begin() + static_cast<std::ptrdiff_t>(i) * bt;
+  std::vector<std::int32_t> tokens(from, from + k);
+  const kv::block_hash h = hasher_.chain(parent, tokens);
+  const std::int32_t block = s.blocks[static_cast<std::size_t>(i)];
+  if (!pool_.set_hash(block, h, parent)) return;  // the same tail is cached already
+  if (opts_.ssd && opts_.write_through) offer_save(block, h, parent, s.format, tokens);
+  ram_tails_[parent].push_back(tail{h, std::move(tokens)});
+  ++ram_tail_entries_;
+}
+
+bool batch_planner::take_tail(sequence& s, std::int32_t full, std::int32_t limit) {
+  const std::int32_t bt = opts_.block_tokens;
+  const kv::block_hash& parent = parent_of(s, static_cast<std::size_t>(full));
+  const auto next = std::span<const std::int32_t>(s.tokens).subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(limit));
+  auto [t, n] = best_tail(ram_tails_, parent, next, [&](const tail& c) { return pool_.contains(c.hash); });
+  if (!t) return false;
+  // Held while the copy's block is allocated, so that making room cannot evict it. Once let go it
+  // may be evicted and even handed out in this same plan: the copy still reads it first, since
+  // every layer copies before it computes.
+  auto from = pool_.lookup(t->hash);
+  if (!from) return false;
+  auto to = pool_.allocate(s.format);
+  pool_.release(*from);
+  if (!to) return false;
+  copies_.push_back(block_copy{*from, *to});
+  s.blocks.push_back(*to);
+  s.n_computed = full * bt + n;
+  return true;
 }
 
 const kv::block_hash& batch_planner::root(kv::kv_format f) {
@@ -81,8 +139,14 @@ void batch_planner::match_prefix(sequence& s) {
     if (!b) break;
     s.blocks.push_back(*b);
   }
-  s.n_computed = static_cast<std::int32_t>(s.blocks.size()) * bt;
-  s.n_published = static_cast<std::int32_t>(s.blocks.size());
+  const auto full = static_cast<std::int32_t>(s.blocks.size());
+  s.n_computed = full * bt;
+  s.n_published = full;
+  // The block after the chain may be a tail left by an earlier sequence, unless the chain goes on
+  // through the SSD (whose full blocks come first).
+  const std::int32_t limit = std::min(bt - 1, static_cast<std::int32_t>(s.tokens.size()) - 1 - full * bt);
+  const bool ssd_next = opts_.ssd && full < max_blocks && on_ssd_.contains(s.hashes[static_cast<std::size_t>(full)]);
+  if (limit > 0 && !ssd_next) take_tail(s, full, limit);
 }
 
 void batch_planner::publish_full_blocks(sequence& s) {
@@ -98,24 +162,64 @@ void batch_planner::publish_full_blocks(sequence& s) {
   }
 }
 
-void batch_planner::offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f) {
+void batch_planner::offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f,
+                               std::vector<std::int32_t> token_ids) {
   if (on_ssd_.contains(h) || !persisting_.insert(h).second) return;
-  saves_.push_back(save_item{block, h, parent, f});
+  if (!token_ids.empty()) saving_tails_[h] = {parent, token_ids};
+  saves_.push_back(save_item{block, h, parent, f, std::move(token_ids)});
 }
 
 void batch_planner::ssd_stored(const kv::block_hash& h) {
   persisting_.erase(h);
   on_ssd_.insert(h);
+  if (auto it = saving_tails_.find(h); it != saving_tails_.end()) {
+    auto [parent, tokens] = std::move(it->second);
+    saving_tails_.erase(it);
+    ssd_stored(h, parent, std::move(tokens));
+  }
+}
+
+void batch_planner::ssd_stored(const kv::block_hash& h, const kv::block_hash& parent, std::vector<std::int32_t> token_ids) {
+  on_ssd_.insert(h);
+  if (token_ids.empty() || !ssd_tail_parent_.emplace(h, parent).second) return;
+  ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
 }
 
 void batch_planner::ssd_forgotten(const kv::block_hash& h) {
   persisting_.erase(h);
   on_ssd_.erase(h);
+  saving_tails_.erase(h);
+  if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
+    auto list = ssd_tails_.find(it->second);
+    if (list != ssd_tails_.end()) {
+      std::erase_if(list->second, [&](const tail& t) { return t.hash == h; });
+      if (list->second.empty()) ssd_tails_.erase(list);
+    }
+    ssd_tail_parent_.erase(it);
+  }
 }
 
 std::vector<save_item> batch_planner::take_saves() {
   if (opts_.ssd && !opts_.write_through) {
-    for (const auto& e : pool_.take_evictions()) offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id));
+    for (const auto& e : pool_.take_evictions()) {
+      // An evicted tail is saved with its tokens (its entry is still listed: see below).
+      std::vector<std::int32_t> token_ids;
+      if (auto it = ram_tails_.find(e.parent); it != ram_tails_.end()) {
+        for (const tail& t : it->second) {
+          if (t.hash == e.hash) token_ids = t.tokens;
+        }
+      }
+      offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
+    }
+  }
+  // Tails whose blocks the pool evicted are dropped here, after their saves, once they pile up.
+  if (ram_tail_entries_ > 2 * static_cast<std::size_t>(pool_.capacity()) + 64) {
+    ram_tail_entries_ = 0;
+    for (auto it = ram_tails_.begin(); it != ram_tails_.end();) {
+      std::erase_if(it->second, [&](const tail& t) { return !pool_.contains(t.hash); });
+      ram_tail_entries_ += it->second.size();
+      it = it->second.empty() ? ram_tails_.erase(it) : std::next(it);
+    }
   }
   return std::exchange(saves_, {});
 }
@@ -127,14 +231,28 @@ bool batch_planner::start_restore(sequence& s) {
   if (s.n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
   extend_hashes(s, max_blocks);
   restore_order order;
-  for (auto i = static_cast<std::int32_t>(s.blocks.size()); i < max_blocks; ++i) {
-    const kv::block_hash& h = s.hashes[static_cast<std::size_t>(i)];
-    if (!on_ssd_.contains(h)) break;
+  auto add = [&](const kv::block_hash& h) {
     auto b = pool_.allocate(s.format);
-    if (!b) break;
+    if (!b) return false;
     if (order.hashes.empty()) s.restore_first = static_cast<std::int32_t>(s.blocks.size());
     s.blocks.push_back(*b);
     order.hashes.push_back(h);
+    return true;
+  };
+  bool room = true;
+  for (auto i = static_cast<std::int32_t>(s.blocks.size()); i < max_blocks && room; ++i) {
+    const kv::block_hash& h = s.hashes[static_cast<std::size_t>(i)];
+    if (!on_ssd_.contains(h)) break;
+    room = add(h);
+  }
+  // After the full blocks, the tail on the SSD that shares most of the next tokens, if any.
+  const auto full = static_cast<std::int32_t>(s.blocks.size());
+  const std::int32_t limit = std::min(bt - 1, static_cast<std::int32_t>(s.tokens.size()) - 1 - full * bt);
+  if (room && limit > 0 && !ssd_tails_.empty()) {
+    const auto next = std::span<const std::int32_t>(s.tokens).subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(limit));
+    auto [t, n] = best_tail(ssd_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
+                            [&](const tail& c) { return on_ssd_.contains(c.hash); });
+    if (t && add(t->hash)) s.restore_tail = n;
   }
   if (order.hashes.empty()) return false;
   order.order = next_order_++;
@@ -153,7 +271,8 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   sequence& s = seqs_.at(waiting->id);
   s.restoring = false;
   const auto first = static_cast<std::size_t>(s.restore_first);
-  n_ok = std::clamp<std::int32_t>(n_ok, 0, static_cast<std::int32_t>(s.blocks.size() - first));
+  const auto ordered = static_cast<std::int32_t>(s.blocks.size() - first);
+  n_ok = std::clamp<std::int32_t>(n_ok, 0, ordered);
   // What did not come back is computed: its blocks go back unhashed.
   while (s.blocks.size() > first + static_cast<std::size_t>(n_ok)) {
     pool_.release(s.blocks.back());
@@ -161,14 +280,18 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   }
   std::vector<std::int32_t> loaded(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
   const std::int32_t bt = opts_.block_tokens;
-  s.n_computed = static_cast<std::int32_t>(s.blocks.size()) * bt;
-  // The restored blocks are published at once: the caller loads them with the very next step,
-  // before anything can compute on them.
-  for (auto i = first; i < s.blocks.size(); ++i) {
+  // A tail, last in the order, counts its shared tokens only; the sequence writes on into it.
+  const std::int32_t tail_tokens = s.restore_tail > 0 && n_ok == ordered ? s.restore_tail : 0;
+  const auto full = s.blocks.size() - (tail_tokens > 0 ? 1 : 0);
+  s.restore_tail = 0;
+  s.n_computed = static_cast<std::int32_t>(full) * bt + tail_tokens;
+  // The restored full blocks are published at once: the caller loads them with the very next
+  // step, before anything can compute on them.
+  for (auto i = first; i < full; ++i) {
     pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i));
   }
-  s.n_published = static_cast<std::int32_t>(s.blocks.size());
-  const auto restored = static_cast<std::uint64_t>(n_ok) * static_cast<std::uint64_t>(bt);
+  s.n_published = static_cast<std::int32_t>(full);
+  const auto restored = static_cast<std::uint64_t>(full - first) * static_cast<std::uint64_t>(bt) + static_cast<std::uint64_t>(tail_tokens);
   // A restore ordered at the first admission adds to what the request reports as cached.
   if (s.preemptions == 0) s.cached_tokens = s.n_computed;
   counters_.prefix_hit_tokens += restored;

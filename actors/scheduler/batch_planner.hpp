@@ -14,6 +14,15 @@
 // first sample. Each block that a step fills is published under its hash once the step is done,
 // for later requests (and for this one, should it be preempted and resumed).
 //
+// Partial blocks: when a sequence ends (or is preempted), the block it was filling is kept as a
+// tail: its tokens so far, listed under the hash of the chain before it, and cached in the pool
+// (under the hash of those tokens, so that it ages and is evicted like any block). A prompt whose
+// chain of full blocks ends there takes the tail whose tokens share the longest run with its
+// next ones, and computes from the end of that run: the next chat turn, or the same document with
+// a different question, reuses every token it shares, not only whole blocks. The sequence gets a
+// fresh block and a copy of the tail's pages (take_copies(): the layers copy them before the step
+// computes), so the tail stays cached for every other request that shares it.
+//
 // SSD tier (cache.mode = tiered): the planner keeps the set of block hashes on the SSD. After a
 // sequence's RAM chain ends, the chain goes on through the SSD: fresh blocks are allocated for
 // those hashes and a restore order goes out; the sequence waits (others keep computing) until
@@ -25,6 +34,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -79,6 +89,8 @@ struct sequence {
   bool restoring = false;
   std::uint64_t restore_order = 0;
   std::int32_t restore_first = 0;
+  /// The order's last block is a partial block of this many tokens (0: every block is full).
+  std::int32_t restore_tail = 0;
 };
 
 /// A block to copy out of the layers and persist.
@@ -87,6 +99,14 @@ struct save_item {
   kv::block_hash hash;
   kv::block_hash parent;
   kv::kv_format format = kv::kv_format::f16;
+  /// A partial block's tokens; empty for a full block.
+  std::vector<std::int32_t> token_ids;
+};
+
+/// Pages to copy from block to block (a cached tail into the block of the sequence reusing it).
+struct block_copy {
+  std::int32_t from = -1;
+  std::int32_t to = -1;
 };
 
 /// Blocks to read back from the SSD for one sequence, in chain order.
@@ -150,12 +170,16 @@ class batch_planner {
   void commit(const step_plan& plan, const std::vector<std::int32_t>& sampled);
 
   /// SSD tier: the block with this hash is on the disk (written, or found at start) / is not
-  /// (removed, or its write failed).
+  /// (removed, or its write failed). A partial block found at start comes with its parent and
+  /// its token ids (one written since is known from its save).
   void ssd_stored(const kv::block_hash& h);
+  void ssd_stored(const kv::block_hash& h, const kv::block_hash& parent, std::vector<std::int32_t> token_ids);
   void ssd_forgotten(const kv::block_hash& h);
   bool on_ssd(const kv::block_hash& h) const { return on_ssd_.contains(h); }
   /// The blocks to save with the next step (see the header comment); the caller sends them.
   std::vector<save_item> take_saves();
+  /// Page copies to make with the next step, before it computes (see the header comment).
+  std::vector<block_copy> take_copies() { return std::exchange(copies_, {}); }
   /// Restore orders made since the last call; the caller sends them to the SSD store.
   std::vector<restore_order> take_restores() { return std::exchange(restores_, {}); }
   /// The first `n_ok` blocks of an order came back (the caller loads them into the layers with
@@ -179,6 +203,12 @@ class batch_planner {
   void match_prefix(sequence& s);
   /// Offers every block that s has filled to the pool under its hash.
   void publish_full_blocks(sequence& s);
+  /// Keeps the block s was filling as a tail (see the header comment); called before s lets go of it.
+  void publish_tail(sequence& s);
+  /// Reuses the RAM tail after s's first `full` blocks that shares most of s's next tokens (at
+  /// most `limit`): a fresh block joins s's table, a copy of the tail's pages into it is queued,
+  /// and s starts after the shared tokens. False on a miss (or when no block is free).
+  bool take_tail(sequence& s, std::int32_t full, std::int32_t limit);
   /// Makes sure s.hashes covers its first n full blocks.
   void extend_hashes(sequence& s, std::int32_t n);
   const kv::block_hash& root(kv::kv_format f);
@@ -188,7 +218,8 @@ class batch_planner {
   /// their restore. True if s now waits for one.
   bool start_restore(sequence& s);
   /// Queues a save of s's block i (write-through), unless the SSD has it or it is on its way.
-  void offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f);
+  void offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f,
+                  std::vector<std::int32_t> token_ids = {});
   /// Preempts the most recently admitted running sequence other than `keep`; false if none.
   bool preempt_one(std::uint64_t keep, step_plan& plan);
 
@@ -204,9 +235,31 @@ class batch_planner {
   hash_set on_ssd_;
   hash_set persisting_;  // asked to persist, no answer yet
   std::vector<save_item> saves_;
+  std::vector<block_copy> copies_;
   std::vector<restore_order> restores_;
   std::unordered_map<std::uint64_t, std::uint64_t> orders_;  // restore order -> sequence
   std::uint64_t next_order_ = 1;
+
+  /// A partial block: its hash (chained like a full block's, over fewer tokens) and its tokens.
+  struct tail {
+    kv::block_hash hash;
+    std::vector<std::int32_t> tokens;
+  };
+  using tail_map = std::unordered_map<kv::block_hash, std::vector<tail>, kv::block_hash_hasher>;
+  /// The tail under `parent` sharing the longest run with `next` (among those `live` accepts), and
+  /// the run's length; {nullptr, 0} when none shares a token.
+  template <class Live>
+  static std::pair<const tail*, std::int32_t> best_tail(tail_map& tails, const kv::block_hash& parent,
+                                                       std::span<const std::int32_t> next, Live live);
+  /// Tails cached in the pool, by parent. An entry whose hash the pool has dropped (evicted) is
+  /// stale; stale entries are dropped as lookups meet them, and all at once when they pile up.
+  tail_map ram_tails_;
+  std::size_t ram_tail_entries_ = 0;
+  /// Tails on the SSD, by parent, and the parent of each (to forget one by its hash).
+  tail_map ssd_tails_;
+  std::unordered_map<kv::block_hash, kv::block_hash, kv::block_hash_hasher> ssd_tail_parent_;
+  /// Tails on their way to the SSD: their parent and tokens, until the write is confirmed.
+  std::unordered_map<kv::block_hash, std::pair<kv::block_hash, std::vector<std::int32_t>>, kv::block_hash_hasher> saving_tails_;
 };
 
 }  // namespace strata::sched

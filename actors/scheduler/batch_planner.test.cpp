@@ -86,9 +86,12 @@ TEST(batch_planner, write_through_offers_each_filled_block_once_with_its_parent_
     auto s = d.planner.take_saves();
     saves.insert(saves.end(), s.begin(), s.end());
   }
-  // 50 prompt tokens + 20 generated = 70 known, 69 computed: 4 full blocks.
-  ASSERT_EQ(saves.size(), 4u);
+  // 50 prompt tokens + 20 generated = 70 known, 69 computed: 4 full blocks, then the tail of 5
+  // tokens left when the sequence ended.
+  ASSERT_EQ(saves.size(), 5u);
   for (std::size_t i = 1; i < saves.size(); ++i) EXPECT_EQ(saves[i].parent, saves[i - 1].hash) << i;
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(saves[i].token_ids.empty()) << i;
+  EXPECT_EQ(saves[4].token_ids, (std::vector<std::int32_t>{7, 7, 7, 7, 7}));
   // The same prompt again: every block is already on its way, nothing is offered twice.
   ASSERT_EQ(d.planner.submit(make_seq(2, 50, 20)), admit_result::queued);
   while (!d.finished.contains(2)) {
@@ -129,7 +132,9 @@ TEST(batch_planner, a_prompt_whose_chain_continues_on_the_ssd_waits_for_its_rest
     ASSERT_EQ(d.planner.submit(make_seq(1, 70, 1)), admit_result::queued);
     while (!d.finished.contains(1)) {
       d.step();
-      for (const auto& sv : d.planner.take_saves()) hashes.push_back(sv.hash);
+      for (const auto& sv : d.planner.take_saves()) {
+        if (sv.token_ids.empty()) hashes.push_back(sv.hash);
+      }
     }
   }
   ASSERT_EQ(hashes.size(), 4u);
@@ -163,6 +168,67 @@ TEST(batch_planner, a_prompt_whose_chain_continues_on_the_ssd_waits_for_its_rest
   EXPECT_TRUE(computes_rest);
   // A stale answer (the order already answered) loads nothing.
   EXPECT_TRUE(d.planner.restore_done(orders[0].order, 4).empty());
+}
+
+/// The saves of one sequence of `prompt` tokens 1, 2, ... and `max_new` sampled 7s, run alone.
+std::vector<save_item> saves_of(const planner_options& o, int prompt, int max_new) {
+  driver d(o, 100);
+  EXPECT_EQ(d.planner.submit(make_seq(1, prompt, max_new)), admit_result::queued);
+  std::vector<save_item> out;
+  while (!d.finished.contains(1)) {
+    d.step();
+    for (auto& sv : d.planner.take_saves()) out.push_back(std::move(sv));
+  }
+  return out;
+}
+
+TEST(batch_planner, a_tail_on_the_ssd_comes_back_after_the_chain_with_the_tokens_it_shares) {
+  planner_options o = tiered({.token_budget = 128, .max_running = 4, .block_tokens = 16});
+  // 70 prompt tokens and one sampled: 4 full blocks and a tail holding tokens 65..70.
+  const auto saves = saves_of(o, 70, 1);
+  ASSERT_EQ(saves.size(), 5u);
+  ASSERT_EQ(saves[4].token_ids, (std::vector<std::int32_t>{65, 66, 67, 68, 69, 70}));
+  driver d(o, 100);
+  for (const auto& sv : saves) d.planner.ssd_stored(sv.hash, sv.parent, sv.token_ids);
+  // Shares the first 68 tokens: the 4 blocks, then 4 tokens of the tail.
+  std::vector<std::int32_t> prompt(68);
+  std::iota(prompt.begin(), prompt.end(), 1);
+  prompt.insert(prompt.end(), {500, 501, 502});
+  ASSERT_EQ(d.planner.submit(seq_of(7, prompt, 2)), admit_result::queued);
+  d.planner.plan();
+  auto orders = d.planner.take_restores();
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_EQ(orders[0].hashes.size(), 5u);
+  EXPECT_EQ(orders[0].hashes[4], saves[4].hash);
+  EXPECT_EQ(d.planner.restore_done(orders[0].order, 5).size(), 5u);
+  const sequence* s = d.planner.find(7);
+  EXPECT_EQ(s->n_computed, 68);
+  EXPECT_EQ(s->cached_tokens, 68);
+  EXPECT_EQ(d.planner.counters().ssd_hit_tokens, 68u);
+  auto plan = d.planner.plan();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 68);
+  EXPECT_EQ(plan.items[0].n_tokens, 3);
+
+  // The same prompt again: the full blocks are in RAM now (7 holds them), the tail is read from
+  // the SSD again (7 writes on into its copy). Should that read fail, the tail is computed.
+  ASSERT_EQ(d.planner.submit(seq_of(8, prompt, 2)), admit_result::queued);
+  d.planner.plan();
+  orders = d.planner.take_restores();
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_EQ(orders[0].hashes, std::vector<kv::block_hash>{saves[4].hash});
+  EXPECT_TRUE(d.planner.restore_done(orders[0].order, 0).empty());
+  EXPECT_EQ(d.planner.find(8)->n_computed, 64);
+  EXPECT_EQ(d.planner.find(8)->blocks.size(), 4u);
+
+  // Once the SSD drops it, the tail is not ordered any more.
+  d.planner.ssd_forgotten(saves[4].hash);
+  d.planner.cancel(7);
+  d.planner.cancel(8);
+  ASSERT_EQ(d.planner.submit(seq_of(9, prompt, 2)), admit_result::queued);
+  d.planner.plan();
+  orders = d.planner.take_restores();
+  EXPECT_TRUE(orders.empty() || orders[0].hashes.size() == 4u);
 }
 
 TEST(batch_planner, a_cancelled_restore_answers_nothing_and_frees_its_blocks) {
@@ -289,6 +355,83 @@ TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
   EXPECT_EQ(d.planner.find(2)->cached_tokens, 8);
   EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 8u);
   EXPECT_EQ(d.planner.counters().prefix_query_tokens, 20u);
+}
+
+TEST(batch_planner, a_prompt_goes_on_from_the_tokens_it_shares_with_a_finished_sequences_last_block) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 10, 2));  // prompt 1..10, then 7 7; positions 0..10 computed
+  while (d.finished.empty()) d.step();
+  // [1..4] [5..8] cached as full blocks, [9 10 7] as the tail.
+  EXPECT_EQ(d.pool.cached_count(), 3);
+  const std::int32_t tail_block = [&] {
+    auto b = d.pool.lookup(kv::prefix_hasher().chain(
+        kv::prefix_hasher().chain(kv::prefix_hasher().chain(kv::prefix_hasher().root({{42, 43}, kv::kv_format::f16, 4, {}}),
+                                                            std::vector<std::int32_t>{1, 2, 3, 4}),
+                                  std::vector<std::int32_t>{5, 6, 7, 8}),
+        std::vector<std::int32_t>{9, 10, 7}));
+    EXPECT_TRUE(b);
+    d.pool.release(*b);
+    return b.value_or(-1);
+  }();
+
+  // Shares 9, 10, 7 with the tail, then goes on: it starts at position 11, in a copy of the tail's
+  // block. The same prompt at the same time gets a copy too: the tail stays cached.
+  std::vector<std::int32_t> next{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6};
+  d.planner.submit(seq_of(2, next, 2));
+  d.planner.submit(seq_of(3, next, 2));
+  auto plan = d.planner.plan();
+  ASSERT_EQ(plan.items.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(plan.items[static_cast<std::size_t>(i)].seq, 2u + static_cast<unsigned>(i));
+    EXPECT_EQ(plan.items[static_cast<std::size_t>(i)].start, 11);
+    EXPECT_EQ(plan.items[static_cast<std::size_t>(i)].n_tokens, 2);
+  }
+  const auto copies = d.planner.take_copies();
+  ASSERT_EQ(copies.size(), 2u);
+  for (std::uint64_t id : {2u, 3u}) {
+    const sequence* s = d.planner.find(id);
+    EXPECT_EQ(s->cached_tokens, 11);
+    EXPECT_NE(s->blocks.at(2), tail_block);
+    EXPECT_EQ(d.pool.refcount(s->blocks.at(2)), 1);
+    EXPECT_EQ(copies[id - 2].from, tail_block);
+    EXPECT_EQ(copies[id - 2].to, s->blocks.at(2));
+  }
+  EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 22u);
+  d.planner.commit(plan, {7, 7});
+  while (d.finished.size() < 3) d.step();
+
+  // 2 filled [9 10 7 5] and left [6 7] as its tail (3's identical tail is not kept twice): a prompt
+  // diverging inside the last block reuses the tokens before the divergence.
+  d.planner.submit(seq_of(4, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6, 8, 8}, 1));
+  plan = d.step();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 13);
+  EXPECT_EQ(plan.items[0].n_tokens, 2);
+  // 4 left [6 8 8]. The last known token is computed even when a tail holds it.
+  d.planner.submit(seq_of(5, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6, 8}, 1));
+  plan = d.step();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 13);
+  EXPECT_EQ(plan.items[0].n_tokens, 1);
+  while (d.finished.size() < 5) d.step();
+  EXPECT_EQ(d.pool.in_use(), 0);
+}
+
+TEST(batch_planner, an_evicted_tail_is_a_miss) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 6);
+  d.planner.submit(make_seq(1, 10, 2));
+  while (d.finished.empty()) d.step();
+  // Another prompt takes every block: the cached ones are evicted, the tail with them.
+  std::vector<std::int32_t> other(22);
+  std::iota(other.begin(), other.end(), 100);
+  d.planner.submit(seq_of(2, other, 1));
+  while (d.finished.size() < 2) d.step();
+  d.planner.submit(seq_of(3, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5}, 1));
+  auto plan = d.step();
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, 0);
+  while (d.finished.size() < 3) d.step();
+  EXPECT_EQ(d.pool.in_use(), 0);
 }
 
 TEST(batch_planner, the_last_known_token_is_always_computed) {

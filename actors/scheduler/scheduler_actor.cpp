@@ -47,7 +47,7 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       metrics_(metrics),
       pool_(cfg.pool ? kv::block_pool(*cfg.pool) : kv::block_pool(cfg.kv_blocks, cfg.planner.prefix_cache ? -1 : 0)),
       planner_(cfg.planner, pool_) {
-  for (const auto& h : cfg_.ssd_catalog) planner_.ssd_stored(h);
+  for (auto& r : cfg_.ssd_catalog) planner_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
   cfg_.ssd_catalog = {};
 }
 
@@ -172,7 +172,8 @@ void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
     meta.hash = item.hash;
     meta.parent = item.parent;
     meta.format = item.format;
-    meta.tokens = cfg_.planner.block_tokens;
+    meta.tokens = item.token_ids.empty() ? cfg_.planner.block_tokens : static_cast<std::int32_t>(item.token_ids.size());
+    meta.token_ids = item.token_ids;
     meta.layers = cfg_.n_layers;
     cfg_.ssd->tell(ssd::persist{meta, std::move(saved[i].bytes)});
   }
@@ -207,16 +208,18 @@ void scheduler_actor::maybe_step() {
   step_plan plan = planner_.plan();
   if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
   std::vector<save_item> saves = planner_.take_saves();
+  std::vector<block_copy> copies = planner_.take_copies();
   if (cfg_.ssd) {
     for (auto& r : planner_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
   }
   publish_gauges();
-  if (plan.empty() && saves.empty() && loads_.empty()) return;
+  if (plan.empty() && saves.empty() && copies.empty() && loads_.empty()) return;
 
   pipeline::batch_layout layout;
   layout.step = next_step_++;
   for (const auto& s : saves) layout.save.push_back(s.block);
   pending_saves_ = std::move(saves);
+  for (const auto& c : copies) layout.copy.push_back(pipeline::block_copy{c.from, c.to});
   layout.load = std::move(loads_);
   loads_.clear();
   layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));

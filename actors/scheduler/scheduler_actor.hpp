@@ -58,10 +58,10 @@ struct scheduler_config {
   std::int32_t kv_blocks = 1024;
   /// ... or, when set, this pool (every format, byte budgets: the engine's).
   std::optional<kv::pool_config> pool;
-  /// The SSD tier (cache.mode = tiered, planner.ssd set): its store, the hashes it held at start,
+  /// The SSD tier (cache.mode = tiered, planner.ssd set): its store, the records it held at start,
   /// and the model's layer count (recorded with each block).
   std::optional<ssd::store_address> ssd;
-  std::vector<kv::block_hash> ssd_catalog;
+  std::vector<ssd::record_meta> ssd_catalog;
   std::int32_t n_layers = 0;
 };
 

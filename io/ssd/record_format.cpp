@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include <xxhash.h>
 
@@ -12,8 +14,20 @@ static_assert(std::endian::native == std::endian::little, "records are written i
 
 namespace {
 
-std::uint64_t header_checksum(const record_header& h) {
-  return XXH3_64bits(&h, offsetof(record_header, header_xxh3));
+/// The bytes [0, 120) of the header, and the token ids after the fixed part when it has them.
+/// `block` holds the whole header; the caller has checked that the ids fit in it.
+std::uint64_t header_checksum(const record_header& h, const std::byte* block) {
+  if (!(h.flags & k_flag_token_ids)) return XXH3_64bits(&h, offsetof(record_header, header_xxh3));
+  // One contiguous run to hash: the fixed fields, then the ids.
+  std::array<std::byte, k_header_bytes> bytes;
+  const std::size_t fixed = offsetof(record_header, header_xxh3), ids = static_cast<std::size_t>(h.tokens) * sizeof(std::int32_t);
+  std::memcpy(bytes.data(), &h, fixed);
+  std::memcpy(bytes.data() + fixed, block + sizeof h, ids);
+  return XXH3_64bits(bytes.data(), fixed + ids);
+}
+
+bool token_ids_fit(const record_header& h) {
+  return !(h.flags & k_flag_token_ids) || (h.tokens >= 0 && h.tokens <= k_max_header_tokens);
 }
 
 }  // namespace
@@ -22,7 +36,7 @@ std::uint64_t payload_checksum(std::span<const std::byte> payload) {
   return XXH3_64bits(payload.data(), payload.size());
 }
 
-void seal_header(record_header& h) { h.header_xxh3 = header_checksum(h); }
+void seal_header(record_header& h, const std::byte* block) { h.header_xxh3 = header_checksum(h, block); }
 
 void encode_record(const record_meta& meta, const std::array<std::uint64_t, 2>& model,
                    std::span<const std::byte> payload, std::byte* out) {
@@ -37,10 +51,16 @@ void encode_record(const record_meta& meta, const std::array<std::uint64_t, 2>& 
   h.layers = meta.layers;
   h.payload_bytes = payload.size();
   h.payload_xxh3 = payload_checksum(payload);
-  seal_header(h);
-
-  std::memcpy(out, &h, sizeof h);
   std::memset(out + sizeof h, 0, k_header_bytes - sizeof h);
+  if (!meta.token_ids.empty()) {
+    if (meta.token_ids.size() > static_cast<std::size_t>(k_max_header_tokens) || meta.tokens != static_cast<std::int32_t>(meta.token_ids.size())) {
+      throw std::invalid_argument("a record's token ids must number its token count, at most " + std::to_string(k_max_header_tokens));
+    }
+    h.flags = k_flag_token_ids;
+    std::memcpy(out + sizeof h, meta.token_ids.data(), meta.token_ids.size() * sizeof(std::int32_t));
+  }
+  seal_header(h, out);
+  std::memcpy(out, &h, sizeof h);
   if (!payload.empty()) std::memcpy(out + k_header_bytes, payload.data(), payload.size());
   auto padded = round_up(payload.size(), k_block_bytes);
   std::memset(out + k_header_bytes + payload.size(), 0, padded - payload.size());
@@ -61,7 +81,7 @@ std::optional<record_header> decode_header(std::span<const std::byte> block, hea
     set(zero ? header_fault::zero : header_fault::bad_magic);
     return std::nullopt;
   }
-  if (header_checksum(h) != h.header_xxh3) {
+  if (!token_ids_fit(h) || header_checksum(h, block.data()) != h.header_xxh3) {
     set(header_fault::bad_checksum);
     return std::nullopt;
   }
@@ -73,8 +93,12 @@ std::optional<record_header> decode_header(std::span<const std::byte> block, hea
   return h;
 }
 
-record_meta meta_of(const record_header& h) {
+record_meta meta_of(const record_header& h, std::span<const std::byte> block) {
   record_meta m;
+  if ((h.flags & k_flag_token_ids) && h.tokens > 0 && block.size() >= sizeof h + static_cast<std::size_t>(h.tokens) * 4) {
+    m.token_ids.resize(static_cast<std::size_t>(h.tokens));
+    std::memcpy(m.token_ids.data(), block.data() + sizeof h, m.token_ids.size() * sizeof(std::int32_t));
+  }
   m.hash.w = h.hash;
   m.parent.w = h.parent;
   m.format = static_cast<kv::kv_format>(h.kv_format);

@@ -8,7 +8,8 @@
 //          0     8  magic "STRATAKV"
 //          8     4  format version, u32 (k_format_version)
 //         12     1  KV format, u8 (kv::kv_format: 16, 8 or 4)
-//         13     3  zero
+//         13     1  flags, u8: 1 = the token ids follow the fixed part (a partial block)
+//         14     2  zero
 //         16    16  model fingerprint, 2 x u64
 //         32    32  block hash, 4 x u64
 //         64    32  parent hash, 4 x u64
@@ -17,8 +18,13 @@
 //        104     8  payload length in bytes, u64 (the padding after it not counted)
 //        112     8  xxh3-64 of the payload bytes
 //        120     8  xxh3-64 of header bytes [0, 120)
-//        128  3968  zero
+//        128  4 x n token ids, i32, when flag 1 is set (n = the token count); zero otherwise
+//          …        zero to 4096
 //
+// A partial block (the last, unfilled block of a finished sequence) carries its token ids: a
+// later prompt may share only the first few of them, so it is matched token by token rather than
+// by its hash. The header checksum then covers the ids too. Records without the flag read exactly
+// as before it existed.
 // Little-endian. The magic, the payload length and the two checksums keep their offsets in every
 // format version, so that a scan can verify a record of a version it does not read and step over it.
 
@@ -37,6 +43,10 @@ inline constexpr std::uint64_t k_block_bytes = 4096;
 inline constexpr std::uint64_t k_header_bytes = 4096;
 inline constexpr std::uint32_t k_format_version = 1;
 inline constexpr std::array<char, 8> k_magic{'S', 'T', 'R', 'A', 'T', 'A', 'K', 'V'};
+/// flags: the header carries the block's token ids.
+inline constexpr std::uint8_t k_flag_token_ids = 1;
+/// Most token ids a header has room for.
+inline constexpr std::int32_t k_max_header_tokens = static_cast<std::int32_t>((k_header_bytes - 128) / 4);
 /// A header announcing a longer payload is treated as garbage (a KV block is a few MiB at most).
 inline constexpr std::uint64_t k_max_payload_bytes = 1ull << 30;
 
@@ -45,7 +55,8 @@ struct record_header {
   std::array<char, 8> magic{};
   std::uint32_t version = 0;
   std::uint8_t kv_format = 0;
-  std::array<std::uint8_t, 3> reserved{};
+  std::uint8_t flags = 0;
+  std::array<std::uint8_t, 2> reserved{};
   std::array<std::uint64_t, 2> model{};
   std::array<std::uint64_t, 4> hash{};
   std::array<std::uint64_t, 4> parent{};
@@ -74,8 +85,9 @@ constexpr std::uint64_t record_bytes(std::uint64_t payload_bytes) {
 void encode_record(const record_meta& meta, const std::array<std::uint64_t, 2>& model,
                    std::span<const std::byte> payload, std::byte* out);
 
-/// Fills in `h.header_xxh3` from the bytes before it.
-void seal_header(record_header& h);
+/// Fills in `h.header_xxh3` from the bytes before it (and, for a header with token ids, from the
+/// ids in `block`, the 4096 header bytes).
+void seal_header(record_header& h, const std::byte* block);
 
 /// Why a header was not accepted.
 enum class header_fault {
@@ -91,8 +103,9 @@ enum class header_fault {
 /// The header of the 4096 bytes at `block` when its magic, checksum and payload length verify.
 std::optional<record_header> decode_header(std::span<const std::byte> block, header_fault* fault = nullptr);
 
-/// The metadata a verified header carries.
-record_meta meta_of(const record_header& h);
+/// The metadata a verified header carries; `block` is the whole 4096-byte header (for the token
+/// ids of a partial block).
+record_meta meta_of(const record_header& h, std::span<const std::byte> block);
 
 /// xxh3-64 of a payload.
 std::uint64_t payload_checksum(std::span<const std::byte> payload);

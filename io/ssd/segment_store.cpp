@@ -309,7 +309,7 @@ struct segment_store::impl {
       ++counts.other_model;
       ++seg.foreign;
     } else {
-      cur.found.push_back({cur.offset, h->payload_bytes, meta_of(*h)});
+      cur.found.push_back({cur.offset, h->payload_bytes, meta_of(*h, std::span(block, k_header_bytes))});
     }
     cur.offset += length;
     return true;

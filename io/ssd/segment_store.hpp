@@ -40,6 +40,8 @@ struct record_meta {
   kv::kv_format format = kv::kv_format::f16;
   std::int32_t tokens = 0;
   std::int32_t layers = 0;
+  /// A partial block's token ids (`tokens` of them); empty for a full block, which its hash names.
+  std::vector<std::int32_t> token_ids;
 };
 
 struct store_options {

@@ -297,7 +297,7 @@ TEST_F(segment_store_test, skips_a_record_of_another_format_version_and_reads_th
   auto h = decode_header(block);
   ASSERT_TRUE(h);
   h->version = 2;
-  seal_header(*h);
+  seal_header(*h, block.data());
   poke(file, at, std::as_bytes(std::span(&*h, 1)));
 
   auto& s = open(o);
@@ -753,7 +753,7 @@ TEST(record_format, a_header_is_128_bytes_whose_checksum_catches_every_flipped_b
   auto h = decode_header(image);
   ASSERT_TRUE(h);
   EXPECT_EQ(h->payload_bytes, payload.size());
-  EXPECT_TRUE(meta_of(*h).hash == m.hash);
+  EXPECT_TRUE(meta_of(*h, image).hash == m.hash);
   EXPECT_EQ(image.size(), 3 * 4096u);  // the header, and 5000 bytes padded to 8192
   for (std::size_t bit = 0; bit < 8 * sizeof(record_header); ++bit) {
     auto copy = image;
@@ -764,6 +764,33 @@ TEST(record_format, a_header_is_128_bytes_whose_checksum_catches_every_flipped_b
   header_fault fault{};
   EXPECT_FALSE(decode_header(zero, &fault));
   EXPECT_EQ(fault, header_fault::zero);
+}
+
+TEST(record_format, a_partial_block_carries_its_token_ids_under_the_header_checksum) {
+  std::mt19937_64 rng(std::random_device{}());
+  record_meta m;
+  for (auto& w : m.hash.w) w = rng();
+  m.tokens = 1 + static_cast<std::int32_t>(rng() % 31);
+  for (std::int32_t i = 0; i < m.tokens; ++i) m.token_ids.push_back(static_cast<std::int32_t>(rng() % 150'000));
+  std::vector<std::byte> payload(3000, std::byte{5});
+  std::vector<std::byte> image(record_bytes(payload.size()));
+  encode_record(m, k_model, payload, image.data());
+  auto h = decode_header(image);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(meta_of(*h, image).token_ids, m.token_ids);
+  const std::size_t ids_end = sizeof(record_header) + m.token_ids.size() * sizeof(std::int32_t);
+  for (std::size_t bit = 8 * sizeof(record_header); bit < 8 * ids_end; ++bit) {
+    auto copy = image;
+    copy[bit / 8] ^= std::byte(1u << (bit % 8));
+    EXPECT_FALSE(decode_header(copy)) << "bit " << bit;
+  }
+  // A token count past the room in the header is refused, not read beyond it.
+  record_header big = *h;
+  big.tokens = k_max_header_tokens + 1;
+  std::memcpy(image.data(), &big, sizeof big);
+  EXPECT_FALSE(decode_header(image));
+  m.token_ids.pop_back();
+  EXPECT_THROW(encode_record(m, k_model, payload, image.data()), std::invalid_argument);
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     auto store = system.spawn<ssd::ssd_store>("ssd-store", actors::supervision::stop_system, ssd_, to_sched, ssd_stats_);
     store.tell(ssd::ring_ready{});
     sc.ssd = store;
-    for (const auto& r : ssd_->catalog()) sc.ssd_catalog.push_back(r.hash);
+    sc.ssd_catalog = ssd_->catalog();
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
     sc.n_layers = model_->hp.n_layer;

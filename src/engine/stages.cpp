@@ -36,6 +36,15 @@ void layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
   }
 }
 
+void layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies) {
+  for (const auto& c : copies) {
+    const std::size_t n = page_bytes(c.from);
+    if (page_bytes(c.to) != n) continue;  // never: a copy stays within one KV format
+    std::memcpy(kv_.k(c.to, 0), kv_.k(c.from, 0), n);
+    std::memcpy(kv_.v(c.to, 0), kv_.v(c.from, 0), n);
+  }
+}
+
 void layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
   for (const auto& f : blocks) {
     const std::size_t n = page_bytes(f.block);

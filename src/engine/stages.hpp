@@ -19,6 +19,7 @@ class layer_stage final : public pipeline::layer_compute {
               std::shared_ptr<kernels::compute_pool> pool);
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override;
   void save_pages(std::vector<pipeline::frozen_block>& saved) override;
+  void copy_pages(const std::vector<pipeline::block_copy>& copies) override;
   void load_pages(const std::vector<pipeline::frozen_block>& blocks) override;
   /// Backs the first n_pages pages of format f now (layer_kv::prefault); returns the bytes.
   std::size_t prefault(kv::kv_format f, std::int32_t n_pages) { return kv_.prefault(f, n_pages); }

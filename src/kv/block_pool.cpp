@@ -75,12 +75,13 @@ void block_pool::release(std::int32_t id) {
   }
 }
 
-void block_pool::set_hash(std::int32_t id, block_hash h, block_hash parent) {
+bool block_pool::set_hash(std::int32_t id, block_hash h, block_hash parent) {
   auto& b = blocks_.at(static_cast<std::size_t>(id));
-  if (b.hash || index_.contains(h)) return;
+  if (b.hash || index_.contains(h)) return false;
   b.hash = h;
   b.parent = parent;
   index_.emplace(h, id);
+  return true;
 }
 
 std::optional<std::int32_t> block_pool::lookup(const block_hash& h) {

@@ -48,12 +48,14 @@ class block_pool {
   void retain(std::int32_t id);
   /// Drops a reference; at zero a hashed block joins the cached LRU, an unhashed one its free list.
   void release(std::int32_t id);
-  /// Records that a full block holds the prefix with this hash (its parent: the hash of the prefix
-  /// before it), so later requests can reuse it. If another block already holds the same hash,
-  /// nothing changes (the first one stays cached).
-  void set_hash(std::int32_t id, block_hash h, block_hash parent = {});
+  /// Records that a block holds the prefix with this hash (its parent: the hash of the prefix
+  /// before it), so later requests can reuse it. If the block has a hash already, or another block
+  /// holds the same hash, nothing changes (the first one stays cached) and the result is false.
+  bool set_hash(std::int32_t id, block_hash h, block_hash parent = {});
   /// The block holding this hash, with a reference added for the caller; empty on a miss.
   std::optional<std::int32_t> lookup(const block_hash& h);
+  /// Whether a block holds this hash (in use or cached).
+  bool contains(const block_hash& h) const { return index_.contains(h); }
   /// Forgets every hash (cache.mode = off, or a model change).
   void clear_hashes();
 
