@@ -69,6 +69,22 @@ void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t
   }
 }
 
+/// Calls fn(begin, end) for contiguous runs of [0, rows) aligned to `grain`, a few per worker,
+/// handed out as workers free up: a worker slowed down (by another process on its core, say)
+/// takes fewer runs instead of holding up the whole matmul with its fixed half.
+template <class Fn>
+void for_row_runs(compute_pool& pool, std::int64_t rows, std::int64_t grain, Fn&& fn) {
+  constexpr int k_runs_per_worker = 4;
+  const std::int64_t grains = (rows + grain - 1) / grain;
+  const int n_runs = static_cast<int>(std::min<std::int64_t>(grains, static_cast<std::int64_t>(pool.size()) * k_runs_per_worker));
+  auto task = [&](int t, int n) {
+    std::int64_t b, e;
+    compute_pool::split(rows, grain, t, n, b, e);
+    if (b < e) fn(b, e);
+  };
+  pool.parallel_for(n_runs, std::ref(task));
+}
+
 /// Activation rows of one matmul call, prepared by the calling thread.
 struct prepared_x {
   std::vector<act_row> rows;
@@ -88,12 +104,7 @@ void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w,
       gemm_f32_rows(kt, wt, wb, 0, rows, rows, k, x, m, y);
       return;
     }
-    auto job = [&](int ith, int nth) {
-      std::int64_t b, e;
-      compute_pool::split(rows, k_row_block, ith, nth, b, e);
-      if (b < e) gemm_f32_rows(kt, wt, wb, b, e, rows, k, x, m, y);
-    };
-    pool.run(std::ref(job));  // a reference_wrapper: std::function stores it without allocating
+    for_row_runs(pool, rows, k_row_block, [&](std::int64_t b, std::int64_t e) { gemm_f32_rows(kt, wt, wb, b, e, rows, k, x, m, y); });
     return;
   }
   const act_format fmt = act_format_for(wt);
@@ -124,10 +135,16 @@ void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w,
     dot_rows(kt, wt, wb, 0, rows, rows, k, xs, m, y, pk);
     return;
   }
+  auto rows_in = [&](std::int64_t b, std::int64_t e) { dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y, pk); };
+  if (m > 1) {
+    for_row_runs(pool, rows, k_row_block, rows_in);
+    return;
+  }
+  // One row streams the weights: a fixed half per core keeps each core's reads sequential.
   auto job = [&](int ith, int nth) {
     std::int64_t b, e;
-    compute_pool::split(rows, m == 1 && !pk ? 4 : k_row_block, ith, nth, b, e);
-    if (b < e) dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y, pk);
+    compute_pool::split(rows, pk ? k_row_block : 4, ith, nth, b, e);
+    if (b < e) rows_in(b, e);
   };
   pool.run(std::ref(job));
 }
