@@ -141,7 +141,7 @@ void bm_gemm(benchmark::State& state, simd_level level, dtype t, bool packed) {
 /// per query head.
 void bm_attention(benchmark::State& state, simd_level level, dtype format) {
   const int rows = static_cast<int>(state.range(0)), context = static_cast<int>(state.range(1));
-  constexpr int n_head = 14, n_head_kv = 2, head_dim = 64, page = 16;
+  constexpr int n_head = 14, n_head_kv = 2, head_dim = 64, page = 32;  // kv.block_tokens by default
   const std::int64_t row_bytes = static_cast<std::int64_t>(n_head_kv * head_dim) / block_elements(format) *
                                  static_cast<std::int64_t>(block_bytes(format));
   const int pages = (context + page - 1) / page;

@@ -84,6 +84,73 @@ inline __m512 exp16(__m512 x) {
 /// The lanes of a tile chunk starting at j that exist (n values in all).
 inline __mmask16 lanes(int j, int n) { return n - j >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - j)) - 1); }
 
+/// dst[c * dst_stride + r] = src[r * src_stride + c] for a 16 x 16 block of floats.
+inline void transpose16(const float* src, std::int64_t src_stride, float* dst, std::int64_t dst_stride) {
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  // Within each 128-bit lane: pairs of rows interleaved, then quads.
+  for (int k = 0; k < 8; ++k) {
+    t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+    t[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+  }
+  for (int k = 0; k < 4; ++k) {
+    r[4 * k] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0x44);
+    r[4 * k + 1] = _mm512_shuffle_ps(t[4 * k], t[4 * k + 2], 0xEE);
+    r[4 * k + 2] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0x44);
+    r[4 * k + 3] = _mm512_shuffle_ps(t[4 * k + 1], t[4 * k + 3], 0xEE);
+  }
+  // Lane L of r[4k + m] now holds column 4L + m of rows 4k .. 4k+3: gather the four lanes.
+  for (int m = 0; m < 4; ++m) {
+    const __m512 u0 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0x88), u1 = _mm512_shuffle_f32x4(r[m], r[4 + m], 0xDD);
+    const __m512 u2 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0x88), u3 = _mm512_shuffle_f32x4(r[8 + m], r[12 + m], 0xDD);
+    _mm512_storeu_ps(dst + m * dst_stride, _mm512_shuffle_f32x4(u0, u2, 0x88));
+    _mm512_storeu_ps(dst + (4 + m) * dst_stride, _mm512_shuffle_f32x4(u1, u3, 0x88));
+    _mm512_storeu_ps(dst + (8 + m) * dst_stride, _mm512_shuffle_f32x4(u0, u2, 0xDD));
+    _mm512_storeu_ps(dst + (12 + m) * dst_stride, _mm512_shuffle_f32x4(u1, u3, 0xDD));
+  }
+}
+
+/// out[i][j] = q[i] . k[j] for M queries and the keys of a transposed tile, kt[d][j] (V vectors of
+/// 16 keys): each key vector is loaded once per dimension for all M queries, each query value
+/// broadcast once for all keys.
+template <int M, int V>
+inline void scores_block(const float* const* q, const float (*kt)[detail::k_attention_tile], int hd, float* const* out) {
+  __m512 a[M][V];
+  for (int i = 0; i < M; ++i)
+    for (int v = 0; v < V; ++v) a[i][v] = _mm512_setzero_ps();
+  for (int d = 0; d < hd; ++d) {
+    __m512 k[V];
+    for (int v = 0; v < V; ++v) k[v] = _mm512_load_ps(kt[d] + 16 * v);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) {
+      const __m512 qd = _mm512_set1_ps(q[i][d]);
+      for (int v = 0; v < V; ++v) a[i][v] = _mm512_fmadd_ps(qd, k[v], a[i][v]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(out[i] + 16 * v, a[i][v]);
+}
+
+/// acc[i][d0 ..] += sum_j p[i][j] v[j][d0 ..] for M accumulators, W vectors of 16 dimensions from d0:
+/// each value vector is loaded once for all M.
+template <int M, int W>
+inline void accumulate_block(const float* const* p, const float (*v)[k_attention_max_head_dim], int n, float* const* acc, int d0) {
+  __m512 a[M][W];
+  for (int i = 0; i < M; ++i)
+    for (int w = 0; w < W; ++w) a[i][w] = _mm512_loadu_ps(acc[i] + d0 + 16 * w);
+  for (int j = 0; j < n; ++j) {
+    __m512 x[W];
+    for (int w = 0; w < W; ++w) x[w] = _mm512_load_ps(v[j] + d0 + 16 * w);
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+      const __m512 pj = _mm512_set1_ps(p[i][j]);
+      for (int w = 0; w < W; ++w) a[i][w] = _mm512_fmadd_ps(pj, x[w], a[i][w]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int w = 0; w < W; ++w) _mm512_storeu_ps(acc[i] + d0 + 16 * w, a[i][w]);
+}
+
 struct avx512_math {
   /// p *= scale, soft-capped as softcap * tanh(p / softcap) with tanh(y) = 1 - 2 / (e^2y + 1);
   /// returns the maximum.
@@ -168,6 +235,47 @@ struct avx512_math {
     }
     if (d < hd) {
       for (int j = 0; j < n; ++j) axpy(p[j], v[j] + d, acc + d, hd - d);
+    }
+  }
+  /// scores() for nq queries at once: the tile is transposed (keys along the vector lanes), then
+  /// scored 8 queries at a time as outer products, no horizontal sums at all.
+  static void scores_many(const float* const* q, int nq, const float (*k)[k_attention_max_head_dim], int n, int hd,
+                          float* const* out) {
+    if (hd % 16 != 0) {
+      for (int i = 0; i < nq; ++i) scores(q[i], k, n, hd, out[i]);
+      return;
+    }
+    alignas(64) float kt[k_attention_max_head_dim][detail::k_attention_tile];
+    const int nv = (n + 15) / 16;  // rows past n in the last 16 are stale: their lanes are never read
+    for (int v = 0; v < nv; ++v)
+      for (int d = 0; d < hd; d += 16) transpose16(k[16 * v] + d, k_attention_max_head_dim, kt[d] + 16 * v, detail::k_attention_tile);
+    using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
+    static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
+                                        scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
+    static constexpr block_fn two[8] = {scores_block<1, 2>, scores_block<2, 2>, scores_block<3, 2>, scores_block<4, 2>,
+                                        scores_block<5, 2>, scores_block<6, 2>, scores_block<7, 2>, scores_block<8, 2>};
+    for (int i = 0; i < nq; i += 8) {
+      const int m = std::min(8, nq - i);
+      (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
+    }
+  }
+  /// accumulate() for nq accumulators at once, 4 of them and 64 dimensions at a time.
+  static void accumulate_many(const float* const* p, int nq, const float (*v)[k_attention_max_head_dim], int n,
+                              float* const* acc, int hd) {
+    if (hd % 16 != 0) {
+      for (int i = 0; i < nq; ++i) accumulate(p[i], v, n, acc[i], hd);
+      return;
+    }
+    using block_fn = void (*)(const float* const*, const float (*)[k_attention_max_head_dim], int, float* const*, int);
+    static constexpr block_fn blocks[4][4] = {
+        {accumulate_block<1, 1>, accumulate_block<1, 2>, accumulate_block<1, 3>, accumulate_block<1, 4>},
+        {accumulate_block<2, 1>, accumulate_block<2, 2>, accumulate_block<2, 3>, accumulate_block<2, 4>},
+        {accumulate_block<3, 1>, accumulate_block<3, 2>, accumulate_block<3, 3>, accumulate_block<3, 4>},
+        {accumulate_block<4, 1>, accumulate_block<4, 2>, accumulate_block<4, 3>, accumulate_block<4, 4>},
+    };
+    for (int d0 = 0; d0 < hd; d0 += 64) {
+      const int w = std::min(4, (hd - d0) / 16);
+      for (int i = 0; i < nq; i += 4) blocks[std::min(4, nq - i) - 1][w - 1](p + i, v, n, acc + i, d0);
     }
   }
   static void axpy(float a, const float* x, float* acc, int n) {

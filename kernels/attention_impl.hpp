@@ -60,10 +60,13 @@ inline float exp_scores(float* p, int n, float shift) {
 /// tile of keys (then of values) is converted once and read by every pair; a row skips the tiles it
 /// does not attend and masks the positions outside its range in the tiles it partly attends.
 /// Math may also score a whole tile at once, static void scores(const float* q, tile_rows k, int n,
-/// int hd, float* out) (out[j] = q . k[j]); add a whole tile of weighted values, static void
-/// accumulate(const float* p, tile_rows v, int n, float* acc, int hd) (acc += sum_j p[j] v[j]); and
-/// do the softmax steps on vectors, scale_max and exp_sum (see scale_scores and exp_scores). Where
-/// it does not, dot, axpy and scalar loops are used.
+/// int hd, float* out) (out[j] = q . k[j]), or for several queries at once, static void
+/// scores_many(const float* const* q, int nq, tile_rows k, int n, int hd, float* const* out); add a
+/// whole tile of weighted values, static void accumulate(const float* p, tile_rows v, int n, float*
+/// acc, int hd) (acc += sum_j p[j] v[j]), or for several at once, static void accumulate_many(const
+/// float* const* p, int nq, tile_rows v, int n, float* const* acc, int hd); and do the softmax steps
+/// on vectors, scale_max and exp_sum (see scale_scores and exp_scores). Where it does not, dot,
+/// axpy and scalar loops are used.
 template <class Load, class Math>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
                            int head_begin, int head_end) {
@@ -75,6 +78,11 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
   alignas(64) float tile[k_attention_tile][k_attention_max_head_dim];
   float run_max[k_attention_queries], run_sum[k_attention_queries];
   bool live[k_attention_queries];
+  // The pairs live in the current tile: their index, query, scores and accumulator.
+  int pair[k_attention_queries];
+  const float* qs[k_attention_queries];
+  float* ps[k_attention_queries];
+  float* accs[k_attention_queries];
 
   for (int h0 = head_begin; h0 < head_end;) {
     const int kvh = h0 / group;
@@ -107,47 +115,76 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
         }
         const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
                                   static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
+        if (t0 + n <= hi) {
+          // Ask for the next tile's keys and values now: walking the pages, the loads would
+          // otherwise wait on memory (the sequence's KV is rarely all in cache).
+          const std::int32_t t2 = t0 + n, slot2 = t2 % kv.page_tokens;
+          const int n2 = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot2), hi - t2 + 1));
+          const std::int64_t next = static_cast<std::int64_t>(kv.blocks[t2 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
+                                    static_cast<std::int64_t>(slot2) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
+          for (int j = 0; j < n2; ++j) {
+            for (std::int64_t b = 0; b < kv.head_bytes; b += 64) {
+              __builtin_prefetch(kv.k + next + j * kv.row_bytes + b);
+              __builtin_prefetch(kv.v + next + j * kv.row_bytes + b);
+            }
+          }
+        }
         Load::rows(kv.k + base, kv.row_bytes, n, tile, hd);
+        // The (row, head) pairs of the rows that attend this tile.
+        int np = 0;
         for (int r = 0; r < nr; ++r) {
           if (!live[r]) continue;
+          for (int hh = 0; hh < nh; ++hh) {
+            const int i = r * nh + hh;
+            pair[np] = i;
+            qs[np] = rs[r].q + static_cast<std::int64_t>(h0 + hh) * hd;
+            ps[np] = p[i];
+            accs[np] = acc[i];
+            ++np;
+          }
+        }
+        if constexpr (requires { Math::scores_many(qs, np, tile, n, hd, ps); }) {
+          Math::scores_many(qs, np, tile, n, hd, ps);
+        } else {
+          for (int t = 0; t < np; ++t) {
+            if constexpr (requires { Math::scores(qs[t], tile, n, hd, ps[t]); }) {
+              Math::scores(qs[t], tile, n, hd, ps[t]);
+            } else {
+              for (int j = 0; j < n; ++j) ps[t][j] = Math::dot(qs[t], tile[j], hd);
+            }
+          }
+        }
+        for (int t = 0; t < np; ++t) {
+          const int i = pair[t], r = i / nh;
           // The positions of this tile the row attends: [j_lo, j_hi).
           const int j_lo = rs[r].first > t0 ? rs[r].first - t0 : 0;
           const int j_hi = rs[r].last < t1 ? rs[r].last - t0 + 1 : n;
-          for (int hh = 0; hh < nh; ++hh) {
-            const int i = r * nh + hh;
-            const float* qi = rs[r].q + static_cast<std::int64_t>(h0 + hh) * hd;
-            if constexpr (requires { Math::scores(qi, tile, n, hd, p[i]); }) {
-              Math::scores(qi, tile, n, hd, p[i]);
-            } else {
-              for (int j = 0; j < n; ++j) p[i][j] = Math::dot(qi, tile[j], hd);
+          float tile_max = scale_scores<Math>(p[i], n, s.scale, s.softcap);
+          if (j_lo > 0 || j_hi < n) {
+            tile_max = neg_inf;
+            for (int j = 0; j < n; ++j) {
+              if (j < j_lo || j >= j_hi) p[i][j] = neg_inf;
+              else tile_max = p[i][j] > tile_max ? p[i][j] : tile_max;
             }
-            float tile_max = scale_scores<Math>(p[i], n, s.scale, s.softcap);
-            if (j_lo > 0 || j_hi < n) {
-              tile_max = neg_inf;
-              for (int j = 0; j < n; ++j) {
-                if (j < j_lo || j >= j_hi) p[i][j] = neg_inf;
-                else tile_max = p[i][j] > tile_max ? p[i][j] : tile_max;
-              }
-            }
-            if (tile_max > run_max[i]) {
-              // Rescale what was accumulated under the old maximum (nothing on the first tile).
-              const float c = run_max[i] == neg_inf ? 0.0f : __builtin_expf(run_max[i] - tile_max);
-              run_sum[i] *= c;
-              for (int d = 0; d < hd; ++d) acc[i][d] *= c;
-              run_max[i] = tile_max;
-            }
-            run_sum[i] += exp_scores<Math>(p[i], n, run_max[i]);
           }
+          if (tile_max > run_max[i]) {
+            // Rescale what was accumulated under the old maximum (nothing on the first tile).
+            const float c = run_max[i] == neg_inf ? 0.0f : __builtin_expf(run_max[i] - tile_max);
+            run_sum[i] *= c;
+            for (int d = 0; d < hd; ++d) acc[i][d] *= c;
+            run_max[i] = tile_max;
+          }
+          run_sum[i] += exp_scores<Math>(p[i], n, run_max[i]);
         }
         Load::rows(kv.v + base, kv.row_bytes, n, tile, hd);
-        for (int r = 0; r < nr; ++r) {
-          if (!live[r]) continue;
-          for (int hh = 0; hh < nh; ++hh) {
-            const int i = r * nh + hh;
-            if constexpr (requires { Math::accumulate(p[i], tile, n, acc[i], hd); }) {
-              Math::accumulate(p[i], tile, n, acc[i], hd);
+        if constexpr (requires { Math::accumulate_many(ps, np, tile, n, accs, hd); }) {
+          Math::accumulate_many(ps, np, tile, n, accs, hd);
+        } else {
+          for (int t = 0; t < np; ++t) {
+            if constexpr (requires { Math::accumulate(ps[t], tile, n, accs[t], hd); }) {
+              Math::accumulate(ps[t], tile, n, accs[t], hd);
             } else {
-              for (int j = 0; j < n; ++j) Math::axpy(p[i][j], tile[j], acc[i], hd);
+              for (int j = 0; j < n; ++j) Math::axpy(ps[t][j], tile[j], accs[t], hd);
             }
           }
         }
