@@ -1,6 +1,7 @@
 #include "kernels/matmul.hpp"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <vector>
 
@@ -95,19 +96,33 @@ struct prepared_x {
 
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
             const float* x, std::int64_t m, float* y, const void* packed) {
-  thread_local prepared_x px;
-  const auto* wb = static_cast<const std::byte*>(w);
-  const auto* pk = wt == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(packed) : nullptr;
-  const bool single = rows * k * m < 32 * 1024 || pool.size() == 1;
-  if (is_float(wt) && m >= k_gemm_min_m && k % 16 == 0) {
-    if (single) {
-      gemm_f32_rows(kt, wt, wb, 0, rows, rows, k, x, m, y);
-      return;
-    }
-    for_row_runs(pool, rows, k_row_block, [&](std::int64_t b, std::int64_t e) { gemm_f32_rows(kt, wt, wb, b, e, rows, k, x, m, y); });
+  const matmul_out out{wt, w, rows, y, packed};
+  matmul_many(pool, kt, std::span(&out, 1), k, x, m);
+}
+
+void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const matmul_out> outs, std::int64_t k, const float* x,
+                 std::int64_t m) {
+  if (outs.empty()) return;
+  const act_format fmt = act_format_for(outs[0].type);
+  const bool shared = outs.size() <= k_matmul_max_outputs && std::all_of(outs.begin(), outs.end(), [&](const matmul_out& o) {
+    return !is_float(o.type) && act_format_for(o.type) == fmt;
+  });
+  if (outs.size() > 1 && !shared) {
+    for (const auto& o : outs) matmul_many(pool, kt, std::span(&o, 1), k, x, m);
     return;
   }
-  const act_format fmt = act_format_for(wt);
+  thread_local prepared_x px;
+  std::int64_t total_rows = 0;
+  for (const auto& o : outs) total_rows += o.rows;
+  const bool single = total_rows * k * m < 32 * 1024 || pool.size() == 1;
+  const matmul_out& first = outs[0];
+  if (is_float(first.type) && m >= k_gemm_min_m && k % 16 == 0) {
+    const auto* wb = static_cast<const std::byte*>(first.w);
+    auto rows_in = [&](std::int64_t b, std::int64_t e) { gemm_f32_rows(kt, first.type, wb, b, e, first.rows, k, x, m, first.y); };
+    if (single) rows_in(0, first.rows);
+    else for_row_runs(pool, first.rows, k_row_block, rows_in);
+    return;
+  }
   act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
   if (fmt == act_format::f32) {
     for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
@@ -131,20 +146,45 @@ void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w,
       pool.run(std::ref(job));
     }
   }
+  auto packed_of = [&](const matmul_out& o) {
+    return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
+  };
+  auto rows_of = [&](const matmul_out& o, std::int64_t b, std::int64_t e) {
+    dot_rows(kt, o.type, static_cast<const std::byte*>(o.w), b, e, o.rows, k, xs, m, o.y, packed_of(o));
+  };
   if (single) {
-    dot_rows(kt, wt, wb, 0, rows, rows, k, xs, m, y, pk);
+    for (const auto& o : outs) rows_of(o, 0, o.rows);
     return;
   }
-  auto rows_in = [&](std::int64_t b, std::int64_t e) { dot_rows(kt, wt, wb, b, e, rows, k, xs, m, y, pk); };
   if (m > 1) {
-    for_row_runs(pool, rows, k_row_block, rows_in);
+    if (outs.size() == 1) {
+      for_row_runs(pool, first.rows, k_row_block, [&](std::int64_t b, std::int64_t e) { rows_of(first, b, e); });
+      return;
+    }
+    // The runs of every output (a few per worker each), handed out from one counter.
+    std::array<int, k_matmul_max_outputs> runs{};
+    int total = 0;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      runs[i] = static_cast<int>(std::min<std::int64_t>((outs[i].rows + k_row_block - 1) / k_row_block, 4 * pool.size()));
+      total += runs[i];
+    }
+    auto task = [&](int t, int) {
+      std::size_t i = 0;
+      while (t >= runs[i]) t -= runs[i++];
+      std::int64_t b, e;
+      compute_pool::split(outs[i].rows, k_row_block, t, runs[i], b, e);
+      if (b < e) rows_of(outs[i], b, e);
+    };
+    pool.parallel_for(total, std::ref(task));
     return;
   }
-  // One row streams the weights: a fixed half per core keeps each core's reads sequential.
+  // One row streams the weights: a fixed share of each W per core keeps each core's reads sequential.
   auto job = [&](int ith, int nth) {
-    std::int64_t b, e;
-    compute_pool::split(rows, pk ? k_row_block : 4, ith, nth, b, e);
-    if (b < e) rows_in(b, e);
+    for (const auto& o : outs) {
+      std::int64_t b, e;
+      compute_pool::split(o.rows, packed_of(o) ? k_row_block : 4, ith, nth, b, e);
+      if (b < e) rows_of(o, b, e);
+    }
   };
   pool.run(std::ref(job));
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Matrix products against weights of any supported type.
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kernels/compute_pool.hpp"
 #include "kernels/simd.hpp"
@@ -32,6 +34,25 @@ void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std:
 /// The same with an explicit kernel level (tests and benchmarks compare levels with it).
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
             const float* x, std::int64_t m, float* y, const void* packed = nullptr);
+
+/// One product of matmul_many: W (rows x k, type `type`, `packed` as for matmul) into Y (m x rows).
+struct matmul_out {
+  dtype type = dtype::f32;
+  const void* w = nullptr;
+  std::int64_t rows = 0;
+  float* y = nullptr;
+  const void* packed = nullptr;
+};
+/// Most products one matmul_many call takes.
+constexpr std::size_t k_matmul_max_outputs = 4;
+
+/// matmul for several weights against the same X (a layer's q, k and v, or its gate and up): X is
+/// quantized once, and the rows of every W are spread over the pool in one job, so the workers
+/// meet once instead of once per weight. Each Y gets exactly what matmul would give it. Weights
+/// whose activations are prepared differently (float weights, or another quantization family)
+/// are done one after the other.
+void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const matmul_out> outs, std::int64_t k, const float* x,
+                 std::int64_t m);
 
 /// The single-threaded exact reference: dequantize each row, then a plain dot product in double
 /// against the unrounded activations.

@@ -179,6 +179,53 @@ TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
   }
 }
 
+TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  const kernel_table& kt = active_kernels();
+  compute_pool two(2);
+  const std::int64_t k = 512;
+  // Shared activations (K-quants together, q8_0 with and without packing), and a mix that cannot
+  // share (f16 beside q4_0) and so runs one by one.
+  const std::vector<std::vector<std::pair<dtype, std::int64_t>>> sets = {
+      {{dtype::q4_k, 48}, {dtype::q6_k, 16}, {dtype::q5_k, 37}},
+      {{dtype::q8_0, 64}, {dtype::q8_0, 45}},
+      {{dtype::f16, 40}, {dtype::q4_0, 33}},
+  };
+  for (std::int64_t m : {1, 3, 24}) {
+    for (const auto& set : sets) {
+      std::vector<problem> ps;
+      std::vector<std::vector<std::byte>> packed;
+      for (const auto& [t, rows] : set) {
+        ps.push_back(make_problem(t, rows, k, 1, gen));
+        packed.emplace_back();
+        if (t == dtype::q8_0 && kt.q8_0_x16 && packed.size() == 1) {
+          packed.back().resize(ps.back().w.size());
+          repack_q8_0_x16(ps.back().w.data(), rows / 16, k, packed.back().data());
+          const std::size_t grouped = row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16);
+          std::memcpy(packed.back().data() + grouped, ps.back().w.data() + grouped, ps.back().w.size() - grouped);
+        }
+      }
+      std::vector<float> x(static_cast<std::size_t>(m * k));
+      std::normal_distribution<float> dist(0.0f, 1.0f);
+      for (auto& v : x) v = dist(gen);
+      std::vector<std::vector<float>> want(set.size()), got(set.size());
+      std::vector<matmul_out> outs;
+      for (std::size_t i = 0; i < set.size(); ++i) {
+        const auto [t, rows] = set[i];
+        const void* pk = packed[i].empty() ? nullptr : packed[i].data();
+        want[i].resize(static_cast<std::size_t>(m * rows));
+        got[i].assign(want[i].size(), -1.0f);
+        matmul(two, kt, t, ps[i].w.data(), rows, k, x.data(), m, want[i].data(), pk);
+        outs.push_back(matmul_out{t, ps[i].w.data(), rows, got[i].data(), pk});
+      }
+      matmul_many(two, kt, outs, k, x.data(), m);
+      for (std::size_t i = 0; i < set.size(); ++i)
+        EXPECT_EQ(got[i], want[i]) << dtype_name(set[i].first) << " m " << m << " seed " << seed;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(all, matmul_types, ::testing::ValuesIn(k_all_types),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 

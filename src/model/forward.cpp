@@ -1,8 +1,12 @@
 #include "src/model/forward.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <initializer_list>
 #include <memory>
+#include <span>
+#include <utility>
 
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
@@ -49,6 +53,15 @@ using fa = forward_access;
 
 void matmul(kernels::compute_pool& pool, const tensor_view& w, const float* x, std::int64_t n, float* y) {
   kernels::matmul(pool, w.type, w.data, w.rows, w.cols, x, n, y, w.packed);
+}
+
+/// Several weights with the same columns against the same x (see kernels::matmul_many).
+void matmul_many(kernels::compute_pool& pool, std::initializer_list<std::pair<const tensor_view*, float*>> ws, const float* x,
+                 std::int64_t n) {
+  std::array<kernels::matmul_out, kernels::k_matmul_max_outputs> outs;
+  std::size_t count = 0;
+  for (const auto& [w, y] : ws) outs.at(count++) = kernels::matmul_out{w->type, w->data, w->rows, y, w->packed};
+  kernels::matmul_many(pool, kernels::active_kernels(), std::span(outs.data(), count), ws.begin()->first->cols, x, n);
 }
 
 void add_bias(float* y, const tensor_view& b, std::int64_t n, std::int64_t dim) {
@@ -209,9 +222,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
       std::copy(r + qd + kvd, r + qd + 2 * kvd, v + i * kvd);
     }
   } else {
-    matmul(pool, w.wq, cur, n, q);
-    matmul(pool, w.wk, cur, n, k);
-    matmul(pool, w.wv, cur, n, v);
+    matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
   add_bias(q, w.bq, n, qd);
   add_bias(k, w.bk, n, kvd);
@@ -232,8 +243,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
       std::copy(gate + i * 2 * ff, gate + i * 2 * ff + ff, gate + i * ff);
     }
   } else {
-    matmul(pool, w.gate, cur, n, gate);
-    matmul(pool, w.up, cur, n, up);
+    matmul_many(pool, {{&w.gate, gate}, {&w.up, up}}, cur, n);
   }
   if (h.architecture == arch::gemma2) kernels::gelu(gate, n * ff);
   else kernels::silu(gate, n * ff);
