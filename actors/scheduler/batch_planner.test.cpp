@@ -357,6 +357,13 @@ TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
   EXPECT_EQ(d.planner.counters().prefix_query_tokens, 20u);
 }
 
+/// The plan holds one item, computing n tokens from `start`.
+void expect_one_item(const step_plan& plan, std::int32_t start, std::int32_t n) {
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, start);
+  EXPECT_EQ(plan.items[0].n_tokens, n);
+}
+
 TEST(batch_planner, a_prompt_goes_on_from_the_tokens_it_shares_with_a_finished_sequences_last_block) {
   driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
   d.planner.submit(make_seq(1, 10, 2));  // prompt 1..10, then 7 7; positions 0..10 computed
@@ -379,7 +386,7 @@ TEST(batch_planner, a_prompt_goes_on_from_the_tokens_it_shares_with_a_finished_s
   std::vector<std::int32_t> next{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6};
   d.planner.submit(seq_of(2, next, 2));
   d.planner.submit(seq_of(3, next, 2));
-  auto plan = d.planner.plan();
+  const auto plan = d.planner.plan();
   ASSERT_EQ(plan.items.size(), 2u);
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(plan.items[static_cast<std::size_t>(i)].seq, 2u + static_cast<unsigned>(i));
@@ -403,16 +410,10 @@ TEST(batch_planner, a_prompt_goes_on_from_the_tokens_it_shares_with_a_finished_s
   // 2 filled [9 10 7 5] and left [6 7] as its tail (3's identical tail is not kept twice): a prompt
   // diverging inside the last block reuses the tokens before the divergence.
   d.planner.submit(seq_of(4, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6, 8, 8}, 1));
-  plan = d.step();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 13);
-  EXPECT_EQ(plan.items[0].n_tokens, 2);
+  expect_one_item(d.step(), 13, 2);
   // 4 left [6 8 8]. The last known token is computed even when a tail holds it.
   d.planner.submit(seq_of(5, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5, 6, 8}, 1));
-  plan = d.step();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 13);
-  EXPECT_EQ(plan.items[0].n_tokens, 1);
+  expect_one_item(d.step(), 13, 1);
   while (d.finished.size() < 5) d.step();
   EXPECT_EQ(d.pool.in_use(), 0);
 }
@@ -427,9 +428,7 @@ TEST(batch_planner, an_evicted_tail_is_a_miss) {
   d.planner.submit(seq_of(2, other, 1));
   while (d.finished.size() < 2) d.step();
   d.planner.submit(seq_of(3, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5}, 1));
-  auto plan = d.step();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 0);
+  expect_one_item(d.step(), 0, 12);
   while (d.finished.size() < 3) d.step();
   EXPECT_EQ(d.pool.in_use(), 0);
 }
