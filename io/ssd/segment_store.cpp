@@ -576,6 +576,9 @@ struct segment_store::impl {
         finish_read(op, d.res, ring_->buffer(d.slot));
       }
       give_slot(d.slot);
+      // The freed slot goes straight back to the disk, before the next completion is copied
+      // out: copying a batch of completions first would leave the disk idle meanwhile.
+      pump();
     }
   }
 
