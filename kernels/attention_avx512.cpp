@@ -24,45 +24,6 @@
 namespace strata::kernels::avx512 {
 namespace {
 
-/// The sums of 16 vectors, as one vector: lane j holds the sum of a[j]'s 16 lanes.
-inline __m512 fold16(const __m512 (&a)[16]) {
-  __m512 b[8], c[4];
-  // Pairs: each 128-bit lane of b[k] holds two partial sums of a[2k] and two of a[2k+1].
-  for (int k = 0; k < 8; ++k)
-    b[k] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * k], a[2 * k + 1]), _mm512_unpackhi_ps(a[2 * k], a[2 * k + 1]));
-  // Quads: each 128-bit lane of c[m] holds one partial sum of a[4m], a[4m+1], a[4m+2], a[4m+3].
-  for (int m = 0; m < 4; ++m)
-    c[m] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * m], b[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
-                         _mm512_shuffle_ps(b[2 * m], b[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
-  // Across the four 128-bit lanes: lane L of the result gathers the lanes of c[L].
-  const __m512 e0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(c[0], c[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 e1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(c[2], c[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(2, 0, 2, 0)),
-                       _mm512_shuffle_f32x4(e0, e1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/// q . k[j] for j < n (n <= 16; lanes from n on are 0), hd a multiple of 16.
-inline __m512 sums16(const float* q, const float (*k)[k_attention_max_head_dim], int n, int hd) {
-  __m512 a[16];
-  for (int j = 0; j < 16; ++j) a[j] = _mm512_setzero_ps();
-  if (n == 16) {
-    // The common case, unrolled so that the 16 sums stay in registers.
-    for (int d = 0; d < hd; d += 16) {
-      const __m512 qd = _mm512_loadu_ps(q + d);
-#pragma GCC unroll 16
-      for (int j = 0; j < 16; ++j) a[j] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k[j] + d), a[j]);
-    }
-  } else {
-    for (int d = 0; d < hd; d += 16) {
-      const __m512 qd = _mm512_loadu_ps(q + d);
-      for (int j = 0; j < n; ++j) a[j] = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k[j] + d), a[j]);
-    }
-  }
-  return fold16(a);
-}
-
 /// e^x in 16 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by Cephes' expf polynomial (about 1 ulp),
 /// 2^n applied by scalef. Below -104 the result is exactly 0 (so is e^-inf); above 88.5 it saturates.
 inline __m512 exp16(__m512 x) {
@@ -194,55 +155,14 @@ struct avx512_math {
     for (; i < n; ++i) t += a[i] * b[i];
     return t;
   }
-  /// out[j] = q . k[j] for the n rows of a tile: 16 rows at a time, each row's products summed
-  /// in a vector of its own, then the 16 vectors folded into one vector of 16 sums (a transpose
-  /// by shuffles: 45 operations instead of 16 horizontal reductions).
-  static void scores(const float* q, const float (*k)[k_attention_max_head_dim], int n, int hd, float* out) {
-    if (hd % 16 != 0) {
-      for (int j = 0; j < n; ++j) out[j] = dot(q, k[j], hd);
-      return;
-    }
-    int j0 = 0;
-    for (; j0 + 16 <= n; j0 += 16) _mm512_storeu_ps(out + j0, sums16(q, k + j0, 16, hd));
-    if (j0 < n) {
-      alignas(64) float tail[16];
-      _mm512_store_ps(tail, sums16(q, k + j0, n - j0, hd));
-      for (int j = j0; j < n; ++j) out[j] = tail[j - j0];
-    }
-  }
-  /// acc += sum_j p[j] v[j], keeping up to 4 vectors of acc in registers across the tile.
-  static void accumulate(const float* p, const float (*v)[k_attention_max_head_dim], int n, float* acc, int hd) {
-    int d = 0;
-    for (; d + 64 <= hd; d += 64) {
-      __m512 a0 = _mm512_loadu_ps(acc + d), a1 = _mm512_loadu_ps(acc + d + 16);
-      __m512 a2 = _mm512_loadu_ps(acc + d + 32), a3 = _mm512_loadu_ps(acc + d + 48);
-      for (int j = 0; j < n; ++j) {
-        const __m512 pj = _mm512_set1_ps(p[j]);
-        a0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d), a0);
-        a1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 16), a1);
-        a2 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 32), a2);
-        a3 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v[j] + d + 48), a3);
-      }
-      _mm512_storeu_ps(acc + d, a0);
-      _mm512_storeu_ps(acc + d + 16, a1);
-      _mm512_storeu_ps(acc + d + 32, a2);
-      _mm512_storeu_ps(acc + d + 48, a3);
-    }
-    for (; d + 16 <= hd; d += 16) {
-      __m512 a0 = _mm512_loadu_ps(acc + d);
-      for (int j = 0; j < n; ++j) a0 = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_loadu_ps(v[j] + d), a0);
-      _mm512_storeu_ps(acc + d, a0);
-    }
-    if (d < hd) {
-      for (int j = 0; j < n; ++j) axpy(p[j], v[j] + d, acc + d, hd - d);
-    }
-  }
-  /// scores() for nq queries at once: the tile is transposed (keys along the vector lanes), then
-  /// scored 8 queries at a time as outer products, no horizontal sums at all.
+  /// out[i][j] = q[i] . k[j] for nq queries and the n keys of a tile: the tile is transposed (keys
+  /// along the vector lanes), then scored 8 queries at a time as outer products, with no
+  /// horizontal sums at all. Heads whose size is not a multiple of 16 take a dot per key.
   static void scores_many(const float* const* q, int nq, const float (*k)[k_attention_max_head_dim], int n, int hd,
                           float* const* out) {
     if (hd % 16 != 0) {
-      for (int i = 0; i < nq; ++i) scores(q[i], k, n, hd, out[i]);
+      for (int i = 0; i < nq; ++i)
+        for (int j = 0; j < n; ++j) out[i][j] = dot(q[i], k[j], hd);
       return;
     }
     alignas(64) float kt[k_attention_max_head_dim][detail::k_attention_tile];
@@ -259,13 +179,10 @@ struct avx512_math {
       (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
     }
   }
-  /// accumulate() for nq accumulators at once, 4 of them and 64 dimensions at a time.
+  /// acc[i] += sum_j p[i][j] v[j] for nq accumulators, 4 of them and 64 dimensions at a time (the
+  /// dimensions past the last multiple of 16 by axpy).
   static void accumulate_many(const float* const* p, int nq, const float (*v)[k_attention_max_head_dim], int n,
                               float* const* acc, int hd) {
-    if (hd % 16 != 0) {
-      for (int i = 0; i < nq; ++i) accumulate(p[i], v, n, acc[i], hd);
-      return;
-    }
     using block_fn = void (*)(const float* const*, const float (*)[k_attention_max_head_dim], int, float* const*, int);
     static constexpr block_fn blocks[4][4] = {
         {accumulate_block<1, 1>, accumulate_block<1, 2>, accumulate_block<1, 3>, accumulate_block<1, 4>},
@@ -273,9 +190,14 @@ struct avx512_math {
         {accumulate_block<3, 1>, accumulate_block<3, 2>, accumulate_block<3, 3>, accumulate_block<3, 4>},
         {accumulate_block<4, 1>, accumulate_block<4, 2>, accumulate_block<4, 3>, accumulate_block<4, 4>},
     };
-    for (int d0 = 0; d0 < hd; d0 += 64) {
-      const int w = std::min(4, (hd - d0) / 16);
+    const int hd16 = hd / 16 * 16;
+    for (int d0 = 0; d0 < hd16; d0 += 64) {
+      const int w = std::min(4, (hd16 - d0) / 16);
       for (int i = 0; i < nq; i += 4) blocks[std::min(4, nq - i) - 1][w - 1](p + i, v, n, acc + i, d0);
+    }
+    if (hd16 < hd) {
+      for (int i = 0; i < nq; ++i)
+        for (int j = 0; j < n; ++j) axpy(p[i][j], v[j] + hd16, acc[i] + hd16, hd - hd16);
     }
   }
   static void axpy(float a, const float* x, float* acc, int n) {

@@ -59,14 +59,12 @@ inline float exp_scores(float* p, int n, float shift) {
 /// k_attention_queries pairs, and walks the union of their position ranges a tile at a time. Each
 /// tile of keys (then of values) is converted once and read by every pair; a row skips the tiles it
 /// does not attend and masks the positions outside its range in the tiles it partly attends.
-/// Math may also score a whole tile at once, static void scores(const float* q, tile_rows k, int n,
-/// int hd, float* out) (out[j] = q . k[j]), or for several queries at once, static void
-/// scores_many(const float* const* q, int nq, tile_rows k, int n, int hd, float* const* out); add a
-/// whole tile of weighted values, static void accumulate(const float* p, tile_rows v, int n, float*
-/// acc, int hd) (acc += sum_j p[j] v[j]), or for several at once, static void accumulate_many(const
-/// float* const* p, int nq, tile_rows v, int n, float* const* acc, int hd); and do the softmax steps
-/// on vectors, scale_max and exp_sum (see scale_scores and exp_scores). Where it does not, dot,
-/// axpy and scalar loops are used.
+/// Math may also score a whole tile for several queries at once, static void scores_many(const
+/// float* const* q, int nq, tile_rows k, int n, int hd, float* const* out) (out[i][j] = q[i] . k[j]);
+/// add a whole tile of weighted values for several accumulators at once, static void
+/// accumulate_many(const float* const* p, int nq, tile_rows v, int n, float* const* acc, int hd)
+/// (acc[i] += sum_j p[i][j] v[j]); and do the softmax steps on vectors, scale_max and exp_sum (see
+/// scale_scores and exp_scores). Where it does not, dot, axpy and scalar loops are used.
 template <class Load, class Math>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
                            int head_begin, int head_end) {
@@ -147,11 +145,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
           Math::scores_many(qs, np, tile, n, hd, ps);
         } else {
           for (int t = 0; t < np; ++t) {
-            if constexpr (requires { Math::scores(qs[t], tile, n, hd, ps[t]); }) {
-              Math::scores(qs[t], tile, n, hd, ps[t]);
-            } else {
-              for (int j = 0; j < n; ++j) ps[t][j] = Math::dot(qs[t], tile[j], hd);
-            }
+            for (int j = 0; j < n; ++j) ps[t][j] = Math::dot(qs[t], tile[j], hd);
           }
         }
         for (int t = 0; t < np; ++t) {
@@ -181,11 +175,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
           Math::accumulate_many(ps, np, tile, n, accs, hd);
         } else {
           for (int t = 0; t < np; ++t) {
-            if constexpr (requires { Math::accumulate(ps[t], tile, n, accs[t], hd); }) {
-              Math::accumulate(ps[t], tile, n, accs[t], hd);
-            } else {
-              for (int j = 0; j < n; ++j) Math::axpy(ps[t][j], tile[j], accs[t], hd);
-            }
+            for (int j = 0; j < n; ++j) Math::axpy(ps[t][j], tile[j], accs[t], hd);
           }
         }
         t0 += n;
