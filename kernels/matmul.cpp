@@ -70,14 +70,19 @@ void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t
   }
 }
 
-/// Calls fn(begin, end) for contiguous runs of [0, rows) aligned to `grain`, a few per worker,
-/// handed out as workers free up: a worker slowed down (by another process on its core, say)
+/// How many contiguous runs [0, rows) is cut into, aligned to `grain`: a few per worker, handed
+/// out as workers free up, so that a worker slowed down (by another process on its core, say)
 /// takes fewer runs instead of holding up the whole matmul with its fixed half.
-template <class Fn>
-void for_row_runs(compute_pool& pool, std::int64_t rows, std::int64_t grain, Fn&& fn) {
+int row_runs(const compute_pool& pool, std::int64_t rows, std::int64_t grain) {
   constexpr int k_runs_per_worker = 4;
   const std::int64_t grains = (rows + grain - 1) / grain;
-  const int n_runs = static_cast<int>(std::min<std::int64_t>(grains, static_cast<std::int64_t>(pool.size()) * k_runs_per_worker));
+  return static_cast<int>(std::min<std::int64_t>(grains, static_cast<std::int64_t>(pool.size()) * k_runs_per_worker));
+}
+
+/// Calls fn(begin, end) for the row_runs runs of [0, rows), spread over the pool.
+template <class Fn>
+void for_row_runs(compute_pool& pool, std::int64_t rows, std::int64_t grain, Fn&& fn) {
+  const int n_runs = row_runs(pool, rows, grain);
   auto task = [&](int t, int n) {
     std::int64_t b, e;
     compute_pool::split(rows, grain, t, n, b, e);
@@ -157,15 +162,11 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     return;
   }
   if (m > 1) {
-    if (outs.size() == 1) {
-      for_row_runs(pool, first.rows, k_row_block, [&](std::int64_t b, std::int64_t e) { rows_of(first, b, e); });
-      return;
-    }
-    // The runs of every output (a few per worker each), handed out from one counter.
+    // The runs of every output, handed out from one counter.
     std::array<int, k_matmul_max_outputs> runs{};
     int total = 0;
     for (std::size_t i = 0; i < outs.size(); ++i) {
-      runs[i] = static_cast<int>(std::min<std::int64_t>((outs[i].rows + k_row_block - 1) / k_row_block, 4 * pool.size()));
+      runs[i] = row_runs(pool, outs[i].rows, k_row_block);
       total += runs[i];
     }
     auto task = [&](int t, int) {
