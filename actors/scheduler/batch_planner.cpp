@@ -75,11 +75,20 @@ void batch_planner::publish_tail(sequence& s) {
   ++ram_tail_entries_;
 }
 
-bool batch_planner::take_tail(sequence& s, std::int32_t full, std::int32_t limit) {
+std::span<const std::int32_t> batch_planner::tail_window(const sequence& s, std::int32_t full) const {
   const std::int32_t bt = opts_.block_tokens;
-  const kv::block_hash& parent = parent_of(s, static_cast<std::size_t>(full));
-  const auto next = std::span<const std::int32_t>(s.tokens).subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(limit));
-  auto [t, n] = best_tail(ram_tails_, parent, next, [&](const tail& c) { return pool_.contains(c.hash); });
+  // The last known token is always computed: its logits give the next sample.
+  const std::int32_t n = std::min(bt - 1, static_cast<std::int32_t>(s.tokens.size()) - 1 - full * bt);
+  if (n <= 0) return {};
+  return std::span<const std::int32_t>(s.tokens).subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(n));
+}
+
+bool batch_planner::take_tail(sequence& s, std::int32_t full) {
+  const std::int32_t bt = opts_.block_tokens;
+  const auto next = tail_window(s, full);
+  if (next.empty()) return false;
+  auto [t, n] = best_tail(ram_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
+                          [&](const tail& c) { return pool_.contains(c.hash); });
   if (!t) return false;
   // Held while the copy's block is allocated, so that making room cannot evict it. Once let go it
   // may be evicted and even handed out in this same plan: the copy still reads it first, since
@@ -144,9 +153,8 @@ void batch_planner::match_prefix(sequence& s) {
   s.n_published = full;
   // The block after the chain may be a tail left by an earlier sequence, unless the chain goes on
   // through the SSD (whose full blocks come first).
-  const std::int32_t limit = std::min(bt - 1, static_cast<std::int32_t>(s.tokens.size()) - 1 - full * bt);
   const bool ssd_next = opts_.ssd && full < max_blocks && on_ssd_.contains(s.hashes[static_cast<std::size_t>(full)]);
-  if (limit > 0 && !ssd_next) take_tail(s, full, limit);
+  if (!ssd_next) take_tail(s, full);
 }
 
 void batch_planner::publish_full_blocks(sequence& s) {
@@ -165,30 +173,29 @@ void batch_planner::publish_full_blocks(sequence& s) {
 void batch_planner::offer_save(std::int32_t block, const kv::block_hash& h, const kv::block_hash& parent, kv::kv_format f,
                                std::vector<std::int32_t> token_ids) {
   if (on_ssd_.contains(h) || !persisting_.insert(h).second) return;
-  if (!token_ids.empty()) saving_tails_[h] = {parent, token_ids};
+  // A tail is listed at once; it counts only once the SSD holds it (see start_restore).
+  list_ssd_tail(h, parent, token_ids);
   saves_.push_back(save_item{block, h, parent, f, std::move(token_ids)});
+}
+
+void batch_planner::list_ssd_tail(const kv::block_hash& h, const kv::block_hash& parent, std::vector<std::int32_t> token_ids) {
+  if (token_ids.empty() || !ssd_tail_parent_.emplace(h, parent).second) return;
+  ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
 }
 
 void batch_planner::ssd_stored(const kv::block_hash& h) {
   persisting_.erase(h);
   on_ssd_.insert(h);
-  if (auto it = saving_tails_.find(h); it != saving_tails_.end()) {
-    auto [parent, tokens] = std::move(it->second);
-    saving_tails_.erase(it);
-    ssd_stored(h, parent, std::move(tokens));
-  }
 }
 
 void batch_planner::ssd_stored(const kv::block_hash& h, const kv::block_hash& parent, std::vector<std::int32_t> token_ids) {
   on_ssd_.insert(h);
-  if (token_ids.empty() || !ssd_tail_parent_.emplace(h, parent).second) return;
-  ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
+  list_ssd_tail(h, parent, std::move(token_ids));
 }
 
 void batch_planner::ssd_forgotten(const kv::block_hash& h) {
   persisting_.erase(h);
   on_ssd_.erase(h);
-  saving_tails_.erase(h);
   if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
     auto list = ssd_tails_.find(it->second);
     if (list != ssd_tails_.end()) {
@@ -247,9 +254,7 @@ bool batch_planner::start_restore(sequence& s) {
   }
   // After the full blocks, the tail on the SSD that shares most of the next tokens, if any.
   const auto full = static_cast<std::int32_t>(s.blocks.size());
-  const std::int32_t limit = std::min(bt - 1, static_cast<std::int32_t>(s.tokens.size()) - 1 - full * bt);
-  if (room && limit > 0 && !ssd_tails_.empty()) {
-    const auto next = std::span<const std::int32_t>(s.tokens).subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(limit));
+  if (const auto next = tail_window(s, full); room && !next.empty() && !ssd_tails_.empty()) {
     auto [t, n] = best_tail(ssd_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
                             [&](const tail& c) { return on_ssd_.contains(c.hash); });
     if (t && add(t->hash)) s.restore_tail = n;

@@ -205,10 +205,15 @@ class batch_planner {
   void publish_full_blocks(sequence& s);
   /// Keeps the block s was filling as a tail (see the header comment); called before s lets go of it.
   void publish_tail(sequence& s);
-  /// Reuses the RAM tail after s's first `full` blocks that shares most of s's next tokens (at
-  /// most `limit`): a fresh block joins s's table, a copy of the tail's pages into it is queued,
-  /// and s starts after the shared tokens. False on a miss (or when no block is free).
-  bool take_tail(sequence& s, std::int32_t full, std::int32_t limit);
+  /// The tokens of s after its first `full` blocks that a tail may hold for it: up to a block's
+  /// worth, short of its last known token. Empty when there are none.
+  std::span<const std::int32_t> tail_window(const sequence& s, std::int32_t full) const;
+  /// Reuses the RAM tail after s's first `full` blocks that shares most of s's next tokens: a
+  /// fresh block joins s's table, a copy of the tail's pages into it is queued, and s starts after
+  /// the shared tokens. False on a miss (or when no block is free).
+  bool take_tail(sequence& s, std::int32_t full);
+  /// Lists a tail (token_ids not empty) as stored on the SSD, or on its way there.
+  void list_ssd_tail(const kv::block_hash& h, const kv::block_hash& parent, std::vector<std::int32_t> token_ids);
   /// Makes sure s.hashes covers its first n full blocks.
   void extend_hashes(sequence& s, std::int32_t n);
   const kv::block_hash& root(kv::kv_format f);
@@ -255,11 +260,10 @@ class batch_planner {
   /// stale; stale entries are dropped as lookups meet them, and all at once when they pile up.
   tail_map ram_tails_;
   std::size_t ram_tail_entries_ = 0;
-  /// Tails on the SSD, by parent, and the parent of each (to forget one by its hash).
+  /// Tails on the SSD or being written there, by parent (only those in on_ssd_ are restored), and
+  /// the parent of each (to forget one by its hash).
   tail_map ssd_tails_;
   std::unordered_map<kv::block_hash, kv::block_hash, kv::block_hash_hasher> ssd_tail_parent_;
-  /// Tails on their way to the SSD: their parent and tokens, until the write is confirmed.
-  std::unordered_map<kv::block_hash, std::pair<kv::block_hash, std::vector<std::int32_t>>, kv::block_hash_hasher> saving_tails_;
 };
 
 }  // namespace strata::sched

@@ -70,6 +70,13 @@ struct driver {
   }
 };
 
+/// The plan holds one item, computing n tokens from `start`.
+void expect_one_item(const step_plan& plan, std::int32_t start, std::int32_t n) {
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].start, start);
+  EXPECT_EQ(plan.items[0].n_tokens, n);
+}
+
 planner_options tiered(planner_options o, bool write_through = true) {
   o = caching(o);
   o.ssd = true;
@@ -205,10 +212,7 @@ TEST(batch_planner, a_tail_on_the_ssd_comes_back_after_the_chain_with_the_tokens
   EXPECT_EQ(s->n_computed, 68);
   EXPECT_EQ(s->cached_tokens, 68);
   EXPECT_EQ(d.planner.counters().ssd_hit_tokens, 68u);
-  auto plan = d.planner.plan();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 68);
-  EXPECT_EQ(plan.items[0].n_tokens, 3);
+  expect_one_item(d.planner.plan(), 68, 3);
 
   // The same prompt again: the full blocks are in RAM now (7 holds them), the tail is read from
   // the SSD again (7 writes on into its copy). Should that read fail, the tail is computed.
@@ -349,19 +353,10 @@ TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
 
   d.planner.submit(make_seq(2, 10, 5));
   auto plan = d.step();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 8);  // two blocks reused; tokens 9 and 10 computed
-  EXPECT_EQ(plan.items[0].n_tokens, 2);
+  expect_one_item(plan, 8, 2);  // two blocks reused; tokens 9 and 10 computed
   EXPECT_EQ(d.planner.find(2)->cached_tokens, 8);
   EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 8u);
   EXPECT_EQ(d.planner.counters().prefix_query_tokens, 20u);
-}
-
-/// The plan holds one item, computing n tokens from `start`.
-void expect_one_item(const step_plan& plan, std::int32_t start, std::int32_t n) {
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, start);
-  EXPECT_EQ(plan.items[0].n_tokens, n);
 }
 
 TEST(batch_planner, a_prompt_goes_on_from_the_tokens_it_shares_with_a_finished_sequences_last_block) {
@@ -440,9 +435,7 @@ TEST(batch_planner, the_last_known_token_is_always_computed) {
   std::vector<std::int32_t> all{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 7};
   d.planner.submit(seq_of(2, all, 1));  // every block cached, but the logits of token 12 are needed
   auto plan = d.step();
-  ASSERT_EQ(plan.items.size(), 1u);
-  EXPECT_EQ(plan.items[0].start, 8);
-  EXPECT_EQ(plan.items[0].n_tokens, 4);
+  expect_one_item(plan, 8, 4);
   all.push_back(3);
   d.planner.submit(seq_of(3, all, 1));
   plan = d.step();
