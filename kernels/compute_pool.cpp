@@ -69,6 +69,40 @@ void compute_pool::parallel_for(int n_tasks, const std::function<void(int, int)>
   run(std::ref(job));  // a reference_wrapper: std::function stores it without allocating
 }
 
+void compute_pool::run_shares(std::int64_t n_chunks, const std::function<void(std::int64_t)>& fn) {
+  constexpr int k_max_shares = 64;
+  if (n_ == 1 || n_chunks <= 1 || n_ > k_max_shares || n_chunks > UINT32_MAX) {
+    for (std::int64_t c = 0; c < n_chunks; ++c) fn(c);
+    return;
+  }
+  // A share is [front, back) in one word: the owner takes the front, the others the back.
+  struct alignas(64) share {
+    std::atomic<std::uint64_t> range;
+  };
+  share shares[k_max_shares];
+  for (int i = 0; i < n_; ++i) {
+    std::int64_t b, e;
+    split(n_chunks, 1, i, n_, b, e);
+    shares[i].range.store(static_cast<std::uint64_t>(b) | static_cast<std::uint64_t>(e) << 32, std::memory_order_relaxed);
+  }
+  // Takes one chunk off the front or the back of a share; -1 when it is empty.
+  auto take = [](share& s, bool front) -> std::int64_t {
+    std::uint64_t v = s.range.load(std::memory_order_relaxed);
+    for (;;) {
+      const std::uint64_t f = v & 0xFFFFFFFFu, b = v >> 32;
+      if (f >= b) return -1;
+      const std::uint64_t next = front ? v + 1 : f | (b - 1) << 32;
+      if (s.range.compare_exchange_weak(v, next, std::memory_order_relaxed)) return static_cast<std::int64_t>(front ? f : b - 1);
+    }
+  };
+  auto job = [&](int ith, int nth) {
+    for (std::int64_t c; (c = take(shares[ith], true)) >= 0;) fn(c);
+    for (int j = 1; j < nth; ++j)
+      for (std::int64_t c; (c = take(shares[(ith + j) % nth], false)) >= 0;) fn(c);
+  };
+  run(std::ref(job));
+}
+
 void compute_pool::worker(int ith) {
   std::uint64_t seen = 0;
   for (;;) {

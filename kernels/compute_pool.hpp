@@ -31,6 +31,12 @@ class compute_pool {
   /// free up (an atomic counter, no allocation); returns when all are done.
   void parallel_for(int n_tasks, const std::function<void(int task, int n_tasks)>& fn);
 
+  /// Calls fn(chunk) once for every chunk in [0, n_chunks): each worker takes its own contiguous
+  /// share front to back, and a worker whose share is done takes chunks from the back of the
+  /// others' shares. Each core's reads stay one sequential stream, as with fixed shares, but a
+  /// core slowed down by another process no longer holds the whole job up.
+  void run_shares(std::int64_t n_chunks, const std::function<void(std::int64_t chunk)>& fn);
+
   /// Splits [0, n) into one contiguous range per worker, aligned to `grain`.
   static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);
 

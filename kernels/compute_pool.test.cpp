@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <vector>
 
 namespace strata::kernels {
@@ -21,6 +24,38 @@ TEST(compute_pool, parallel_for_runs_every_task_exactly_once) {
       for (int i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << i << " of " << n;
     }
   }
+}
+
+TEST(compute_pool, run_shares_runs_every_chunk_exactly_once) {
+  for (int threads : {1, 2, 3}) {
+    compute_pool pool(threads);
+    for (std::int64_t n : {0, 1, 2, 5, 64, 999}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      // Uneven chunks, so that workers finish their shares at different times and take others'.
+      pool.run_shares(n, [&](std::int64_t c) {
+        if (c % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        hits[static_cast<std::size_t>(c)].fetch_add(1);
+      });
+      for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1) << i << " of " << n;
+    }
+  }
+}
+
+TEST(compute_pool, run_shares_lets_a_free_worker_take_from_a_slow_one) {
+  compute_pool pool(2);
+  constexpr std::int64_t n = 40;
+  std::vector<int> by(n, -1);
+  std::atomic<int> worker_of_first{-1};
+  // The share of whichever worker starts chunk 0 is slow: the other worker must take some of it.
+  pool.run_shares(n, [&](std::int64_t c) {
+    const int me = static_cast<int>(std::hash<std::thread::id>{}(std::this_thread::get_id()) & 0x7FFFFFFF);
+    if (c == 0) worker_of_first.store(me);
+    if (c < n / 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    by[static_cast<std::size_t>(c)] = me;
+  });
+  int taken = 0;
+  for (std::int64_t c = 1; c < n / 2; ++c) taken += by[static_cast<std::size_t>(c)] != worker_of_first.load();
+  EXPECT_GT(taken, 0);
 }
 
 TEST(compute_pool, run_calls_every_worker_once_per_job) {

@@ -104,9 +104,20 @@ void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, fl
 float one_f16(std::uint16_t h) { return fp16_to_fp32(h); }
 float one_bf16(std::uint16_t h) { return bf16_to_fp32(h); }
 
+std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
+  __m256i s[4] = {};
+  for (std::int64_t i = 0; i + 16 <= n; i += 16)
+    for (int j = 0; j < 4; ++j) s[j] = _mm256_add_epi64(s[j], load256(p + i + 4 * j));
+  const __m256i t = _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3]));
+  alignas(32) std::uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), t);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
 }  // namespace
 
 void fill_table(kernel_table& t) {
+  t.sum_words = sum_words;
   t.dot = dot;
   t.f16_to_f32 = f16_to_f32;
   t.axpy = axpy;

@@ -179,15 +179,20 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     pool.parallel_for(total, std::ref(task));
     return;
   }
-  // One row streams the weights: a fixed share of each W per core keeps each core's reads sequential.
-  auto job = [&](int ith, int nth) {
-    for (const auto& o : outs) {
-      std::int64_t b, e;
-      compute_pool::split(o.rows, packed_of(o) ? k_row_block : 4, ith, nth, b, e);
-      if (b < e) rows_of(o, b, e);
-    }
+  // One row streams the weights: the outputs' rows, one after the other, in chunks of 64 rows
+  // (tens of kilobytes: the hand-out costs nothing next to them); each core streams its share of
+  // them and then helps the others from the back of theirs.
+  constexpr std::int64_t chunk_rows = 4 * k_row_block;
+  std::array<std::int64_t, k_matmul_max_outputs + 1> first_chunk{};
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    first_chunk[i + 1] = first_chunk[i] + (outs[i].rows + chunk_rows - 1) / chunk_rows;
+  auto chunk = [&](std::int64_t c) {
+    std::size_t i = 0;
+    while (c >= first_chunk[i + 1]) ++i;
+    const std::int64_t b = (c - first_chunk[i]) * chunk_rows;
+    rows_of(outs[i], b, std::min(outs[i].rows, b + chunk_rows));
   };
-  pool.run(std::ref(job));
+  pool.run_shares(first_chunk[outs.size()], std::ref(chunk));
 }
 
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,

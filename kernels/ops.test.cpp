@@ -47,6 +47,26 @@ TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
   }
 }
 
+TEST(ops, simd_sum_words_matches_the_scalar_one) {
+  std::mt19937_64 gen(std::random_device{}());
+  std::vector<std::uint64_t> words(32 * 37);
+  for (auto& w : words) w = gen();  // the sums wrap
+  const auto n = static_cast<std::int64_t>(words.size());
+  const std::uint64_t want = kernels_for(simd_level::scalar).sum_words(words.data(), n);
+  std::uint64_t plain = 0;
+  for (auto w : words) plain += w;
+  EXPECT_EQ(want, plain);
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    EXPECT_EQ(kernels_for(level).sum_words(words.data(), n), want) << simd_level_name(level);
+    EXPECT_EQ(kernels_for(level).sum_words(words.data() + 32, n - 64), want - [&] {
+      std::uint64_t edge = 0;
+      for (int i = 0; i < 32; ++i) edge += words[static_cast<std::size_t>(i)] + words[words.size() - 32 + i];
+      return edge;
+    }()) << simd_level_name(level) << " at an unaligned start";
+  }
+}
+
 TEST(ops, silu_and_gelu_follow_their_formulas) {
   float v[3] = {1.0f, -2.0f, 0.5f};
   silu(v, 3);

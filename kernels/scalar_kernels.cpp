@@ -191,7 +191,15 @@ void gelu(float* x, std::int64_t n) {
   }
 }
 
+std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
+  std::uint64_t s[8] = {};
+  for (std::int64_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
+  return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+}
+
 void fill_table(kernel_table& t) {
+  t.sum_words = sum_words;
   t.silu = silu;
   t.gelu = gelu;
   t.quantize_groups = quantize_groups;

@@ -82,6 +82,10 @@ struct kernel_table {
   /// In place: x * sigmoid(x), and GELU with the tanh approximation.
   void (*silu)(float* x, std::int64_t n) = nullptr;
   void (*gelu)(float* x, std::int64_t n) = nullptr;
+  /// Wrapping sum of n 64-bit words (n a multiple of 32) with the widest loads the level has:
+  /// the probe `strata bench` measures the memory read bandwidth with (a narrower loop runs out
+  /// of instructions before it runs out of bandwidth).
+  std::uint64_t (*sum_words)(const std::uint64_t* p, std::int64_t n) = nullptr;
   row_dot_fn row_dot[k_dtype_slots] = {};
   /// For the quantized types (the float slots stay null: they take gemm_f32).
   row_gemm_fn row_gemm[k_dtype_slots] = {};
@@ -116,6 +120,7 @@ void quantize_groups(const float* x, std::int64_t k, int group, int sum_group, s
                      std::int32_t* sums);
 void silu(float* x, std::int64_t n);
 void gelu(float* x, std::int64_t n);
+std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n);
 void fill_table(kernel_table& t);
 }  // namespace scalar
 namespace avx2 {

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,10 +41,14 @@ double seconds_since(clock_type::time_point t0) {
 }
 
 /// Read bandwidth in bytes per second: every worker sums its share of a buffer far larger than
-/// the caches; the best of a few passes.
+/// the caches with the widest loads the CPU has (kernel_table::sum_words); the best of a few passes.
 double measure_read_bandwidth(kernels::compute_pool& pool, std::size_t bytes) {
   const std::size_t n = bytes / sizeof(std::uint64_t);
-  std::vector<std::uint64_t> buf(n);
+  // Cache-line aligned, so that no load straddles two lines.
+  const std::unique_ptr<std::uint64_t, decltype(&std::free)> mem(
+      static_cast<std::uint64_t*>(std::aligned_alloc(64, n * sizeof(std::uint64_t))), &std::free);
+  if (!mem) return 0;
+  const std::span<std::uint64_t> buf(mem.get(), n);
   for (std::size_t i = 0; i < n; ++i) buf[i] = i;  // touch every page before timing
   std::vector<std::uint64_t> sinks(static_cast<std::size_t>(pool.size()) * 8);
   double best = 0;
@@ -51,11 +57,8 @@ double measure_read_bandwidth(kernels::compute_pool& pool, std::size_t bytes) {
     pool.run([&](int ith, int nth) {
       std::int64_t b, e;
       kernels::compute_pool::split(static_cast<std::int64_t>(n), 64, ith, nth, b, e);
-      std::uint64_t s[8] = {};
-      for (std::int64_t i = b; i + 8 <= e; i += 8)
-        for (int j = 0; j < 8; ++j) s[j] += buf[static_cast<std::size_t>(i + j)];
       // One slot per worker, a cache line apart: the sums stay live without false sharing.
-      sinks[static_cast<std::size_t>(ith) * 8] = s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
+      sinks[static_cast<std::size_t>(ith) * 8] = kernels::active_kernels().sum_words(buf.data() + b, e - b);
     });
     best = std::max(best, static_cast<double>(n * sizeof(std::uint64_t)) / seconds_since(t0));
   }
@@ -122,6 +125,10 @@ int run(const bench_options& o) {
   const double decode_s = seconds_since(t0);
 
   const double bandwidth = measure_read_bandwidth(pool, std::size_t{1} << 30);
+  if (bandwidth <= 0) {
+    std::fprintf(stderr, "strata bench: cannot allocate 1 GiB to measure the read bandwidth\n");
+    return 1;
+  }
   const double prefill_tok_s = o.prompt / prefill_s;
   const double decode_tok_s = o.gen / decode_s;
   const auto bytes_per_token = static_cast<double>((*m)->weights.bytes_per_token);
