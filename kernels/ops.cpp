@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/simd.hpp"
 
@@ -19,15 +20,43 @@ void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, flo
 }
 
 void rope(float* x, int n_heads, int head_dim, int n_rot, std::int32_t pos, float freq_base, float freq_scale, bool neox) {
+  std::vector<float> cs(static_cast<std::size_t>(n_rot));
+  rope_angles(pos, n_rot, freq_base, freq_scale, nullptr, cs.data());
+  rope_rotate(x, n_heads, head_dim, n_rot, cs.data(), neox);
+}
+
+void rope_angles(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const float* factors, float* cs) {
+  // freq_base^(-2i / n_rot) per i, kept per thread for the last (base, n_rot): the powers are
+  // the same for every token of a model.
+  thread_local struct {
+    float base = 0;
+    int n_rot = 0;
+    std::vector<float> inv;
+  } freqs;
+  if (freqs.base != freq_base || freqs.n_rot != n_rot) {
+    freqs.inv.resize(static_cast<std::size_t>(n_rot / 2));
+    for (int i = 0; i < n_rot / 2; ++i)
+      freqs.inv[static_cast<std::size_t>(i)] = std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(n_rot));
+    freqs.base = freq_base;
+    freqs.n_rot = n_rot;
+  }
   const float p = static_cast<float>(pos) * freq_scale;
   for (int i = 0; i < n_rot / 2; ++i) {
-    float theta = p * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(n_rot));
-    float c = std::cos(theta), s = std::sin(theta);
+    float theta = p * freqs.inv[static_cast<std::size_t>(i)];
+    if (factors) theta /= factors[i];
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = std::sin(theta);
+  }
+}
+
+void rope_rotate(float* x, int n_heads, int head_dim, int n_rot, const float* cs, bool neox) {
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float c = cs[2 * i], s = cs[2 * i + 1];
+    const int a = neox ? i : 2 * i;
+    const int b = neox ? i + n_rot / 2 : 2 * i + 1;
     for (int h = 0; h < n_heads; ++h) {
       float* v = x + h * head_dim;
-      int a = neox ? i : 2 * i;
-      int b = neox ? i + n_rot / 2 : 2 * i + 1;
-      float x0 = v[a], x1 = v[b];
+      const float x0 = v[a], x1 = v[b];
       v[a] = x0 * c - x1 * s;
       v[b] = x0 * s + x1 * c;
     }

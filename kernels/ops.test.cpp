@@ -104,6 +104,20 @@ TEST(ops, rope_rotates_adjacent_pairs_or_halves) {
   EXPECT_NEAR(neox[3], std::sin(t1), 1e-6f);
 }
 
+TEST(ops, rope_angles_take_the_per_frequency_divisors) {
+  // Two pairs, position 3, base 100: theta_i = 3 * 100^(-2i / 4) / factors[i].
+  const float factors[2] = {2.0f, 0.5f};
+  float cs[4];
+  rope_angles(3, 4, 100.0f, 1.0f, factors, cs);
+  EXPECT_NEAR(cs[0], std::cos(1.5f), 1e-6f);
+  EXPECT_NEAR(cs[1], std::sin(1.5f), 1e-6f);
+  EXPECT_NEAR(cs[2], std::cos(0.6f), 1e-6f);
+  EXPECT_NEAR(cs[3], std::sin(0.6f), 1e-6f);
+  // Other bases after this one get their own powers.
+  rope_angles(3, 4, 10000.0f, 0.5f, nullptr, cs);
+  EXPECT_NEAR(cs[2], std::cos(1.5f * 0.01f), 1e-6f);
+}
+
 TEST(ops, softmax_sums_to_one_and_returns_the_logsumexp) {
   std::vector<float> x = {1.0f, 2.0f, 3.0f, 1000.0f};
   const float lse = softmax(x.data(), 3);

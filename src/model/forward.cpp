@@ -64,61 +64,61 @@ void matmul_many(kernels::compute_pool& pool, std::initializer_list<std::pair<co
   kernels::matmul_many(pool, kernels::active_kernels(), std::span(outs.data(), count), ws.begin()->first->cols, x, n);
 }
 
-void add_bias(float* y, const tensor_view& b, std::int64_t n, std::int64_t dim) {
-  if (!b) return;
-  for (std::int64_t i = 0; i < n; ++i) kernels::add(y + i * dim, y + i * dim, b.f32(), dim);
+/// Rows [r0, r1) of y = rms_norm(x) * w.
+void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t r0, std::int64_t r1, std::int64_t dim, float eps) {
+  for (std::int64_t i = r0; i < r1; ++i) kernels::rms_norm(x + i * dim, w.f32(), y + i * dim, dim, eps);
 }
 
-void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t n, std::int64_t dim, float eps) {
-  for (std::int64_t i = 0; i < n; ++i) kernels::rms_norm(x + i * dim, w.f32(), y + i * dim, dim, eps);
-}
-
-/// Rotary embedding of one row's heads; with per-frequency divisors when the model has them.
-void rope_row(float* x, int n_heads, const hparams& h, std::int32_t pos, const tensor_view& factors) {
-  if (!factors) {
-    kernels::rope(x, n_heads, h.head_dim, h.n_rot, pos, h.rope_freq_base, h.rope_freq_scale, h.rope_neox);
+/// Runs fn(begin, end) over [0, n) rows of `per_row` values each: split over the pool when there
+/// is enough work to pay for the hand-off (a prefill chunk), on this thread otherwise (decode).
+template <class Fn>
+void for_rows(kernels::compute_pool& pool, std::int64_t n, std::int64_t per_row, Fn&& fn) {
+  constexpr std::int64_t k_min_pooled_values = 1 << 15;
+  if (pool.size() == 1 || n < 2 || n * per_row < k_min_pooled_values) {
+    fn(std::int64_t{0}, n);
     return;
   }
-  const float p = static_cast<float>(pos) * h.rope_freq_scale;
-  const int half = h.n_rot / 2;
-  for (int i = 0; i < half; ++i) {
-    const float theta = p * std::pow(h.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(h.n_rot)) / factors.f32()[i];
-    const float c = std::cos(theta), s = std::sin(theta);
-    const int a = h.rope_neox ? i : 2 * i;
-    const int b = h.rope_neox ? i + half : 2 * i + 1;
-    for (int hh = 0; hh < n_heads; ++hh) {
-      float* v = x + static_cast<std::int64_t>(hh) * h.head_dim;
-      const float x0 = v[a], x1 = v[b];
-      v[a] = x0 * c - x1 * s;
-      v[b] = x0 * s + x1 * c;
-    }
-  }
+  auto job = [&](int ith, int nth) {
+    std::int64_t b, e;
+    kernels::compute_pool::split(n, 1, ith, nth, b, e);
+    if (b < e) fn(b, e);
+  };
+  pool.run(std::ref(job));
 }
 
-/// Q/K norms, RoPE, then the row's K and V into its page slot, in the page's format: f16, or
-/// quantized straight from f32 (no f16 copy of a quantized sequence's KV ever exists). For q4_0
+/// Biases, Q/K norms, RoPE, then the row's K and V into its page slot, in the page's format: f16,
+/// or quantized straight from f32 (no f16 copy of a quantized sequence's KV ever exists). For q4_0
 /// pages, K and the sequence's queries are first rotated (kernels::hadamard32): q.k is unchanged
-/// and the keys quantize with less error.
-void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& batch, float* q, float* k, const float* v,
-                  layer_kv& kv) {
+/// and the keys quantize with less error. Rows [r0, r1) of the batch; each row writes only its own
+/// slot, so disjoint ranges can run at once.
+void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& batch, float* q, float* k, float* v,
+                  layer_kv& kv, std::int64_t r0, std::int64_t r1) {
   const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
+  float cs[kernels::k_attention_max_head_dim];  // n_rot <= head_dim (hparams checks both)
   for (const seq_rows& sq : batch.seqs) {
+    if (sq.first_row + sq.n_rows <= r0 || sq.first_row >= r1) continue;
     const kv::kv_format format = kv.format_of(sq.blocks[0]);
-    for (std::int32_t r = 0; r < sq.n_rows; ++r) {
+    const std::int32_t rb = static_cast<std::int32_t>(std::max<std::int64_t>(0, r0 - sq.first_row));
+    const std::int32_t re = static_cast<std::int32_t>(std::min<std::int64_t>(sq.n_rows, r1 - sq.first_row));
+    for (std::int32_t r = rb; r < re; ++r) {
       const std::int64_t row = sq.first_row + r;
       const std::int32_t pos = sq.start_pos + r;
       float* qr = q + row * qd;
       float* kr = k + row * kvd;
+      float* vr = v + row * kvd;
+      if (w.bq) kernels::add(qr, qr, w.bq.f32(), qd);
+      if (w.bk) kernels::add(kr, kr, w.bk.f32(), kvd);
+      if (w.bv) kernels::add(vr, vr, w.bv.f32(), kvd);
       if (w.q_norm) {
         for (int hh = 0; hh < h.n_head; ++hh)
           kernels::rms_norm(qr + hh * h.head_dim, w.q_norm.f32(), qr + hh * h.head_dim, h.head_dim, h.norm_eps);
         for (int hh = 0; hh < h.n_head_kv; ++hh)
           kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
-      rope_row(qr, h.n_head, h, pos, w.rope_freqs);
-      rope_row(kr, h.n_head_kv, h, pos, w.rope_freqs);
+      kernels::rope_angles(pos, h.n_rot, h.rope_freq_base, h.rope_freq_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
+      kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
+      kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
-      const float* vr = v + row * kvd;
       switch (format) {
         case kv::kv_format::f16:
           kernels::convert_row_to_f16(kr, reinterpret_cast<std::uint16_t*>(kv.k(page, slot)), kvd);
@@ -212,7 +212,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   float* up = fa::up(s);
 
   // Attention block.
-  rms_norm_rows(hidden, w.attn_norm, cur, n, d, h.norm_eps);
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
   if (w.wqkv) {
     matmul(pool, w.wqkv, cur, n, gate);  // each row: q, k, v
     for (std::int64_t i = 0; i < n; ++i) {
@@ -224,17 +224,17 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   } else {
     matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
-  add_bias(q, w.bq, n, qd);
-  add_bias(k, w.bk, n, kvd);
-  add_bias(v, w.bv, n, kvd);
-  prepare_rows(w, h, batch, q, k, v, kv);
+  for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, batch, q, k, v, kv, b, e); });
   attend_rows(h, il, batch, q, attn, kv, pool);
   matmul(pool, w.wo, attn, n, out);
-  if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, n, d, h.norm_eps);
-  kernels::add(hidden, hidden, out, n * d);
+  // The residual, and the feed-forward block's norm.
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
+    if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, b, e, d, h.norm_eps);
+    kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
+    rms_norm_rows(hidden, w.ffn_norm, cur, b, e, d, h.norm_eps);
+  });
 
   // Feed-forward block.
-  rms_norm_rows(hidden, w.ffn_norm, cur, n, d, h.norm_eps);
   if (w.gate_up) {
     matmul(pool, w.gate_up, cur, n, gate);  // each row: gate (ff) then up (ff)
     // Compact in place: row i's gate moves down to i * ff; it never overtakes an unread row.
@@ -245,12 +245,17 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   } else {
     matmul_many(pool, {{&w.gate, gate}, {&w.up, up}}, cur, n);
   }
-  if (h.architecture == arch::gemma2) kernels::gelu(gate, n * ff);
-  else kernels::silu(gate, n * ff);
-  kernels::mul(gate, gate, up, n * ff);
+  for_rows(pool, n, ff, [&](std::int64_t b, std::int64_t e) {
+    float* g = gate + b * ff;
+    if (h.architecture == arch::gemma2) kernels::gelu(g, (e - b) * ff);
+    else kernels::silu(g, (e - b) * ff);
+    kernels::mul(g, g, up + b * ff, (e - b) * ff);
+  });
   matmul(pool, w.down, gate, n, out);
-  if (w.post_ffn_norm) rms_norm_rows(out, w.post_ffn_norm, out, n, d, h.norm_eps);
-  kernels::add(hidden, hidden, out, n * d);
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
+    if (w.post_ffn_norm) rms_norm_rows(out, w.post_ffn_norm, out, b, e, d, h.norm_eps);
+    kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
+  });
 }
 
 /// A per-thread scratch for the model-based overloads, replaced when too small or of other dims.
