@@ -54,6 +54,13 @@ void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   if (i < n) scalar::f16_to_f32(src + i, dst + i, n - i);
 }
 
+void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) scalar::f32_to_f16(src + i, dst + i, n - i);
+}
+
 void axpy(float a, const float* x, float* y, std::int64_t n) {
   __m256 av = _mm256_set1_ps(a);
   std::int64_t i = 0;
@@ -118,6 +125,7 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
 
 void fill_table(kernel_table& t) {
   t.sum_words = sum_words;
+  t.f32_to_f16 = f32_to_f16;
   t.dot = dot;
   t.f16_to_f32 = f16_to_f32;
   t.axpy = axpy;

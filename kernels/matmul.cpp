@@ -43,14 +43,15 @@ void gemm_f32_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::in
 }
 
 /// Rows [r0, r1) of W against the m prepared activation rows; all read from `packed` when it is
-/// given (r0 is then a multiple of 16): the whole groups of 16 through the packed kernel, the rows
-/// left over through the row dots.
+/// given (r0 is then a multiple of 16): the whole groups of 16 through the packed kernel, against
+/// the same rows interleaved in `xt`, the rows left over through the row dots.
 void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
-              std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y, const std::byte* packed) {
+              std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y, const std::byte* packed,
+              const std::byte* xt) {
   const std::size_t stride = row_bytes(wt, k);
   if (packed) {
     const std::int64_t g1 = std::min(r1, rows / 16 * 16) / 16;
-    if (r0 / 16 < g1) kt.q8_0_x16(packed, r0 / 16, g1, xs, static_cast<int>(m), k, y, rows);
+    if (r0 / 16 < g1) kt.q8_0_x16(packed, r0 / 16, g1, xt, static_cast<int>(m), k, y, rows);
     r0 = std::max(r0, g1 * 16);
     if (r0 >= r1) return;
     w = packed;  // the rows % 16 left over follow the groups, in the GGUF layout, at their own offsets
@@ -95,6 +96,7 @@ void for_row_runs(compute_pool& pool, std::int64_t rows, std::int64_t grain, Fn&
 struct prepared_x {
   std::vector<act_row> rows;
   std::vector<std::byte> data;
+  std::vector<std::byte> interleaved;  // for packed q8_0 weights
 };
 
 }  // namespace
@@ -129,6 +131,7 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     return;
   }
   act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
+  std::byte* xt = nullptr;  // the calling thread's buffers: the workers see them through these pointers
   if (fmt == act_format::f32) {
     for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
   } else {
@@ -136,9 +139,14 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     // One spare row of bytes lets the start be rounded up to 64.
     std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
     data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
+    const bool any_packed = kt.q8_0_x16 && std::any_of(outs.begin(), outs.end(), [](const matmul_out& o) {
+      return o.type == dtype::q8_0 && o.packed;
+    });
+    if (any_packed) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(m, k));
     auto quantize = [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i)
         xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
+      if (xt) interleave_q8_x8(xs, b, e, m, k, xt);
     };
     if (single || m < 4) {
       quantize(0, m);
@@ -155,7 +163,7 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
   };
   auto rows_of = [&](const matmul_out& o, std::int64_t b, std::int64_t e) {
-    dot_rows(kt, o.type, static_cast<const std::byte*>(o.w), b, e, o.rows, k, xs, m, o.y, packed_of(o));
+    dot_rows(kt, o.type, static_cast<const std::byte*>(o.w), b, e, o.rows, k, xs, m, o.y, packed_of(o), xt);
   };
   if (single) {
     for (const auto& o : outs) rows_of(o, 0, o.rows);

@@ -94,7 +94,7 @@ void scale(float* x, std::int64_t n, float s) {
 }
 
 void convert_row_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+  active_kernels().f32_to_f16(src, dst, n);
 }
 
 void convert_row_from_f16(const std::uint16_t* src, float* dst, std::int64_t n) { active_kernels().f16_to_f32(src, dst, n); }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -44,6 +45,27 @@ TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
         ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * k_activation_rel_tolerance + k_activation_abs_tolerance)
             << simd_level_name(level) << (gelu_form ? " gelu" : " silu") << " x = " << x[i] << " seed " << seed;
     }
+  }
+}
+
+TEST(ops, simd_f16_conversion_matches_the_scalar_one) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  // Every magnitude from f16's subnormals to past its largest value, both signs, and halfway cases.
+  std::vector<float> x(1001);
+  for (auto& v : x) v = std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(gen), std::uniform_int_distribution<int>(-30, 18)(gen));
+  x[0] = 65520.0f;                    // rounds to infinity
+  x[1] = 65519.0f;                    // the largest finite value
+  x[2] = std::ldexp(1.0f, -25);       // half the smallest subnormal: to even (zero)
+  x[3] = 1.0f + std::ldexp(1.0f, -11);  // a tie between 1 and the next f16: to even (1)
+  x[4] = -0.0f;
+  x[5] = std::numeric_limits<float>::infinity();
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!cpu_supports(level)) continue;
+    std::vector<std::uint16_t> want(x.size()), got(x.size());
+    kernels_for(simd_level::scalar).f32_to_f16(x.data(), want.data(), static_cast<std::int64_t>(x.size()));
+    kernels_for(level).f32_to_f16(x.data(), got.data(), static_cast<std::int64_t>(x.size()));
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], want[i]) << simd_level_name(level) << " x = " << x[i] << " seed " << seed;
   }
 }
 

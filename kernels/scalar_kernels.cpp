@@ -198,8 +198,13 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
 
+void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = fp32_to_fp16(src[i]);
+}
+
 void fill_table(kernel_table& t) {
   t.sum_words = sum_words;
+  t.f32_to_f16 = f32_to_f16;
   t.silu = silu;
   t.gelu = gelu;
   t.quantize_groups = quantize_groups;

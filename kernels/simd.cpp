@@ -32,6 +32,22 @@ std::size_t act_row_bytes(act_format fmt, std::int64_t k) {
   return 0;
 }
 
+void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt) {
+  const std::int64_t nb = k / 32;
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const std::int64_t c0 = r / k_interleave_rows * k_interleave_rows, c = r - c0;
+    const std::int64_t tile = std::min<std::int64_t>(k_interleave_rows, n - c0);
+    std::byte* t = xt + 40 * c0 * nb;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      std::byte* blk = t + 40 * tile * b;
+      for (int s = 0; s < 8; ++s) std::memcpy(blk + 4 * (s * tile + c), x[r].qs + 32 * b + 4 * s, 4);
+      const std::int32_t bias = -128 * x[r].sums[b];
+      std::memcpy(blk + 4 * (8 * tile + c), &bias, 4);
+      std::memcpy(blk + 4 * (9 * tile + c), x[r].d + b, 4);
+    }
+  }
+}
+
 act_row quantize_activations(act_format fmt, const float* x, std::int64_t k, void* buf) {
   return quantize_activations(kernels_for(simd_level::scalar), fmt, x, k, buf);
 }

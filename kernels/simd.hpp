@@ -58,10 +58,25 @@ using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const 
 /// of 16.
 using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
 
-/// q8_0 weights repacked by repack_q8_0_x16: y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for
-/// the groups g in [g0, g1), i < 16, c < nc.
-using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_t g1, const act_row* x, int nc,
+/// q8_0 weights repacked by repack_q8_0_x16 against activations interleaved by
+/// interleave_q8_x8: y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for the groups g in
+/// [g0, g1), i < 16, c < nc.
+using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::byte* xt, int nc,
                                 std::int64_t k, float* y, std::int64_t ldy);
+
+/// q8_32 activation rows for kernel_table::q8_0_x16, in tiles of up to 8 rows (the last tile
+/// takes what is left), so that a tile is one stream the kernel reads at fixed offsets. For a tile
+/// of C rows, block b (32 values) of all C rows takes 40 C bytes:
+///
+///   | int32 q[8][C]: q[s][c] = bytes 4s..4s+3 of row c's block | int32 -128 * sum of row c's block, [C] | f32 scale [C] |
+///
+/// The tile of rows from c0 (a multiple of 8) starts at byte 40 * c0 * (k / 32).
+constexpr int k_interleave_rows = 8;
+inline std::size_t interleaved_q8_x8_bytes(std::int64_t rows, std::int64_t k) {
+  return static_cast<std::size_t>(40 * rows * (k / 32));
+}
+/// Writes rows [r0, r1) of the n rows x (q8_32) into xt, laid out as above for n rows.
+void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt);
 
 /// Index of a dtype in kernel_table::row_dot.
 int dtype_slot(dtype t);
@@ -71,8 +86,9 @@ struct kernel_table {
   simd_level level = simd_level::scalar;
   /// sum_i a[i] * b[i]
   float (*dot)(const float* a, const float* b, std::int64_t n) = nullptr;
-  /// f16 to f32 conversion of a row.
+  /// f16 to f32 conversion of a row, and back (round to nearest even, as fp32_to_fp16).
   void (*f16_to_f32)(const std::uint16_t* src, float* dst, std::int64_t n) = nullptr;
+  void (*f32_to_f16)(const float* src, std::uint16_t* dst, std::int64_t n) = nullptr;
   /// y += a * x
   void (*axpy)(float a, const float* x, float* y, std::int64_t n) = nullptr;
   /// Groups of `group` values (32 or 256) get one scale d = max|x| / 127 and levels round(x / d);
@@ -115,6 +131,7 @@ bool cpu_supports(simd_level level);
 namespace scalar {
 float dot(const float* a, const float* b, std::int64_t n);
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n);
+void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
 void axpy(float a, const float* x, float* y, std::int64_t n);
 void quantize_groups(const float* x, std::int64_t k, int group, int sum_group, std::int8_t* qs, float* d,
                      std::int32_t* sums);
