@@ -35,7 +35,7 @@ for t in "${types[@]}"; do
     const r = rows[0];
     console.log(`${process.argv[2].padEnd(7)} ${r.simd}, ${r.threads} threads, ${rows.length} runs (medians): ` +
       `prefill ${med("prefill_tok_s").toFixed(1)} tok/s, decode ${med("decode_tok_s").toFixed(1)} tok/s, ` +
-      `bandwidth ${med("bandwidth_gb_s").toFixed(2)} GB/s, weights/token ${(r.bytes_per_token / 1e6).toFixed(1)} MB, ` +
+      `bandwidth ${med("bandwidth_gb_s").toFixed(2)} GB/s, read/token ${(r.bytes_per_token / 1e6).toFixed(1)} MB (KV ${(r.kv_bytes_per_token / 1e6).toFixed(1)}), ` +
       `decode at ${(100 * med("bandwidth_share")).toFixed(0)}% of the bound (${med("decode_bound_tok_s").toFixed(1)} tok/s), ` +
       `open ${(1000 * med("open_s")).toFixed(1)} ms for ${(r.file_bytes / 1e9).toFixed(2)} GB`);
   ' "$dir/$t.jsonl" "$t"

@@ -131,7 +131,15 @@ int run(const bench_options& o) {
   }
   const double prefill_tok_s = o.prompt / prefill_s;
   const double decode_tok_s = o.gen / decode_s;
-  const auto bytes_per_token = static_cast<double>((*m)->weights.bytes_per_token);
+  // A decoded token reads the weights and every layer's K and V up to its position: at the mean
+  // decode position, prompt + gen / 2 (a sliding-window layer reads at most its window).
+  const auto weight_bytes = static_cast<double>((*m)->weights.bytes_per_token);
+  const double mean_pos = o.prompt + o.gen / 2.0;
+  double kv_bytes = 0;
+  for (int il = 0; il < h.n_layer; ++il)
+    kv_bytes += 2.0 * static_cast<double>(kv::kv_row_bytes(format, h.kv_dim())) *
+                (h.sliding(il) ? std::min<double>(mean_pos, h.sliding_window) : mean_pos);
+  const double bytes_per_token = weight_bytes + kv_bytes;
   const double bound_tok_s = bandwidth / bytes_per_token;
   const double share = decode_tok_s / bound_tok_s;
 
@@ -149,6 +157,8 @@ int run(const bench_options& o) {
                             {"decode_tok_s", decode_tok_s},
                             {"bandwidth_gb_s", bandwidth / 1e9},
                             {"bytes_per_token", bytes_per_token},
+                            {"weight_bytes_per_token", weight_bytes},
+                            {"kv_bytes_per_token", kv_bytes},
                             {"decode_bound_tok_s", bound_tok_s},
                             {"bandwidth_share", share}};
     std::printf("%s\n", boost::json::serialize(doc).c_str());
@@ -159,8 +169,8 @@ int run(const bench_options& o) {
     std::printf("prefill          %8.1f tok/s  (%d tokens in %.3f s, KV %d bits)\n", prefill_tok_s, o.prompt, prefill_s, o.kv_bits);
     std::printf("decode           %8.1f tok/s  (%d tokens in %.3f s)\n", decode_tok_s, o.gen, decode_s);
     std::printf("read bandwidth   %8.2f GB/s\n", bandwidth / 1e9);
-    std::printf("weights/token    %8.1f MB  -> bound %.1f tok/s, decode reaches %.0f%% of it\n", bytes_per_token / 1e6,
-                bound_tok_s, 100 * share);
+    std::printf("read/token       %8.1f MB  (weights %.1f MB, KV %.1f MB) -> bound %.1f tok/s, decode reaches %.0f%% of it\n",
+                bytes_per_token / 1e6, weight_bytes / 1e6, kv_bytes / 1e6, bound_tok_s, 100 * share);
   }
   return 0;
 }
