@@ -1,5 +1,7 @@
 #include "actors/pipeline/output_actor.hpp"
 
+#include "src/common/block_buffers.hpp"
+
 namespace strata::pipeline {
 
 void output_actor::handle(forward f) {
@@ -7,6 +9,8 @@ void output_actor::handle(forward f) {
   for (const auto& s : f.layout.seqs) {
     if (s.sample) rows_.push_back(s.first_row + s.n_rows - 1);
   }
+  // Restored blocks are in every layer's pages now: their buffers go back for the next ones.
+  for (auto& b : f.layout.load) block_buffers::shared().give(std::move(b.bytes));
   sched::step_done done;
   done.step = f.layout.step;
   done.saved = std::move(f.saved);

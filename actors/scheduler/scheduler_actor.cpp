@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "src/common/block_buffers.hpp"
+
 namespace strata::sched {
 
 scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
@@ -197,6 +199,8 @@ void scheduler_actor::handle(ssd_loaded l) {
   }
   std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok);
   for (std::size_t k = 0; k < ids.size(); ++k) loads_.push_back(pipeline::frozen_block{ids[k], std::move(*l.payloads[k])});
+  for (std::size_t k = ids.size(); k < l.payloads.size(); ++k)
+    if (l.payloads[k]) block_buffers::shared().give(std::move(*l.payloads[k]));
   maybe_step();
 }
 

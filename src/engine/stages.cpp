@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "src/common/block_buffers.hpp"
+
 namespace strata::engine {
 
 layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
@@ -28,11 +30,12 @@ std::size_t layer_stage::page_bytes(std::int32_t block) const {
 void layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
   for (auto& f : saved) {
     const std::size_t n = page_bytes(f.block);
-    if (f.bytes.capacity() == 0) f.bytes.reserve(n * 2 * static_cast<std::size_t>(m_->hp.n_layer));
-    // Layers run in order, so this layer's part starts where the previous one's ended.
-    if (f.bytes.size() != n * 2 * static_cast<std::size_t>(layer_)) continue;
-    f.bytes.insert(f.bytes.end(), kv_.k(f.block, 0), kv_.k(f.block, 0) + n);
-    f.bytes.insert(f.bytes.end(), kv_.v(f.block, 0), kv_.v(f.block, 0) + n);
+    const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
+    if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
+    if (f.bytes.size() != total) continue;  // never: every layer holds the block in one format
+    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
+    std::memcpy(f.bytes.data() + at, kv_.k(f.block, 0), n);
+    std::memcpy(f.bytes.data() + at + n, kv_.v(f.block, 0), n);
   }
 }
 

@@ -1,0 +1,78 @@
+#include "src/common/block_buffers.hpp"
+
+#include <cstdint>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace strata {
+
+block_buffers& block_buffers::shared() {
+  static block_buffers pool(std::size_t{64} << 20);
+  return pool;
+}
+
+std::vector<std::byte> block_buffers::take(std::size_t n) {
+  {
+    std::lock_guard lock(mu_);
+    // The smallest free buffer with room: buffers of one KV format all have one size.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->capacity() >= n && (best == free_.end() || it->capacity() < best->capacity())) best = it;
+    if (best != free_.end()) {
+      std::vector<std::byte> v = std::move(*best);
+      free_bytes_ -= v.capacity();
+      *best = std::move(free_.back());
+      free_.pop_back();
+      v.resize(n);  // within the capacity: only bytes past the old size are written
+      return v;
+    }
+  }
+  // A new one: its page tables filled in one call first, which costs less than a fault per page
+  // as the zeroing reaches it (a hint: failure is fine).
+  std::vector<std::byte> v;
+  v.reserve(n);
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<std::uintptr_t>(v.data()) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<std::uintptr_t>(v.data()) + n) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+  v.resize(n);
+  return v;
+}
+
+void block_buffers::give(std::vector<std::byte>&& v) {
+  if (v.capacity() == 0) return;
+  std::vector<std::byte> drop;
+  std::lock_guard lock(mu_);
+  if (free_bytes_ + v.capacity() > max_free_) {
+    drop = std::move(v);  // freed after the unlock
+    return;
+  }
+  free_bytes_ += v.capacity();
+  free_.push_back(std::move(v));
+}
+
+std::size_t block_buffers::prefill(std::size_t n, std::size_t count) {
+  std::size_t made = 0;
+  for (; made < count; ++made) {
+    {
+      std::lock_guard lock(mu_);
+      if (free_bytes_ + n > max_free_) break;
+    }
+    std::vector<std::byte> v(n);  // written (zeroed) here, so its pages are in place
+    give(std::move(v));
+  }
+  return made;
+}
+
+std::size_t block_buffers::free_bytes() const {
+  std::lock_guard lock(mu_);
+  return free_bytes_;
+}
+
+std::size_t block_buffers::free_count() const {
+  std::lock_guard lock(mu_);
+  return free_.size();
+}
+
+}  // namespace strata

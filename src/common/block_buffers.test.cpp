@@ -1,0 +1,68 @@
+#include "src/common/block_buffers.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace strata {
+namespace {
+
+TEST(block_buffers, a_buffer_given_back_is_taken_again_at_the_size_asked) {
+  block_buffers pool(1 << 20);
+  std::vector<std::byte> a = pool.take(1000);
+  ASSERT_EQ(a.size(), 1000u);
+  a[999] = std::byte{7};
+  const std::byte* at = a.data();
+  pool.give(std::move(a));
+  EXPECT_EQ(pool.free_count(), 1u);
+  EXPECT_GE(pool.free_bytes(), 1000u);
+  std::vector<std::byte> b = pool.take(600);  // fits in the free one
+  EXPECT_EQ(b.data(), at);
+  EXPECT_EQ(b.size(), 600u);
+  EXPECT_EQ(pool.free_count(), 0u);
+  std::vector<std::byte> c = pool.take(2000);  // nothing free: a new one
+  EXPECT_EQ(c.size(), 2000u);
+  EXPECT_NE(c.data(), at);
+}
+
+TEST(block_buffers, picks_the_smallest_free_buffer_with_room) {
+  block_buffers pool(1 << 20);
+  std::vector<std::byte> big = pool.take(5000), small = pool.take(1000);
+  const std::byte* small_at = small.data();
+  pool.give(std::move(big));
+  pool.give(std::move(small));
+  EXPECT_EQ(pool.take(900).data(), small_at);
+  EXPECT_EQ(pool.take(900).size(), 900u);  // then the big one
+  EXPECT_EQ(pool.free_count(), 0u);
+}
+
+TEST(block_buffers, keeps_no_more_than_its_limit_and_prefills_up_to_it) {
+  block_buffers pool(10000);
+  EXPECT_EQ(pool.prefill(3000, 10), 3u);
+  EXPECT_EQ(pool.free_count(), 3u);
+  EXPECT_LE(pool.free_bytes(), 10000u);
+  pool.give(std::vector<std::byte>(4000));  // over the limit: freed, not kept
+  EXPECT_EQ(pool.free_count(), 3u);
+  pool.give(std::vector<std::byte>());  // nothing to keep
+  EXPECT_EQ(pool.free_count(), 3u);
+}
+
+TEST(block_buffers, threads_take_and_give_concurrently) {
+  block_buffers pool(1 << 20);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&pool, t] {
+      for (int i = 0; i < 2000; ++i) {
+        std::vector<std::byte> v = pool.take(256 + static_cast<std::size_t>(t));
+        v.back() = std::byte{static_cast<unsigned char>(t)};
+        pool.give(std::move(v));
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_LE(pool.free_count(), 4u);
+  EXPECT_LE(pool.free_bytes(), std::size_t{1} << 20);
+}
+
+}  // namespace
+}  // namespace strata
