@@ -152,8 +152,9 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
       quantize(0, m);
     } else {
       auto job = [&](int ith, int nth) {
+        // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
         std::int64_t b, e;
-        compute_pool::split(m, 1, ith, nth, b, e);
+        compute_pool::split(m, xt ? k_interleave_rows : 1, ith, nth, b, e);
         quantize(b, e);
       };
       pool.run(std::ref(job));

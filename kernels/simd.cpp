@@ -35,15 +35,18 @@ std::size_t act_row_bytes(act_format fmt, std::int64_t k) {
 void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt) {
   const std::int64_t nb = k / 32;
   for (std::int64_t r = r0; r < r1; ++r) {
-    const std::int64_t c0 = r / k_interleave_rows * k_interleave_rows, c = r - c0;
+    const std::int64_t c0 = r / k_interleave_rows * k_interleave_rows;
     const std::int64_t tile = std::min<std::int64_t>(k_interleave_rows, n - c0);
-    std::byte* t = xt + 40 * c0 * nb;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      std::byte* blk = t + 40 * tile * b;
-      for (int s = 0; s < 8; ++s) std::memcpy(blk + 4 * (s * tile + c), x[r].qs + 32 * b + 4 * s, 4);
+    // Row r's words go to every tile-th word from its column on: 8 per block, then the bias and
+    // the scale.
+    auto* dst = reinterpret_cast<std::uint32_t*>(xt + 40 * c0 * nb) + (r - c0);
+    std::uint32_t words[8];
+    for (std::int64_t b = 0; b < nb; ++b, dst += 10 * tile) {
+      std::memcpy(words, x[r].qs + 32 * b, 32);
+      for (int s = 0; s < 8; ++s) dst[s * tile] = words[s];
       const std::int32_t bias = -128 * x[r].sums[b];
-      std::memcpy(blk + 4 * (8 * tile + c), &bias, 4);
-      std::memcpy(blk + 4 * (9 * tile + c), x[r].d + b, 4);
+      std::memcpy(dst + 8 * tile, &bias, 4);
+      std::memcpy(dst + 9 * tile, x[r].d + b, 4);
     }
   }
 }
