@@ -200,6 +200,7 @@ void register_all() {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(f);
       benchmark::RegisterBenchmark(("attention/" + suffix).c_str(), bm_attention, level, f)
           ->Args({1, 3000})
+          ->Args({10, 3000})
           ->Args({24, 3000})
           ->Args({512, 1024})
           ->UseRealTime()

@@ -15,7 +15,7 @@ namespace strata::kernels {
 constexpr int k_attention_max_head_dim = 512;
 /// (row, query head) pairs that share one pass over the keys: rows beyond what fits with the heads
 /// asked are taken in further passes.
-constexpr int k_attention_queries = 32;
+constexpr int k_attention_queries = 128;
 
 /// Where one sequence's keys and values lie. The layer's K (and V) pool is an array of pages;
 /// a page holds `page_tokens` positions, each a row of n_head_kv heads of head_dim values in the

@@ -71,7 +71,11 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
   const int hd = s.head_dim;
   const int group = s.n_head / s.n_head_kv;
   const float neg_inf = -__builtin_inff();
-  alignas(64) float acc[k_attention_queries][k_attention_max_head_dim];
+  // The accumulators packed at the head size (rounded to 16 floats), not at the largest one: with
+  // a stride of k_attention_max_head_dim floats the rows would all land in a few cache sets.
+  alignas(64) float acc_buf[k_attention_queries * k_attention_max_head_dim];
+  const int acc_stride = (hd + 15) / 16 * 16;
+  auto acc = [&](int i) { return acc_buf + static_cast<std::ptrdiff_t>(i) * acc_stride; };
   alignas(64) float p[k_attention_queries][k_attention_tile];
   alignas(64) float tile[k_attention_tile][k_attention_max_head_dim];
   float run_max[k_attention_queries], run_sum[k_attention_queries];
@@ -98,7 +102,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
       for (int i = 0; i < nr * nh; ++i) {
         run_max[i] = neg_inf;
         run_sum[i] = 0.0f;
-        for (int d = 0; d < hd; ++d) acc[i][d] = 0.0f;
+        for (int d = 0; d < hd; ++d) acc(i)[d] = 0.0f;
       }
       for (std::int32_t t0 = lo; t0 <= hi;) {
         // A tile never crosses a page, so its rows are evenly spaced.
@@ -137,7 +141,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
             pair[np] = i;
             qs[np] = rs[r].q + static_cast<std::int64_t>(h0 + hh) * hd;
             ps[np] = p[i];
-            accs[np] = acc[i];
+            accs[np] = acc(i);
             ++np;
           }
         }
@@ -165,7 +169,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
             // Rescale what was accumulated under the old maximum (nothing on the first tile).
             const float c = run_max[i] == neg_inf ? 0.0f : __builtin_expf(run_max[i] - tile_max);
             run_sum[i] *= c;
-            for (int d = 0; d < hd; ++d) acc[i][d] *= c;
+            for (int d = 0; d < hd; ++d) acc(i)[d] *= c;
             run_max[i] = tile_max;
           }
           run_sum[i] += exp_scores<Math>(p[i], n, run_max[i]);
@@ -185,7 +189,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
           const int i = r * nh + hh;
           float* o = rs[r].out + static_cast<std::int64_t>(h0 + hh) * hd;
           const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
-          for (int d = 0; d < hd; ++d) o[d] = acc[i][d] * inv;
+          for (int d = 0; d < hd; ++d) o[d] = acc(i)[d] * inv;
         }
       }
     }
