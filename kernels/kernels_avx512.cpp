@@ -536,8 +536,12 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
   __m512i s[4] = {};
   for (std::int64_t i = 0; i + 32 <= n; i += 32)
     for (int j = 0; j < 4; ++j) s[j] = _mm512_add_epi64(s[j], _mm512_loadu_si512(p + i + 8 * j));
-  return static_cast<std::uint64_t>(
-      _mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3]))));
+  // Lanes summed as unsigned words (the reduce intrinsic adds signed ones, whose wrap is undefined).
+  alignas(64) std::uint64_t lanes[8];
+  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3])));
+  std::uint64_t sum = 0;
+  for (std::uint64_t l : lanes) sum += l;
+  return sum;
 }
 
 }  // namespace
