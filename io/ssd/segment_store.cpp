@@ -67,11 +67,7 @@ std::string short_hex(const kv::block_hash& h) { return h.hex().substr(0, 16); }
 
 /// A payload copied out of its staging buffer into a block buffer the caller owns (and the
 /// pipeline gives back once the block is in its pages).
-std::vector<std::byte> copy_out(const std::byte* p, std::size_t n) {
-  std::vector<std::byte> v = block_buffers::shared().take(n);
-  std::memcpy(v.data(), p, n);
-  return v;
-}
+std::vector<std::byte> copy_out(const std::byte* p, std::size_t n) { return block_buffers::shared().copy(p, n); }
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 #include "src/common/block_buffers.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -12,31 +13,53 @@ block_buffers& block_buffers::shared() {
   return pool;
 }
 
-std::vector<std::byte> block_buffers::take(std::size_t n) {
-  {
-    std::lock_guard lock(mu_);
-    // The smallest free buffer with room: buffers of one KV format all have one size.
-    auto best = free_.end();
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->capacity() >= n && (best == free_.end() || it->capacity() < best->capacity())) best = it;
-    if (best != free_.end()) {
-      std::vector<std::byte> v = std::move(*best);
-      free_bytes_ -= v.capacity();
-      *best = std::move(free_.back());
-      free_.pop_back();
-      v.resize(n);  // within the capacity: only bytes past the old size are written
-      return v;
-    }
-  }
-  // A new one: its page tables filled in one call first, which costs less than a fault per page
-  // as the zeroing reaches it (a hint: failure is fine).
+std::vector<std::byte> block_buffers::reuse(std::size_t n) {
+  std::lock_guard lock(mu_);
+  // The smallest free buffer with room: buffers of one KV format all have one size.
+  auto best = free_.end();
+  for (auto it = free_.begin(); it != free_.end(); ++it)
+    if (it->capacity() >= n && (best == free_.end() || it->capacity() < best->capacity())) best = it;
+  if (best == free_.end()) return {};
+  std::vector<std::byte> v = std::move(*best);
+  free_bytes_ -= v.capacity();
+  *best = std::move(free_.back());
+  free_.pop_back();
+  v.resize(n);  // within the capacity: only bytes past the old size are written
+  return v;
+}
+
+namespace {
+
+/// An empty vector with room for n bytes whose page tables are filled in one call, which costs
+/// less than a fault per page as the first write reaches it (a hint: failure is fine).
+std::vector<std::byte> fresh(std::size_t n) {
   std::vector<std::byte> v;
   v.reserve(n);
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = (reinterpret_cast<std::uintptr_t>(v.data()) + page - 1) / page * page;
   const auto end = (reinterpret_cast<std::uintptr_t>(v.data()) + n) / page * page;
   if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::byte> block_buffers::take(std::size_t n) {
+  std::vector<std::byte> v = reuse(n);
+  if (v.size() == n && n > 0) return v;
+  v = fresh(n);
   v.resize(n);
+  return v;
+}
+
+std::vector<std::byte> block_buffers::copy(const std::byte* p, std::size_t n) {
+  std::vector<std::byte> v = reuse(n);
+  if (v.size() == n && n > 0) {
+    std::memcpy(v.data(), p, n);
+    return v;
+  }
+  v = fresh(n);
+  v.assign(p, p + n);
   return v;
 }
 

@@ -22,6 +22,9 @@ class block_buffers {
 
   /// A buffer of exactly n bytes, with whatever they held: a free one when one has room, else new.
   std::vector<std::byte> take(std::size_t n);
+  /// A buffer holding a copy of p[0, n): a free one when one has room, else a new one written
+  /// straight from p (not zeroed first).
+  std::vector<std::byte> copy(const std::byte* p, std::size_t n);
   /// Takes a buffer back (or frees it when the free ones already fill the limit).
   void give(std::vector<std::byte>&& v);
   /// Writes `count` new buffers of n bytes now and keeps them, as far as the limit allows: the
@@ -32,6 +35,9 @@ class block_buffers {
   std::size_t free_count() const;
 
  private:
+  /// A free buffer with room for n bytes, resized to n; empty when there is none.
+  std::vector<std::byte> reuse(std::size_t n);
+
   mutable std::mutex mu_;
   std::vector<std::vector<std::byte>> free_;
   std::size_t free_bytes_ = 0;

@@ -26,6 +26,19 @@ TEST(block_buffers, a_buffer_given_back_is_taken_again_at_the_size_asked) {
   EXPECT_NE(c.data(), at);
 }
 
+TEST(block_buffers, copy_fills_a_free_buffer_or_a_new_one) {
+  block_buffers pool(1 << 20);
+  std::vector<std::byte> src(3000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7);
+  std::vector<std::byte> a = pool.copy(src.data(), src.size());  // nothing free: new
+  EXPECT_EQ(a, src);
+  const std::byte* at = a.data();
+  pool.give(std::move(a));
+  std::vector<std::byte> b = pool.copy(src.data() + 1000, 2000);  // the free one, shorter
+  EXPECT_EQ(b.data(), at);
+  EXPECT_EQ(b, std::vector<std::byte>(src.begin() + 1000, src.end()));
+}
+
 TEST(block_buffers, picks_the_smallest_free_buffer_with_room) {
   block_buffers pool(1 << 20);
   std::vector<std::byte> big = pool.take(5000), small = pool.take(1000);
