@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define STRATA_PAUSE() _mm_pause()
@@ -17,7 +14,6 @@ namespace strata::kernels {
 
 namespace {
 constexpr auto k_spin = std::chrono::microseconds(200);
-constexpr int k_worker_nice = 5;
 }
 
 compute_pool::compute_pool(int n_threads) : n_(std::max(1, n_threads)) {
@@ -108,10 +104,6 @@ void compute_pool::run_shares(std::int64_t n_chunks, const std::function<void(st
 }
 
 void compute_pool::worker(int ith) {
-  // A little below the threads that call run() and serve connections: on a machine whose cores
-  // are all computing, a thread with a token to send gets a core at once instead of waiting for
-  // the next step's compute to yield one (a best effort: failure changes nothing).
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), k_worker_nice);
   std::uint64_t seen = 0;
   for (;;) {
     auto spin_until = std::chrono::steady_clock::now() + k_spin;
