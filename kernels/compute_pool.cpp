@@ -69,6 +69,15 @@ void compute_pool::parallel_for(int n_tasks, const std::function<void(int, int)>
   run(std::ref(job));  // a reference_wrapper: std::function stores it without allocating
 }
 
+void compute_pool::run_split(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  auto job = [&](int ith, int nth) {
+    std::int64_t b, e;
+    split(n, grain, ith, nth, b, e);
+    if (b < e) fn(b, e);
+  };
+  run(std::ref(job));
+}
+
 void compute_pool::run_shares(std::int64_t n_chunks, const std::function<void(std::int64_t)>& fn) {
   constexpr int k_max_shares = 64;
   if (n_ == 1 || n_chunks <= 1 || n_ > k_max_shares || n_chunks > UINT32_MAX) {

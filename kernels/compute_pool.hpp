@@ -37,6 +37,10 @@ class compute_pool {
   /// core slowed down by another process no longer holds the whole job up.
   void run_shares(std::int64_t n_chunks, const std::function<void(std::int64_t chunk)>& fn);
 
+  /// Calls fn(begin, end) on every worker for its split() range of [0, n) (workers whose range is
+  /// empty are not called), and returns when all are done.
+  void run_split(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
+
   /// Splits [0, n) into one contiguous range per worker, aligned to `grain`.
   static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);
 

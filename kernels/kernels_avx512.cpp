@@ -482,7 +482,7 @@ void q8_0_x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, flo
   __m512 acc[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b, g += k_q8_0_x16_block_bytes, xt += 40 * C) {
+  for (std::int64_t b = 0; b < nb; ++b, g += k_q8_0_x16_block_bytes, xt += k_interleaved_row_block_bytes * C) {
     const auto* q = reinterpret_cast<const std::int32_t*>(xt);
     const std::int32_t* bias = q + 8 * C;
     const auto* d = reinterpret_cast<const float*>(bias + C);

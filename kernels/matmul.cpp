@@ -130,6 +130,9 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     else for_row_runs(pool, first.rows, k_row_block, rows_in);
     return;
   }
+  auto packed_of = [&](const matmul_out& o) {
+    return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
+  };
   act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
   std::byte* xt = nullptr;  // the calling thread's buffers: the workers see them through these pointers
   if (fmt == act_format::f32) {
@@ -139,9 +142,7 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     // One spare row of bytes lets the start be rounded up to 64.
     std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
     data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
-    const bool any_packed = kt.q8_0_x16 && std::any_of(outs.begin(), outs.end(), [](const matmul_out& o) {
-      return o.type == dtype::q8_0 && o.packed;
-    });
+    const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const matmul_out& o) { return packed_of(o) != nullptr; });
     if (any_packed) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(m, k));
     auto quantize = [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t i = b; i < e; ++i)
@@ -151,18 +152,10 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     if (single || m < 4) {
       quantize(0, m);
     } else {
-      auto job = [&](int ith, int nth) {
-        // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
-        std::int64_t b, e;
-        compute_pool::split(m, xt ? k_interleave_rows : 1, ith, nth, b, e);
-        quantize(b, e);
-      };
-      pool.run(std::ref(job));
+      // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
+      pool.run_split(m, xt ? k_interleave_rows : 1, std::ref(quantize));
     }
   }
-  auto packed_of = [&](const matmul_out& o) {
-    return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
-  };
   auto rows_of = [&](const matmul_out& o, std::int64_t b, std::int64_t e) {
     dot_rows(kt, o.type, static_cast<const std::byte*>(o.w), b, e, o.rows, k, xs, m, o.y, packed_of(o), xt);
   };

@@ -19,12 +19,6 @@ void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, flo
   }
 }
 
-void rope(float* x, int n_heads, int head_dim, int n_rot, std::int32_t pos, float freq_base, float freq_scale, bool neox) {
-  std::vector<float> cs(static_cast<std::size_t>(n_rot));
-  rope_angles(pos, n_rot, freq_base, freq_scale, nullptr, cs.data());
-  rope_rotate(x, n_heads, head_dim, n_rot, cs.data(), neox);
-}
-
 void rope_angles(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const float* factors, float* cs) {
   // freq_base^(-2i / n_rot) per i, kept per thread for the last (base, n_rot): the powers are
   // the same for every token of a model.

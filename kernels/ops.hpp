@@ -9,14 +9,13 @@ namespace strata::kernels {
 
 /// y = x / rms(x) * weight (weight may be null: no scaling). y may equal x.
 void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps);
-/// Rotary embedding in place for one token's n_heads heads of head_dim values, rotating the first
-/// n_rot dimensions. Normal layout rotates adjacent pairs (2i, 2i+1); NeoX rotates (i, i + n_rot/2).
-void rope(float* x, int n_heads, int head_dim, int n_rot, std::int32_t pos, float freq_base, float freq_scale, bool neox);
-/// The same in two steps, so that a token's queries and keys share one set of angles:
+/// Rotary embedding in two steps, so that a token's queries and keys share one set of angles:
 /// cs[2i], cs[2i+1] = cos, sin of theta_i = pos * freq_scale * freq_base^(-2i / n_rot) / factors[i]
 /// for i < n_rot / 2 (factors may be null: all 1) ...
 void rope_angles(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const float* factors, float* cs);
-/// ... and the rotation of every head by them.
+/// ... and, in place, the rotation of the first n_rot dimensions of each of n_heads heads of
+/// head_dim values by them. Normal layout rotates adjacent pairs (2i, 2i+1); NeoX rotates
+/// (i, i + n_rot/2).
 void rope_rotate(float* x, int n_heads, int head_dim, int n_rot, const float* cs, bool neox);
 /// In place, numerically stable; returns log(sum(exp(x))) of the input.
 float softmax(float* x, std::int64_t n);

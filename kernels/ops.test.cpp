@@ -113,8 +113,10 @@ TEST(ops, rms_norm_scales_to_unit_rms) {
 TEST(ops, rope_rotates_adjacent_pairs_or_halves) {
   // One head of 4 dims, position 1, base 10000: pair i turns by 10000^(-2i/4).
   std::vector<float> normal = {1, 0, 1, 0}, neox = {1, 1, 0, 0};
-  rope(normal.data(), 1, 4, 4, 1, 10000.0f, 1.0f, false);
-  rope(neox.data(), 1, 4, 4, 1, 10000.0f, 1.0f, true);
+  float cs[4];
+  rope_angles(1, 4, 10000.0f, 1.0f, nullptr, cs);
+  rope_rotate(normal.data(), 1, 4, 4, cs, false);
+  rope_rotate(neox.data(), 1, 4, 4, cs, true);
   const float t0 = 1.0f, t1 = 0.01f;
   EXPECT_NEAR(normal[0], std::cos(t0), 1e-6f);
   EXPECT_NEAR(normal[1], std::sin(t0), 1e-6f);

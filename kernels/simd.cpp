@@ -39,9 +39,9 @@ void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::i
     const std::int64_t tile = std::min<std::int64_t>(k_interleave_rows, n - c0);
     // Row r's words go to every tile-th word from its column on: 8 per block, then the bias and
     // the scale.
-    auto* dst = reinterpret_cast<std::uint32_t*>(xt + 40 * c0 * nb) + (r - c0);
+    auto* dst = reinterpret_cast<std::uint32_t*>(xt + interleaved_q8_x8_bytes(c0, k)) + (r - c0);
     std::uint32_t words[8];
-    for (std::int64_t b = 0; b < nb; ++b, dst += 10 * tile) {
+    for (std::int64_t b = 0; b < nb; ++b, dst += k_interleaved_row_block_bytes / 4 * tile) {
       std::memcpy(words, x[r].qs + 32 * b, 32);
       for (int s = 0; s < 8; ++s) dst[s * tile] = words[s];
       const std::int32_t bias = -128 * x[r].sums[b];

@@ -66,14 +66,15 @@ using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_
 
 /// q8_32 activation rows for kernel_table::q8_0_x16, in tiles of up to 8 rows (the last tile
 /// takes what is left), so that a tile is one stream the kernel reads at fixed offsets. For a tile
-/// of C rows, block b (32 values) of all C rows takes 40 C bytes:
+/// of C rows, block b (32 values) of all C rows takes k_interleaved_row_block_bytes * C bytes:
 ///
 ///   | int32 q[8][C]: q[s][c] = bytes 4s..4s+3 of row c's block | int32 -128 * sum of row c's block, [C] | f32 scale [C] |
 ///
-/// The tile of rows from c0 (a multiple of 8) starts at byte 40 * c0 * (k / 32).
+/// The tile of rows from c0 (a multiple of 8) starts at byte interleaved_q8_x8_bytes(c0, k).
 constexpr int k_interleave_rows = 8;
+constexpr std::int64_t k_interleaved_row_block_bytes = 40;  // one row's block: 8 words of levels, the bias, the scale
 inline std::size_t interleaved_q8_x8_bytes(std::int64_t rows, std::int64_t k) {
-  return static_cast<std::size_t>(40 * rows * (k / 32));
+  return static_cast<std::size_t>(k_interleaved_row_block_bytes * rows * (k / 32));
 }
 /// Writes rows [r0, r1) of the n rows x (q8_32) into xt, laid out as above for n rows.
 void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt);

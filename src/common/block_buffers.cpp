@@ -13,13 +13,13 @@ block_buffers& block_buffers::shared() {
   return pool;
 }
 
-std::vector<std::byte> block_buffers::reuse(std::size_t n) {
+std::optional<std::vector<std::byte>> block_buffers::reuse(std::size_t n) {
   std::lock_guard lock(mu_);
   // The smallest free buffer with room: buffers of one KV format all have one size.
   auto best = free_.end();
   for (auto it = free_.begin(); it != free_.end(); ++it)
     if (it->capacity() >= n && (best == free_.end() || it->capacity() < best->capacity())) best = it;
-  if (best == free_.end()) return {};
+  if (best == free_.end()) return std::nullopt;
   std::vector<std::byte> v = std::move(*best);
   free_bytes_ -= v.capacity();
   *best = std::move(free_.back());
@@ -45,20 +45,18 @@ std::vector<std::byte> fresh(std::size_t n) {
 }  // namespace
 
 std::vector<std::byte> block_buffers::take(std::size_t n) {
-  std::vector<std::byte> v = reuse(n);
-  if (v.size() == n && n > 0) return v;
-  v = fresh(n);
+  if (auto v = reuse(n)) return std::move(*v);
+  std::vector<std::byte> v = fresh(n);
   v.resize(n);
   return v;
 }
 
 std::vector<std::byte> block_buffers::copy(const std::byte* p, std::size_t n) {
-  std::vector<std::byte> v = reuse(n);
-  if (v.size() == n && n > 0) {
-    std::memcpy(v.data(), p, n);
-    return v;
+  if (auto v = reuse(n)) {
+    if (n > 0) std::memcpy(v->data(), p, n);
+    return std::move(*v);
   }
-  v = fresh(n);
+  std::vector<std::byte> v = fresh(n);
   v.assign(p, p + n);
   return v;
 }

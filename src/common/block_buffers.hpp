@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace strata {
@@ -35,8 +36,8 @@ class block_buffers {
   std::size_t free_count() const;
 
  private:
-  /// A free buffer with room for n bytes, resized to n; empty when there is none.
-  std::vector<std::byte> reuse(std::size_t n);
+  /// A free buffer with room for n bytes, resized to n; nullopt when there is none.
+  std::optional<std::vector<std::byte>> reuse(std::size_t n);
 
   mutable std::mutex mu_;
   std::vector<std::vector<std::byte>> free_;

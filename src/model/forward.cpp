@@ -78,12 +78,7 @@ void for_rows(kernels::compute_pool& pool, std::int64_t n, std::int64_t per_row,
     fn(std::int64_t{0}, n);
     return;
   }
-  auto job = [&](int ith, int nth) {
-    std::int64_t b, e;
-    kernels::compute_pool::split(n, 1, ith, nth, b, e);
-    if (b < e) fn(b, e);
-  };
-  pool.run(std::ref(job));
+  pool.run_split(n, 1, std::ref(fn));
 }
 
 /// Biases, Q/K norms, RoPE, then the row's K and V into its page slot, in the page's format: f16,
