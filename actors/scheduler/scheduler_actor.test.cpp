@@ -5,12 +5,15 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -26,11 +29,14 @@ constexpr int k_block = 4;
 constexpr int k_blocks = 256;
 constexpr int k_vocab = 97;
 
-/// A layer whose "attention" sums every earlier position's value from the KV pages.
+/// A layer whose "attention" sums every earlier position's value from the KV pages. While `gate`
+/// is closed it holds every step back.
 class toy_layer final : public pipeline::layer_compute {
  public:
-  explicit toy_layer(int index) : index_(index), pages_(static_cast<std::size_t>(k_blocks * k_block), 0.0) {}
+  toy_layer(int index, std::shared_ptr<const std::atomic<bool>> gate)
+      : index_(index), gate_(std::move(gate)), pages_(static_cast<std::size_t>(k_blocks * k_block), 0.0) {}
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override {
+    while (!gate_->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (hidden.empty()) {
       hidden.resize(layout.tokens.size());
       for (std::size_t r = 0; r < layout.tokens.size(); ++r) hidden[r] = static_cast<float>(layout.tokens[r]);
@@ -58,6 +64,7 @@ class toy_layer final : public pipeline::layer_compute {
     return pages_.at(static_cast<std::size_t>(block * k_block + pos % k_block));
   }
   int index_;
+  std::shared_ptr<const std::atomic<bool>> gate_;
   std::vector<double> pages_;
 };
 
@@ -141,6 +148,9 @@ struct pipeline_fixture {
   actors::address<stream_inbox> sink;
   std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
   std::shared_ptr<std::map<std::uint64_t, outcome>> results = std::make_shared<std::map<std::uint64_t, outcome>>();
+  /// Closed, it holds every step in the first layer: requests submitted meanwhile all reach the
+  /// scheduler before any of them runs, however the threads are scheduled.
+  std::shared_ptr<std::atomic<bool>> gate = std::make_shared<std::atomic<bool>>(true);
 
   explicit pipeline_fixture(planner_options opts, int threads = 2) : system({.threads = threads}) {
     opts.block_tokens = k_block;
@@ -159,7 +169,7 @@ struct pipeline_fixture {
     pipeline::stage_address next = out;
     for (int i = 2; i >= 0; --i) {
       next = system.spawn<pipeline::layer_actor>("layer" + std::to_string(i), actors::supervision::stop_system,
-                                                 std::shared_ptr<pipeline::layer_compute>(std::make_shared<toy_layer>(i)), next);
+                                                 std::shared_ptr<pipeline::layer_compute>(std::make_shared<toy_layer>(i, gate)), next);
     }
     text_services text{[](std::int32_t t) { return t == 5 ? std::string("S") : std::string(1, static_cast<char>('a' + t % 26)); },
                        [](std::int32_t t) { return t == 0; },
@@ -389,15 +399,18 @@ TEST(scheduler_actor, preemption_with_the_prefix_cache_still_finishes_everything
     for (auto id : ids) reference[id] = f.get(id).tokens;
   }
   // 256 blocks of 4 = 1024 positions for 12 sequences of 100: preemptions, and cached blocks
-  // evicted to make room.
+  // evicted to make room. The gate keeps the first requests from running ahead (and finishing)
+  // before the last ones arrive, which would leave room for all.
   planner_options o{.token_budget = 64, .max_running = 12, .max_context = 512};
   o.prefix_cache = true;
   pipeline_fixture f(o);
+  f.gate->store(false);
   std::vector<std::uint64_t> ids;
   for (std::uint64_t i = 1; i <= 12; ++i) {
     f.submit(i, prompts[i - 1], 40);
     ids.push_back(i);
   }
+  f.gate->store(true);
   ASSERT_TRUE(f.wait_done(ids, 60s));
   for (auto id : ids) EXPECT_EQ(f.get(id).tokens, reference[id]) << "request " << id;
   EXPECT_GT(f.m.preemptions->value(), 0u);
