@@ -20,6 +20,30 @@ fi
 
 step() { printf '\n=== %s ===\n' "$*"; }
 failed=0
+failed_dirs=()
+
+# Runs ctest in build dir $1 with the remaining arguments; a failure is remembered for the summary.
+run_ctest() {
+  local dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure "$@") || { failed=1; failed_dirs+=("$dir"); }
+}
+
+# Repeats, at the end of the log, which tests failed and the last lines each printed, so that a
+# log read from its tail still shows the failure.
+summarize_failures() {
+  local dir name
+  for dir in "${failed_dirs[@]}"; do
+    [ -f "$dir/Testing/Temporary/LastTestsFailed.log" ] || continue
+    while IFS=: read -r _ name; do
+      printf '\n--- failed: %s (%s) ---\n' "$name" "$dir"
+      awk -v t="$name" '
+        $0 ~ "Testing: " t "$" { on = 1; next }
+        on && $0 ~ "^\"" t "\" end time" { on = 0 }
+        on { print }' "$dir/Testing/Temporary/LastTest.log" | tail -n 60
+    done <"$dir/Testing/Temporary/LastTestsFailed.log"
+  done
+}
 
 step "ASan+UBSan build"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=address,undefined >/dev/null
@@ -28,7 +52,7 @@ cmake --build build/asan -j "$jobs"
 step "ASan+UBSan: all tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build/asan && ctest --output-on-failure -j "$jobs" --timeout 900) || failed=1
+run_ctest build/asan -j "$jobs" --timeout 900
 
 step "TSan build (actor and cache tests)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=thread -DSTRATA_BENCH=OFF >/dev/null
@@ -36,17 +60,18 @@ cmake --build build/tsan -j "$jobs" --target strata_tsan_tests
 
 step "TSan: tests labelled tsan"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-(cd build/tsan && ctest --output-on-failure -L tsan -j "$jobs" --timeout 900) || failed=1
+run_ctest build/tsan -L tsan -j "$jobs" --timeout 900
 
 if [ -f tests/fuzz/CMakeLists.txt ]; then
   step "Fuzz targets (short runs)"
   CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_FUZZ=ON \
     -DSTRATA_TESTS=ON -DSTRATA_BENCH=OFF >/dev/null
   cmake --build build/fuzz -j "$jobs" --target strata_fuzz_targets
-  (cd build/fuzz && ctest --output-on-failure -L fuzz --timeout 600) || failed=1
+  run_ctest build/fuzz -L fuzz --timeout 600
 fi
 
 if [ "$failed" -ne 0 ]; then
+  summarize_failures
   echo "test.sh: some tests failed" >&2
   exit 1
 fi
