@@ -83,7 +83,7 @@ function nextRequest(i) {
 
 async function runOne(req) {
   const t0 = performance.now();
-  const r = { ok: false, status: 0, ttft: null, itl: [], e2e: null, completion_tokens: 0, prompt_tokens: 0, cached_tokens: 0, error: null, text: '' };
+  const r = { ok: false, status: 0, ttft: null, last: null, itl: [], e2e: null, completion_tokens: 0, prompt_tokens: 0, cached_tokens: 0, error: null, text: '' };
   try {
     const res = await fetch(`${opt.url}/v1/chat/completions`, {
       method: 'POST',
@@ -108,6 +108,7 @@ async function runOne(req) {
         const now = performance.now();
         if (r.ttft === null) r.ttft = now - t0; else r.itl.push(now - last);
         last = now;
+        r.last = now - t0;
         r.text += delta;
       }
     }
@@ -169,6 +170,10 @@ const report = {
   ttft_ms: summary(ok.map((r) => r.ttft).filter((x) => x !== null)),
   itl_ms: summary(ok.flatMap((r) => r.itl)),
   e2e_ms: summary(ok.map((r) => r.e2e)),
+  // Each stream's decode speed: the tokens after the first over the time from the first content
+  // to the last (what `strata bench` calls decode).
+  decode_tok_s: summary(ok.filter((r) => r.completion_tokens > 1 && r.last > r.ttft)
+    .map((r) => (r.completion_tokens - 1) / ((r.last - r.ttft) / 1000))),
 };
 const json = JSON.stringify(report, null, 2);
 if (opt.out) writeFileSync(opt.out, json + '\n');

@@ -29,7 +29,7 @@ class layer_actor final : public actors::actor<stage_inbox> {
     if (!f.layout.copy.empty()) compute_->copy_pages(f.layout.copy);
     if (!f.layout.load.empty()) compute_->load_pages(f.layout.load);
     if (f.layout.n_rows() > 0) compute_->run(f.layout, f.hidden);
-    next_.tell(std::move(f));
+    next_.pass_on(std::move(f));  // the next layer runs on this thread, after this handler
   }
   void handle(open_sampler m) { next_.tell(std::move(m)); }
   void handle(close_sampler m) { next_.tell(std::move(m)); }

@@ -33,7 +33,7 @@ void output_actor::handle(forward f) {
       done.samples.push_back(std::move(t));
     }
   }
-  scheduler_.tell(std::move(done));
+  scheduler_.pass_on(std::move(done));
 }
 
 }  // namespace strata::pipeline

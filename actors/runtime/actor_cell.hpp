@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -45,7 +46,10 @@ class actor_cell final : public cell_base, public std::enable_shared_from_this<a
   /// Creates the behaviour; called once by the system right after construction.
   void start() { behaviour_ = make_behaviour(); }
 
-  bool enqueue(Inbox&& msg) {
+  /// Appends msg. A `continuation` is the last act of a handler on this system's threads: its
+  /// drain is deferred (boost::asio::defer) to run on the same thread once that handler returns,
+  /// instead of being posted for another thread, which would be woken for it.
+  bool enqueue(Inbox&& msg, bool continuation = false) {
     {
       std::lock_guard lock(mu_);
       if (closed_) return false;
@@ -53,7 +57,11 @@ class actor_cell final : public cell_base, public std::enable_shared_from_this<a
       if (scheduled_) return true;
       scheduled_ = true;
     }
-    schedule();
+    if (continuation) {
+      boost::asio::defer(strand_, [self = this->shared_from_this()] { self->drain(); });
+    } else {
+      schedule();
+    }
     return true;
   }
 

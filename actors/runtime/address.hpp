@@ -25,6 +25,13 @@ class address {
     requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
   bool tell(M&& msg) const;
 
+  /// tell() for the message a handler passes on as its last act (the next stage of a pipeline):
+  /// the receiver runs it on this thread once the handler returns, and no other thread is woken
+  /// for it. From outside the system's threads it is tell().
+  template <class M>
+    requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
+  bool pass_on(M&& msg) const;
+
   /// True while the actor exists and accepts messages.
   bool alive() const;
 
@@ -51,6 +58,15 @@ bool address<Inbox>::tell(M&& msg) const {
   // Checked here, not on the class: an inbox may hold messages that carry its own address.
   static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
   if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)});
+  return false;
+}
+
+template <class Inbox>
+template <class M>
+  requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
+bool address<Inbox>::pass_on(M&& msg) const {
+  static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
+  if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)}, true);
   return false;
 }
 

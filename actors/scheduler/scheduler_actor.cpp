@@ -245,7 +245,7 @@ void scheduler_actor::maybe_step() {
   pending_ = std::move(plan);
   in_flight_ = true;
   step_started_ = std::chrono::steady_clock::now();
-  first_stage_.tell(pipeline::forward{std::move(layout), {}});
+  first_stage_.pass_on(pipeline::forward{std::move(layout), {}});
 }
 
 void scheduler_actor::publish_gauges() {
