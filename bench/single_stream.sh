@@ -8,11 +8,11 @@
 # content to its last.
 #
 #   bench/single_stream.sh [BUILD_DIR] [TYPE]      e.g. bench/single_stream.sh build/bench q8_0
-#   env: ROUNDS (7), PROMPT (200), GEN (128), PORT (18083)
+#   env: ROUNDS (7), PROMPT (200), GEN (128), PORT (18085)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-bench_setup 18083 "$@"
+bench_setup 18085 "$@"
 rounds=${ROUNDS:-7}
 prompt=${PROMPT:-200}
 gen=${GEN:-128}
