@@ -276,9 +276,12 @@ void gemm_q4_0(const void* w, std::size_t w_stride, int nr, const act_row* x, in
 /// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
 /// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
 /// group g holds sub-blocks (0,2), (1,3), (4,6), (5,7); the mins enter as one more product per
-/// super-block (8 mins x the activation sums per 32). The scaled products of a super-block are
-/// summed in integers (at most 2^22 in a lane) and turned to float once, times d. As with
-/// q8_0_tile, each (row, column) pair runs the same operations whatever R and C are.
+/// super-block (8 mins x the activation sums per 32). The products of a super-block are summed in
+/// integers: vpmaddubsw makes 16-bit sums of two (at most 2 x 31 x 127, no saturation), and
+/// vpdpwssd multiplies each by its sub-block's scale (in both 16-bit halves of a lane) and adds
+/// them up, at most 2^22 in a lane; two instructions where a 4-byte dot, a 32-bit multiply and an
+/// add took four. The sum is turned to float once, times d. As with q8_0_tile, each (row, column)
+/// pair runs the same operations whatever R and C are.
 template <bool five, int R, int C>
 void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
@@ -301,6 +304,7 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
       std::uint32_t sc[2], mn[2];
       k_scales_mins(b + 4, sc, mn);
       scs[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0]))));
+      scs[r] = _mm512_or_si512(scs[r], _mm512_slli_epi32(scs[r], 16));  // the scale in both 16-bit halves
       mins[r] = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
       d[r] = half(b);
       ndmin[r] = -half(b + 2);
@@ -334,7 +338,7 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + at + 64)), 1);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
-          dot[r][c] = _mm512_add_epi32(dot[r][c], _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv), s[r]));
+          dot[r][c] = _mm512_dpwssd_epi32(dot[r][c], _mm512_maddubs_epi16(u[r], xv), s[r]);
       }
     }
 #pragma GCC unroll 8
@@ -381,9 +385,9 @@ void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int
 /// order: two quarters of one half of the block (low or high nibbles of 64 ql bytes, with 2-bit
 /// pairs of qh). Each 16 values share scales[v / 16]; the stored levels are q + 32, so
 /// 32 * scale * (activation sum per 16) comes off once per super-block. A super-block is summed
-/// in integers (each 4-value product times its 8-bit scale, under 2^25 in a lane with the offset
-/// taken off), then turned to float once: one multiply-add per group instead of a conversion and
-/// two float operations.
+/// in integers, then turned to float once: vpmaddubsw makes 16-bit sums of two products (at most
+/// 2 x 63 x 127, no saturation) and vpdpwssd multiplies them by their signed 8-bit scale and adds
+/// them into the lane (under 2^25 with the offset taken off).
 template <int R, int C>
 void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   __m512 acc[R][C];
@@ -393,13 +397,15 @@ void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   const __m512i low4 = _mm512_set1_epi8(0xF);
   const __m512i three = _mm512_set1_epi8(3);
+  const __m512i low16 = _mm512_set1_epi32(0xFFFF);
   for (std::int64_t i = 0; i < k / 256; ++i) {
-    __m512i sc[R];  // scales[j], j = 0..15
+    __m512i sc[R], sc16[R];  // scales[j], j = 0..15: in 32-bit lanes, and in both 16-bit halves of them
     float d[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * sizeof(block_q6_k);
       sc[r] = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192)));
+      sc16[r] = _mm512_or_si512(_mm512_and_si512(sc[r], low16), _mm512_slli_epi32(sc[r], 16));  // in both halves
       d[r] = half(b + 208);
     }
     __m512i dot[R][C];
@@ -426,14 +432,13 @@ void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
         const __m512i hb = _mm512_inserti64x4(_mm512_castsi256_si512(qa), _mm256_srli_epi16(qa, 2), 1);
         const __m512i lo = hi ? _mm512_and_si512(_mm512_srli_epi16(l, 4), low4) : _mm512_and_si512(l, low4);
         u[r] = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(hb, three), 4));
-        s[r] = _mm512_permutexvar_epi32(pick, sc[r]);
+        s[r] = _mm512_permutexvar_epi32(pick, sc16[r]);
       }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const __m512i xv = _mm512_loadu_si512(x[c].qs + 256 * i + 64 * t);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-          dot[r][c] = _mm512_add_epi32(dot[r][c], _mm512_mullo_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv), s[r]));
+        for (int r = 0; r < R; ++r) dot[r][c] = _mm512_dpwssd_epi32(dot[r][c], _mm512_maddubs_epi16(u[r], xv), s[r]);
       }
     }
 #pragma GCC unroll 8
