@@ -57,11 +57,7 @@ class actor_cell final : public cell_base, public std::enable_shared_from_this<a
       if (scheduled_) return true;
       scheduled_ = true;
     }
-    if (continuation) {
-      boost::asio::defer(strand_, [self = this->shared_from_this()] { self->drain(); });
-    } else {
-      schedule();
-    }
+    schedule(continuation);
     return true;
   }
 
@@ -76,7 +72,7 @@ class actor_cell final : public cell_base, public std::enable_shared_from_this<a
     closed_ = true;
     if (!scheduled_) {
       scheduled_ = true;
-      boost::asio::post(strand_, [self = this->shared_from_this()] { self->drain(); });
+      schedule();
     }
   }
 
@@ -86,8 +82,14 @@ class actor_cell final : public cell_base, public std::enable_shared_from_this<a
   }
 
  private:
-  void schedule() {
-    boost::asio::post(strand_, [self = this->shared_from_this()] { self->drain(); });
+  /// Queues a drain on the strand: deferred to this thread for a continuation, else posted.
+  void schedule(bool continuation = false) {
+    auto run = [self = this->shared_from_this()] { self->drain(); };
+    if (continuation) {
+      boost::asio::defer(strand_, std::move(run));
+    } else {
+      boost::asio::post(strand_, std::move(run));
+    }
   }
 
   void drain() {

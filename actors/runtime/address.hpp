@@ -41,6 +41,8 @@ class address {
   bool empty() const noexcept { return cell_.expired(); }
 
  private:
+  bool send(Inbox&& msg, bool continuation) const;
+
   std::weak_ptr<actor_cell<Inbox>> cell_;
 };
 
@@ -55,18 +57,21 @@ template <class Inbox>
 template <class M>
   requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
 bool address<Inbox>::tell(M&& msg) const {
-  // Checked here, not on the class: an inbox may hold messages that carry its own address.
-  static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
-  if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)});
-  return false;
+  return send(Inbox{std::forward<M>(msg)}, false);
 }
 
 template <class Inbox>
 template <class M>
   requires accepted_by<M, Inbox> && (!std::is_lvalue_reference_v<M>)
 bool address<Inbox>::pass_on(M&& msg) const {
+  return send(Inbox{std::forward<M>(msg)}, true);
+}
+
+template <class Inbox>
+bool address<Inbox>::send(Inbox&& msg, bool continuation) const {
+  // Checked here, not on the class: an inbox may hold messages that carry its own address.
   static_assert(inbox<Inbox>, "Inbox must be a std::variant of message types");
-  if (auto cell = cell_.lock()) return cell->enqueue(Inbox{std::forward<M>(msg)}, true);
+  if (auto cell = cell_.lock()) return cell->enqueue(std::move(msg), continuation);
   return false;
 }
 

@@ -156,9 +156,10 @@ void write_with_outlier_keys(const std::filesystem::path& from, const std::files
   auto f = model::gguf_file::open(from);
   ASSERT_TRUE(f) << f.err().message;
   std::vector<std::byte> bytes(f->bytes().begin(), f->bytes().end());
-  const auto head_dim = f->get_int(std::string(f->architecture()) + ".attention.key_length");
-  const auto n_embd = f->get_int(std::string(f->architecture()) + ".embedding_length");
-  const auto n_head = f->get_int(std::string(f->architecture()) + ".attention.head_count");
+  const std::string arch(f->architecture());
+  const auto head_dim = f->get_int(arch + ".attention.key_length");
+  const auto n_embd = f->get_int(arch + ".embedding_length");
+  const auto n_head = f->get_int(arch + ".attention.head_count");
   ASSERT_TRUE(n_embd && n_head);
   const std::int64_t hd = head_dim ? *head_dim : *n_embd / *n_head;
   // With a norm of the keys after the projection (qwen3), the outlier goes into that norm's weight,
