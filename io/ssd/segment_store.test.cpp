@@ -789,8 +789,14 @@ TEST(record_format, a_partial_block_carries_its_token_ids_under_the_header_check
   big.tokens = k_max_header_tokens + 1;
   std::memcpy(image.data(), &big, sizeof big);
   EXPECT_FALSE(decode_header(image));
-  m.token_ids.pop_back();
+  // Ids that do not number the token count are refused: one too many, and (when one id would still
+  // be left: no ids at all is a full block's record, whose count is its block's) one too few.
+  m.token_ids.push_back(7);
   EXPECT_THROW(encode_record(m, k_model, payload, image.data()), std::invalid_argument);
+  if (m.tokens >= 2) {
+    m.token_ids.resize(static_cast<std::size_t>(m.tokens - 1));
+    EXPECT_THROW(encode_record(m, k_model, payload, image.data()), std::invalid_argument);
+  }
 }
 
 }  // namespace
