@@ -111,20 +111,25 @@ void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, fl
 float one_f16(std::uint16_t h) { return fp16_to_fp32(h); }
 float one_bf16(std::uint16_t h) { return bf16_to_fp32(h); }
 
+/// U loads of 32 bytes per iteration into U sums.
+template <int U>
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
-  __m256i s[4] = {};
-  for (std::int64_t i = 0; i + 16 <= n; i += 16)
-    for (int j = 0; j < 4; ++j) s[j] = _mm256_add_epi64(s[j], load256(p + i + 4 * j));
-  const __m256i t = _mm256_add_epi64(_mm256_add_epi64(s[0], s[1]), _mm256_add_epi64(s[2], s[3]));
+  __m256i s[U] = {};
+  for (std::int64_t i = 0; i + 4 * U <= n; i += 4 * U)
+#pragma GCC unroll 4
+    for (int j = 0; j < U; ++j) s[j] = _mm256_add_epi64(s[j], load256(p + i + 4 * j));
+  for (int j = 1; j < U; ++j) s[0] = _mm256_add_epi64(s[0], s[j]);
   alignas(32) std::uint64_t lanes[4];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), t);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s[0]);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
 }  // namespace
 
 void fill_table(kernel_table& t) {
-  t.sum_words = sum_words;
+  t.sum_words[0] = sum_words<1>;
+  t.sum_words[1] = sum_words<2>;
+  t.sum_words[2] = sum_words<4>;
   t.f32_to_f16 = f32_to_f16;
   t.dot = dot;
   t.f16_to_f32 = f16_to_f32;

@@ -537,13 +537,17 @@ void gemm_q8_0(const void* w, std::size_t w_stride, int nr, const act_row* x, in
   run_tiles(tiles, 4, w, w_stride, nr, x, nc, k, y, ldy);
 }
 
+/// U loads of 64 bytes per iteration into U sums.
+template <int U>
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
-  __m512i s[4] = {};
-  for (std::int64_t i = 0; i + 32 <= n; i += 32)
-    for (int j = 0; j < 4; ++j) s[j] = _mm512_add_epi64(s[j], _mm512_loadu_si512(p + i + 8 * j));
+  __m512i s[U] = {};
+  for (std::int64_t i = 0; i + 8 * U <= n; i += 8 * U)
+#pragma GCC unroll 4
+    for (int j = 0; j < U; ++j) s[j] = _mm512_add_epi64(s[j], _mm512_loadu_si512(p + i + 8 * j));
+  for (int j = 1; j < U; ++j) s[0] = _mm512_add_epi64(s[0], s[j]);
   // Lanes summed as unsigned words (the reduce intrinsic adds signed ones, whose wrap is undefined).
   alignas(64) std::uint64_t lanes[8];
-  _mm512_store_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(s[0], s[1]), _mm512_add_epi64(s[2], s[3])));
+  _mm512_store_si512(lanes, s[0]);
   std::uint64_t sum = 0;
   for (std::uint64_t l : lanes) sum += l;
   return sum;
@@ -552,7 +556,9 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
 }  // namespace
 
 void fill_table(kernel_table& t) {
-  t.sum_words = sum_words;
+  t.sum_words[0] = sum_words<1>;
+  t.sum_words[1] = sum_words<2>;
+  t.sum_words[2] = sum_words<4>;
   t.f32_to_f16 = f32_to_f16;
   t.dot = dot;
   t.f16_to_f32 = f16_to_f32;

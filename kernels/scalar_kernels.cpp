@@ -203,7 +203,7 @@ void f32_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
 }
 
 void fill_table(kernel_table& t) {
-  t.sum_words = sum_words;
+  for (auto& f : t.sum_words) f = sum_words;  // one loop: the compiler picks its shape
   t.f32_to_f16 = f32_to_f16;
   t.silu = silu;
   t.gelu = gelu;

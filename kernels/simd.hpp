@@ -82,6 +82,8 @@ void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::i
 /// Index of a dtype in kernel_table::row_dot.
 int dtype_slot(dtype t);
 constexpr int k_dtype_slots = 8;
+/// The read loops of kernel_table::sum_words: 1, 2 and 4 vector loads per iteration.
+constexpr int k_read_loops = 3;
 
 struct kernel_table {
   simd_level level = simd_level::scalar;
@@ -99,10 +101,12 @@ struct kernel_table {
   /// In place: x * sigmoid(x), and GELU with the tanh approximation.
   void (*silu)(float* x, std::int64_t n) = nullptr;
   void (*gelu)(float* x, std::int64_t n) = nullptr;
-  /// Wrapping sum of n 64-bit words (n a multiple of 32) with the widest loads the level has:
-  /// the probe `strata bench` measures the memory read bandwidth with (a narrower loop runs out
-  /// of instructions before it runs out of bandwidth).
-  std::uint64_t (*sum_words)(const std::uint64_t* p, std::int64_t n) = nullptr;
+  /// Wrapping sum of n 64-bit words (n a multiple of 32) with the widest loads the level has,
+  /// 1, 2 or 4 of them per iteration: the probes `strata bench` measures the memory read
+  /// bandwidth with. Which reads fastest depends on the CPU (on Zen 5 a loop of one or two 64-byte
+  /// loads reads a fifth faster than one of four: with fewer demand loads in flight, its
+  /// prefetchers get more of the core's misses), so the probe times them all and keeps the best.
+  std::uint64_t (*sum_words[k_read_loops])(const std::uint64_t* p, std::int64_t n) = {};
   row_dot_fn row_dot[k_dtype_slots] = {};
   /// For the quantized types (the float slots stay null: they take gemm_f32).
   row_gemm_fn row_gemm[k_dtype_slots] = {};

@@ -1,9 +1,11 @@
 // `strata bench --model M --prompt 512 --gen 128 --threads N [--kv-bits 16|8|4] [--json]`: prefill and decode speed
 // of one sequence, next to what memory bandwidth allows. Decode reads every weight once per
 // token, so bandwidth / bytes_per_token bounds decode_tok_s; the share of that bound reached says
-// how much is left to gain.
+// how much is left to gain. The bandwidth is probed between stretches of decode, and each stretch
+// is compared with the probes on either side of it (bandwidth_share is their median).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,31 +42,60 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// Read bandwidth in bytes per second: every worker sums its share of a buffer far larger than
-/// the caches with the widest loads the CPU has (kernel_table::sum_words); the best of a few passes.
-double measure_read_bandwidth(kernels::compute_pool& pool, std::size_t bytes) {
-  const std::size_t n = bytes / sizeof(std::uint64_t);
-  // Cache-line aligned, so that no load straddles two lines.
-  const std::unique_ptr<std::uint64_t, decltype(&std::free)> mem(
-      static_cast<std::uint64_t*>(std::aligned_alloc(64, n * sizeof(std::uint64_t))), &std::free);
-  if (!mem) return 0;
-  const std::span<std::uint64_t> buf(mem.get(), n);
-  for (std::size_t i = 0; i < n; ++i) buf[i] = i;  // touch every page before timing
-  std::vector<std::uint64_t> sinks(static_cast<std::size_t>(pool.size()) * 8);
-  double best = 0;
-  for (int pass = 0; pass < 5; ++pass) {
-    const auto t0 = clock_type::now();
-    pool.run([&](int ith, int nth) {
-      std::int64_t b, e;
-      kernels::compute_pool::split(static_cast<std::int64_t>(n), 64, ith, nth, b, e);
-      // One slot per worker, a cache line apart: the sums stay live without false sharing.
-      sinks[static_cast<std::size_t>(ith) * 8] = kernels::active_kernels().sum_words(buf.data() + b, e - b);
-    });
-    best = std::max(best, static_cast<double>(n * sizeof(std::uint64_t)) / seconds_since(t0));
+/// A buffer far larger than the caches for the read-bandwidth probes, in huge pages (as the
+/// packed weights are), every page touched.
+struct probe_buffer {
+  model::huge_pages mem;
+  std::size_t words = 0;
+
+  explicit probe_buffer(std::size_t bytes) : mem(model::map_huge_pages(bytes)), words(mem ? bytes / sizeof(std::uint64_t) : 0) {
+    auto* w = reinterpret_cast<std::uint64_t*>(mem.get());
+    for (std::size_t i = 0; i < words; ++i) w[i] = i;
   }
-  std::uint64_t all = 0;
-  for (auto x : sinks) all += x;
-  if (all == 42) std::fprintf(stderr, " ");  // keeps the reads from being optimized away
+  explicit operator bool() const { return words > 0; }
+  std::span<const std::uint64_t> part(std::size_t i, std::size_t n_parts) const {
+    const std::size_t n = words / n_parts;
+    return {reinterpret_cast<const std::uint64_t*>(mem.get()) + (i % n_parts) * n, n};
+  }
+};
+
+/// Read bandwidth in bytes per second of one pass over `words` with read loop `loop`
+/// (kernel_table::sum_words), the way a decode matmul reads its weights (kernels::matmul_many): in
+/// chunks of 64 KiB, each worker streaming its share of them and then helping the others from the
+/// back of theirs. With fixed halves instead, a core slowed down for a moment by another process
+/// would leave the other idle, and the probe would read below what a matmul gets.
+double read_bandwidth(kernels::compute_pool& pool, std::span<const std::uint64_t> words, int loop) {
+  constexpr std::int64_t k_chunk_words = (64 << 10) / sizeof(std::uint64_t);
+  const auto n = static_cast<std::int64_t>(words.size());
+  const auto sum = kernels::active_kernels().sum_words[loop];
+  std::atomic<std::uint64_t> sink{0};
+  const auto t0 = clock_type::now();
+  pool.run_shares((n + k_chunk_words - 1) / k_chunk_words, [&](std::int64_t c) {
+    const std::int64_t b = c * k_chunk_words;
+    sink.fetch_add(sum(words.data() + b, std::min(k_chunk_words, n - b)), std::memory_order_relaxed);
+  });
+  const double s = seconds_since(t0);
+  if (sink.load() == 42) std::fprintf(stderr, " ");  // keeps the reads from being optimized away
+  return static_cast<double>(words.size_bytes()) / s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/// The read loop that reads fastest here: each is timed k_rounds times, the loops taking turns,
+/// and the best median wins.
+int fastest_read_loop(kernels::compute_pool& pool, const probe_buffer& probe, std::size_t parts) {
+  constexpr int k_rounds = 5;
+  std::vector<double> rates[kernels::k_read_loops];
+  std::size_t part = 0;
+  for (int r = 0; r < k_rounds; ++r)
+    for (int loop = 0; loop < kernels::k_read_loops; ++loop) rates[loop].push_back(read_bandwidth(pool, probe.part(part++, parts), loop));
+  int best = 0;
+  for (int loop = 1; loop < kernels::k_read_loops; ++loop)
+    if (median(rates[loop]) > median(rates[best])) best = loop;
   return best;
 }
 
@@ -83,9 +114,16 @@ int run(const bench_options& o) {
   const model::hparams& h = (*m)->hp;
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   kernels::compute_pool pool(threads);
-  // The bound takes the better of two bandwidth probes, one before the prefill and one after the
-  // decode: on a shared machine a neighbour's traffic during one probe would lower the bound.
-  const double bandwidth_before = measure_read_bandwidth(pool, std::size_t{1} << 30);
+  // The bandwidth is probed between stretches of decode (one pass over a quarter of this buffer,
+  // a different quarter each time): on a shared machine it drifts by tens of percent within a
+  // second, so each stretch is compared with what memory gave around it.
+  const probe_buffer probe(std::size_t{1} << 30);
+  if (!probe) {
+    std::fprintf(stderr, "strata bench: cannot allocate 1 GiB to measure the read bandwidth\n");
+    return 1;
+  }
+  constexpr std::size_t k_probe_parts = 4;
+  const int read_loop = fastest_read_loop(pool, probe, k_probe_parts);
 
   // A fixed pseudo-random prompt (the speed does not depend on which tokens).
   std::vector<std::int32_t> prompt(static_cast<std::size_t>(o.prompt));
@@ -115,37 +153,50 @@ int run(const bench_options& o) {
     std::fprintf(stderr, "strata bench: %s\n", logits.err().message.c_str());
     return 1;
   }
+  // A decoded token reads the weights and every layer's K and V up to its position (a
+  // sliding-window layer at most its window).
+  const auto weight_bytes = static_cast<double>((*m)->weights.bytes_per_token);
+  auto kv_bytes_at = [&](double pos) {
+    double b = 0;
+    for (int il = 0; il < h.n_layer; ++il)
+      b += 2.0 * static_cast<double>(kv::kv_row_bytes(format, h.kv_dim())) * (h.sliding(il) ? std::min<double>(pos, h.sliding_window) : pos);
+    return b;
+  };
+  // Decode runs in segments of k_segment_tokens, with a probe before the first and after each:
+  // a segment's share is its read rate against the mean of the probes on either side. (A probe
+  // before every token would pair them closer still, but it slowed the decode by 6-15% here: the
+  // probe evicts what the decode keeps in cache.)
+  constexpr int k_segment_tokens = 16;
+  std::vector<double> bandwidths{read_bandwidth(pool, probe.part(0, k_probe_parts), read_loop)}, shares;
+  double decode_s = 0;
   std::int32_t next = argmax(*logits);
-  t0 = clock_type::now();
-  for (int g = 0; g < o.gen; ++g) {
-    auto r = s.append(std::span<const std::int32_t>(&next, 1), false);
-    if (!r) {
-      std::fprintf(stderr, "strata bench: %s\n", r.err().message.c_str());
-      return 1;
+  for (int g0 = 0; g0 < o.gen; g0 += k_segment_tokens) {
+    const int g1 = std::min(o.gen, g0 + k_segment_tokens);
+    double bytes = 0;
+    t0 = clock_type::now();
+    for (int g = g0; g < g1; ++g) {
+      auto r = s.append(std::span<const std::int32_t>(&next, 1), false);
+      if (!r) {
+        std::fprintf(stderr, "strata bench: %s\n", r.err().message.c_str());
+        return 1;
+      }
+      next = argmax(*r);
+      bytes += weight_bytes + kv_bytes_at(o.prompt + g + 1);
     }
-    next = argmax(*r);
+    const double segment_s = seconds_since(t0);
+    decode_s += segment_s;
+    bandwidths.push_back(read_bandwidth(pool, probe.part(bandwidths.size(), k_probe_parts), read_loop));
+    shares.push_back(bytes / segment_s / ((bandwidths.end()[-2] + bandwidths.back()) / 2));
   }
-  const double decode_s = seconds_since(t0);
 
-  const double bandwidth_after = measure_read_bandwidth(pool, std::size_t{1} << 30);
-  const double bandwidth = std::max(bandwidth_before, bandwidth_after);
-  if (bandwidth <= 0) {
-    std::fprintf(stderr, "strata bench: cannot allocate 1 GiB to measure the read bandwidth\n");
-    return 1;
-  }
   const double prefill_tok_s = o.prompt / prefill_s;
   const double decode_tok_s = o.gen / decode_s;
-  // A decoded token reads the weights and every layer's K and V up to its position: at the mean
-  // decode position, prompt + gen / 2 (a sliding-window layer reads at most its window).
-  const auto weight_bytes = static_cast<double>((*m)->weights.bytes_per_token);
-  const double mean_pos = o.prompt + o.gen / 2.0;
-  double kv_bytes = 0;
-  for (int il = 0; il < h.n_layer; ++il)
-    kv_bytes += 2.0 * static_cast<double>(kv::kv_row_bytes(format, h.kv_dim())) *
-                (h.sliding(il) ? std::min<double>(mean_pos, h.sliding_window) : mean_pos);
+  const double bandwidth = median(bandwidths);
+  const auto [bw_min, bw_max] = std::minmax_element(bandwidths.begin(), bandwidths.end());
+  const double kv_bytes = kv_bytes_at(o.prompt + (o.gen + 1) / 2.0);  // at the mean decode position
   const double bytes_per_token = weight_bytes + kv_bytes;
   const double bound_tok_s = bandwidth / bytes_per_token;
-  const double share = decode_tok_s / bound_tok_s;
+  const double share = median(shares);
 
   if (o.json) {
     boost::json::object doc{{"model", o.model},
@@ -160,8 +211,9 @@ int run(const bench_options& o) {
                             {"prefill_tok_s", prefill_tok_s},
                             {"decode_tok_s", decode_tok_s},
                             {"bandwidth_gb_s", bandwidth / 1e9},
-                            {"bandwidth_before_gb_s", bandwidth_before / 1e9},
-                            {"bandwidth_after_gb_s", bandwidth_after / 1e9},
+                            {"bandwidth_min_gb_s", *bw_min / 1e9},
+                            {"probe_loads_per_iteration", 1 << read_loop},
+                            {"bandwidth_max_gb_s", *bw_max / 1e9},
                             {"bytes_per_token", bytes_per_token},
                             {"weight_bytes_per_token", weight_bytes},
                             {"kv_bytes_per_token", kv_bytes},
@@ -174,10 +226,11 @@ int run(const bench_options& o) {
     std::printf("open             %8.3f s      (%.2f GB file)\n", open_s, static_cast<double>((*m)->file.file_size()) / 1e9);
     std::printf("prefill          %8.1f tok/s  (%d tokens in %.3f s, KV %d bits)\n", prefill_tok_s, o.prompt, prefill_s, o.kv_bits);
     std::printf("decode           %8.1f tok/s  (%d tokens in %.3f s)\n", decode_tok_s, o.gen, decode_s);
-    std::printf("read bandwidth   %8.2f GB/s  (the better of %.2f before the prefill and %.2f after the decode)\n",
-                bandwidth / 1e9, bandwidth_before / 1e9, bandwidth_after / 1e9);
-    std::printf("read/token       %8.1f MB  (weights %.1f MB, KV %.1f MB) -> bound %.1f tok/s, decode reaches %.0f%% of it\n",
-                bytes_per_token / 1e6, weight_bytes / 1e6, kv_bytes / 1e6, bound_tok_s, 100 * share);
+    std::printf("read bandwidth   %8.2f GB/s  (median of the probes between stretches of %d tokens; %.2f to %.2f; %d loads per loop)\n",
+                bandwidth / 1e9, k_segment_tokens, *bw_min / 1e9, *bw_max / 1e9, 1 << read_loop);
+    std::printf("read/token       %8.1f MB  (weights %.1f MB, KV %.1f MB) -> bound %.1f tok/s\n", bytes_per_token / 1e6,
+                weight_bytes / 1e6, kv_bytes / 1e6, bound_tok_s);
+    std::printf("decode share     %8.0f %%    (median over the stretches of their read rate against the probes on either side)\n", 100 * share);
   }
   return 0;
 }
