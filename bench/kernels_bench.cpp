@@ -199,6 +199,7 @@ void register_all() {
     for (dtype f : {dtype::f16, dtype::q8_0, dtype::q4_0}) {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(f);
       benchmark::RegisterBenchmark(("attention/" + suffix).c_str(), bm_attention, level, f)
+          ->Args({1, 576})
           ->Args({1, 3000})
           ->Args({10, 3000})
           ->Args({24, 3000})

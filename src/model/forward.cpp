@@ -136,6 +136,40 @@ void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& ba
   }
 }
 
+/// Reads, split over the pool, the K and V pages that the batch's rows attend, in page order,
+/// when the rows are decode rows and their pages few enough to stay in cache: see attend_rows.
+void warm_kv(const hparams& h, int il, const batch_view& batch, const layer_kv& kv, kernels::compute_pool& pool) {
+  constexpr std::int32_t k_max_rows = 4;  // decode rows; a prefill chunk reuses each tile enough
+  constexpr std::int64_t k_max_bytes_per_worker = std::int64_t{1} << 20;
+  thread_local std::vector<std::pair<const std::byte*, std::int64_t>> this_threads;
+  auto& spans = this_threads;  // the workers see the calling thread's list through this reference
+  spans.clear();
+  std::int64_t bytes = 0;
+  for (const seq_rows& sq : batch.seqs) {
+    if (sq.n_rows > k_max_rows) return;
+    const kv::kv_format format = kv.format_of(sq.blocks[0]);
+    const std::int64_t row_bytes = kv.row_bytes(format), page_bytes = kv.page_tokens() * row_bytes;
+    const std::int32_t last = sq.start_pos + sq.n_rows - 1;
+    const std::int32_t first = h.sliding(il) ? std::max<std::int32_t>(0, sq.start_pos - h.sliding_window + 1) : 0;
+    for (std::int32_t p = first / kv.page_tokens(); p <= last / kv.page_tokens(); ++p) {
+      const std::int64_t offset = static_cast<std::int64_t>(sq.blocks[p] - kv.space().base(format)) * page_bytes;
+      const std::int64_t n = p == last / kv.page_tokens() ? (last % kv.page_tokens() + 1) * row_bytes : page_bytes;
+      spans.emplace_back(kv.k_pages(format) + offset, n);
+      spans.emplace_back(kv.v_pages(format) + offset, n);
+      bytes += 2 * n;
+    }
+  }
+  if (bytes > k_max_bytes_per_worker * pool.size()) return;
+  const auto sum = kernels::active_kernels().sum_words[0];
+  pool.run_split(static_cast<std::int64_t>(spans.size()), 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const auto& [p, n] = spans[static_cast<std::size_t>(i)];
+      // Whole 256-byte runs (what sum_words takes); the few lines of a page's tail are left.
+      (void)sum(reinterpret_cast<const std::uint64_t*>(p), n / 256 * 32);
+    }
+  });
+}
+
 /// Attention of every row over its sequence. The work units are (block of consecutive rows of one
 /// sequence, run of query heads that share a kv head): a block holds as many rows as one kernel pass
 /// takes with those heads, so the rows of a prefill chunk share each tile of keys and values.
@@ -190,6 +224,10 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
+    // A unit reads one kv head's slice of each KV row: a strided walk that the hardware
+    // prefetchers follow poorly, and the layer's KV is never in cache by now (the weights have
+    // streamed through it). Read in page order first, it streams at the memory's pace.
+    if (h.n_head_kv > 1) warm_kv(h, il, batch, kv, pool);
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }
