@@ -26,6 +26,24 @@ void attention(const attention_shape& s, const kv_page_view& kv, const attention
 }
 }  // namespace scalar
 
+void merge_attention(const float* const* outs, const float* const* lses, int n_parts, int n_head, int head_dim, float* out,
+                     float* lse) {
+  for (int h = 0; h < n_head; ++h) {
+    float m = -__builtin_inff();
+    for (int i = 0; i < n_parts; ++i) m = lses[i][h] > m ? lses[i][h] : m;
+    float w[k_attention_merge_max_parts], total = 0.0f;
+    for (int i = 0; i < n_parts; ++i) total += w[i] = m == -__builtin_inff() ? 0.0f : __builtin_expf(lses[i][h] - m);
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    const std::int64_t o = static_cast<std::int64_t>(h) * head_dim;
+    for (int d = 0; d < head_dim; ++d) {
+      float acc = 0.0f;
+      for (int i = 0; i < n_parts; ++i) acc += w[i] * outs[i][o + d];
+      out[o + d] = acc * inv;
+    }
+    if (lse) lse[h] = total > 0.0f ? m + __builtin_logf(total) : -__builtin_inff();
+  }
+}
+
 attention_fn attention_for(simd_level level) {
   switch (level) {
     case simd_level::scalar: return scalar::attention;

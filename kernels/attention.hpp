@@ -16,6 +16,8 @@ constexpr int k_attention_max_head_dim = 512;
 /// (row, query head) pairs that share one pass over the keys: rows beyond what fits with the heads
 /// asked are taken in further passes.
 constexpr int k_attention_queries = 128;
+/// Most parts merge_attention merges.
+constexpr int k_attention_merge_max_parts = 64;
 
 /// Where one sequence's keys and values lie. The layer's K (and V) pool is an array of pages;
 /// a page holds `page_tokens` positions, each a row of n_head_kv heads of head_dim values in the
@@ -46,12 +48,15 @@ struct attention_shape {
 };
 
 /// One query row: q (n_head x head_dim, f32), where its output goes (same layout; only the heads
-/// asked are written) and the positions it attends, [first, last].
+/// asked are written) and the positions it attends, [first, last]. When lse is set, each head asked
+/// also gets the log-sum-exp of its scores over [first, last] (the log of its softmax denominator),
+/// so that the results of one row over disjoint ranges can be merged (merge_attention).
 struct attention_row {
   const float* q = nullptr;
   float* out = nullptr;
   std::int32_t first = 0;
   std::int32_t last = 0;
+  float* lse = nullptr;  // n_head values, or null
 };
 
 /// For the query heads [head_begin, head_end) of each of the n_rows rows of one sequence:
@@ -60,6 +65,14 @@ struct attention_row {
 /// to f32 once for all of them), so a prefill chunk costs far less than its rows one by one.
 using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
                               int head_begin, int head_end);
+
+/// One row's attention over the union of n_parts disjoint position ranges, from its results over
+/// each (outs[i] with their log-sum-exps lses[i], as attention_row::lse gives them): out[h] =
+/// sum_i e^(lses[i][h] - m) outs[i][h] / sum_i e^(lses[i][h] - m), m the largest lses[i][h]. A part
+/// whose lse is -inf (it saw no position) weighs nothing. lse, when set, gets the union's
+/// log-sum-exps. out may be outs[0] and lse lses[0].
+void merge_attention(const float* const* outs, const float* const* lses, int n_parts, int n_head, int head_dim, float* out,
+                     float* lse = nullptr);
 
 /// The variant for a SIMD level (the caller checks cpu_supports).
 attention_fn attention_for(simd_level level);

@@ -244,5 +244,84 @@ TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
   }
 }
 
+/// One row's positions cut into 2 to 5 random ranges, each attended alone with its log-sum-exps,
+/// then merged: on every variant, against the exact two-pass definition over the whole range, and
+/// each lse against the exact log-sum-exp of its range's scores.
+TEST(attention, ranges_attended_apart_and_merged_match_the_whole_range) {
+  std::mt19937 rng(std::random_device{}());
+  for (attention_fn fn : {attention_for(simd_level::scalar), attention_for(simd_level::avx2), attention_for(simd_level::avx512)}) {
+    if (fn == attention_for(simd_level::avx2) && !cpu_supports(simd_level::avx2)) continue;
+    if (fn == attention_for(simd_level::avx512) && !cpu_supports(simd_level::avx512)) continue;
+    for (dtype f : k_formats)
+    for (const auto& c : k_cases) {
+      if (!fits(c, f) || c.last - c.first + 1 < 5) continue;
+      attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
+      const auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+      // Cut points: n_parts - 1 distinct positions in (first, last].
+      const int n_parts = std::uniform_int_distribution<int>(2, 5)(rng);
+      std::vector<int> cuts;
+      while (static_cast<int>(cuts.size()) < n_parts - 1) {
+        const int t = std::uniform_int_distribution<int>(c.first + 1, c.last)(rng);
+        if (std::find(cuts.begin(), cuts.end(), t) == cuts.end()) cuts.push_back(t);
+      }
+      std::sort(cuts.begin(), cuts.end());
+      cuts.insert(cuts.begin(), c.first);
+      cuts.push_back(c.last + 1);
+      const std::size_t qd = q.size();
+      std::vector<std::vector<float>> outs(static_cast<std::size_t>(n_parts), std::vector<float>(qd)),
+          lses(static_cast<std::size_t>(n_parts), std::vector<float>(static_cast<std::size_t>(c.n_head)));
+      std::vector<const float*> out_ptrs, lse_ptrs;
+      for (int i = 0; i < n_parts; ++i) {
+        const attention_row row{q.data(), outs[i].data(), cuts[i], cuts[i + 1] - 1, lses[i].data()};
+        fn(s, kv.view(), &row, 1, 0, c.n_head);
+        out_ptrs.push_back(outs[i].data());
+        lse_ptrs.push_back(lses[i].data());
+        // The lse of this range in double.
+        const int group = c.n_head / c.n_head_kv;
+        for (int h = 0; h < c.n_head; ++h) {
+          double mx = -INFINITY, sum = 0;
+          std::vector<double> sc;
+          for (int t = cuts[i]; t < cuts[i + 1]; ++t) {
+            double dot = 0;
+            for (int d = 0; d < c.head_dim; ++d) dot += static_cast<double>(q[static_cast<std::size_t>(h * c.head_dim + d)]) * kv.key(t, h / group, c.head_dim, d);
+            dot *= s.scale;
+            if (s.softcap > 0) dot = s.softcap * std::tanh(dot / s.softcap);
+            sc.push_back(dot);
+            mx = std::max(mx, dot);
+          }
+          for (double x : sc) sum += std::exp(x - mx);
+          ASSERT_NEAR(lses[i][static_cast<std::size_t>(h)], mx + std::log(sum), 1e-4 * std::max(1.0, std::abs(mx)))
+              << dtype_name(f) << " part " << i << " head " << h;
+        }
+      }
+      std::vector<float> merged(qd), merged_lse(static_cast<std::size_t>(c.n_head));
+      merge_attention(out_ptrs.data(), lse_ptrs.data(), n_parts, c.n_head, c.head_dim, merged.data(), merged_lse.data());
+      const auto want = exact_attention(s, kv, c.first, c.last, q);
+      for (std::size_t i = 0; i < qd; ++i)
+        ASSERT_NEAR(merged[i], want[i], k_scalar_vs_exact) << dtype_name(f) << " " << n_parts << " parts, at " << i;
+      // The union's lse: the whole range attended in one call gives it too.
+      std::vector<float> whole(qd), whole_lse(static_cast<std::size_t>(c.n_head));
+      const attention_row row{q.data(), whole.data(), c.first, c.last, whole_lse.data()};
+      fn(s, kv.view(), &row, 1, 0, c.n_head);
+      for (int h = 0; h < c.n_head; ++h)
+        ASSERT_NEAR(merged_lse[static_cast<std::size_t>(h)], whole_lse[static_cast<std::size_t>(h)],
+                    1e-5 * std::max(1.0f, std::abs(whole_lse[static_cast<std::size_t>(h)])))
+            << dtype_name(f) << " head " << h;
+    }
+  }
+}
+
+/// A part that attended nothing (its lse -inf) weighs nothing in the merge.
+TEST(attention, an_empty_part_weighs_nothing_in_the_merge) {
+  const std::vector<float> a = {1, 2, 3, 4}, b = {100, 100, 100, 100};
+  const std::vector<float> la = {0.5f, -2.0f}, lb = {-INFINITY, -INFINITY};
+  const float* outs[] = {a.data(), b.data()};
+  const float* lses[] = {la.data(), lb.data()};
+  std::vector<float> out(4);
+  merge_attention(outs, lses, 2, 2, 2, out.data());
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(out[i], a[i]);
+}
+
 }  // namespace
 }  // namespace strata::kernels

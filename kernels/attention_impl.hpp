@@ -190,6 +190,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
           float* o = rs[r].out + static_cast<std::int64_t>(h0 + hh) * hd;
           const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
           for (int d = 0; d < hd; ++d) o[d] = acc(i)[d] * inv;
+          if (rs[r].lse) rs[r].lse[h0 + hh] = run_sum[i] > 0.0f ? run_max[i] + __builtin_logf(run_sum[i]) : neg_inf;
         }
       }
     }

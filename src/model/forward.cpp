@@ -136,38 +136,118 @@ void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& ba
   }
 }
 
-/// Reads, split over the pool, the K and V pages that the batch's rows attend, in page order,
-/// when the rows are decode rows and their pages few enough to stay in cache: see attend_rows.
+/// The view of one sequence's pages for the attention kernels.
+kernels::kv_page_view page_view(const hparams& h, const layer_kv& kv, const std::int32_t* blocks) {
+  const kv::kv_format format = kv.format_of(blocks[0]);
+  const std::int64_t row_bytes = kv.row_bytes(format);
+  return {kv.k_pages(format), kv.v_pages(format), kv.page_tokens() * row_bytes, row_bytes, row_bytes / h.n_head_kv,
+          kv.page_tokens(), blocks, kv.space().base(format),
+          format == kv::kv_format::f16 ? kernels::dtype::f16 : format == kv::kv_format::q8_0 ? kernels::dtype::q8_0 : kernels::dtype::q4_0};
+}
+
+/// Reads positions [first, last] of a sequence's K and V pages in page order (whole 256-byte runs,
+/// what sum_words takes: the few lines of a page's tail may be left), bringing them into this
+/// core's cache at the memory's pace. The attention kernels walk one kv head's slice of each row
+/// at a time: a strided walk that the hardware prefetchers follow poorly, and a layer's KV is never
+/// in cache by the time it attends (the weights have streamed through the cache since).
+void read_pages(const layer_kv& kv, const std::int32_t* blocks, std::int32_t first, std::int32_t last) {
+  const kv::kv_format format = kv.format_of(blocks[0]);
+  const std::int64_t row_bytes = kv.row_bytes(format), page_bytes = kv.page_tokens() * row_bytes;
+  const auto sum = kernels::active_kernels().sum_words[0];
+  for (std::int32_t t = first; t <= last;) {
+    const std::int32_t page = t / kv.page_tokens(), slot = t % kv.page_tokens();
+    const std::int32_t n = std::min(kv.page_tokens() - slot, last - t + 1);
+    const std::int64_t offset = static_cast<std::int64_t>(blocks[page] - kv.space().base(format)) * page_bytes + slot * row_bytes;
+    const std::int64_t words = n * row_bytes / 256 * 32;
+    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.k_pages(format) + offset), words);
+    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.v_pages(format) + offset), words);
+    t += n;
+  }
+}
+
+/// The first position row `pos` attends in layer il.
+std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
+  return h.sliding(il) ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
+}
+
+/// Decode rows (a few per sequence) whose pages fit in cache: each worker reads its share of the
+/// sequences' pages first (see read_pages), so that the attention units, each one kv head's slice
+/// of a sequence, find them in cache.
 void warm_kv(const hparams& h, int il, const batch_view& batch, const layer_kv& kv, kernels::compute_pool& pool) {
-  constexpr std::int32_t k_max_rows = 4;  // decode rows; a prefill chunk reuses each tile enough
+  constexpr std::int32_t k_max_rows = 4;  // a prefill chunk reuses each tile enough
   constexpr std::int64_t k_max_bytes_per_worker = std::int64_t{1} << 20;
-  thread_local std::vector<std::pair<const std::byte*, std::int64_t>> this_threads;
-  auto& spans = this_threads;  // the workers see the calling thread's list through this reference
-  spans.clear();
   std::int64_t bytes = 0;
   for (const seq_rows& sq : batch.seqs) {
     if (sq.n_rows > k_max_rows) return;
-    const kv::kv_format format = kv.format_of(sq.blocks[0]);
-    const std::int64_t row_bytes = kv.row_bytes(format), page_bytes = kv.page_tokens() * row_bytes;
     const std::int32_t last = sq.start_pos + sq.n_rows - 1;
-    const std::int32_t first = h.sliding(il) ? std::max<std::int32_t>(0, sq.start_pos - h.sliding_window + 1) : 0;
-    for (std::int32_t p = first / kv.page_tokens(); p <= last / kv.page_tokens(); ++p) {
-      const std::int64_t offset = static_cast<std::int64_t>(sq.blocks[p] - kv.space().base(format)) * page_bytes;
-      const std::int64_t n = p == last / kv.page_tokens() ? (last % kv.page_tokens() + 1) * row_bytes : page_bytes;
-      spans.emplace_back(kv.k_pages(format) + offset, n);
-      spans.emplace_back(kv.v_pages(format) + offset, n);
-      bytes += 2 * n;
-    }
+    bytes += 2 * kv.row_bytes(kv.format_of(sq.blocks[0])) * (last - first_attended(h, il, sq.start_pos) + 1);
   }
   if (bytes > k_max_bytes_per_worker * pool.size()) return;
-  const auto sum = kernels::active_kernels().sum_words[0];
-  pool.run_split(static_cast<std::int64_t>(spans.size()), 1, [&](std::int64_t b, std::int64_t e) {
+  // Each sequence's positions cut into one slice per worker; the workers take runs of slices.
+  const int parts = pool.size();
+  pool.run_split(static_cast<std::int64_t>(batch.seqs.size()) * parts, 1, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i) {
-      const auto& [p, n] = spans[static_cast<std::size_t>(i)];
-      // Whole 256-byte runs (what sum_words takes); the few lines of a page's tail are left.
-      (void)sum(reinterpret_cast<const std::uint64_t*>(p), n / 256 * 32);
+      const seq_rows& sq = batch.seqs[static_cast<std::size_t>(i / parts)];
+      const std::int32_t first = first_attended(h, il, sq.start_pos), last = sq.start_pos + sq.n_rows - 1;
+      const std::int64_t span = last - first + 1, slice = i % parts;
+      const auto lo = static_cast<std::int32_t>(first + span * slice / parts);
+      const auto hi = static_cast<std::int32_t>(first + span * (slice + 1) / parts - 1);
+      if (lo <= hi) read_pages(kv, sq.blocks, lo, hi);
     }
   });
+}
+
+/// One decode row over at least two pages per worker: the workers split its positions, each
+/// reading its range's pages (read_pages) and then attending every head over them, a chunk at a
+/// time, and the ranges' results merge. Each core then reads only its own range, and whole rows
+/// of it. Returns false (and does nothing) for any other batch.
+bool attend_one_row_split(const hparams& h, int il, const batch_view& batch, const float* q, float* attn,
+                          const layer_kv& kv, kernels::compute_pool& pool) {
+  const int parts = pool.size();
+  if (batch.n_rows != 1 || parts == 1 || parts > kernels::k_attention_merge_max_parts) return false;
+  const seq_rows& sq = batch.seqs[0];
+  const std::int32_t pos = sq.start_pos, first = first_attended(h, il, pos);
+  const std::int32_t first_page = first / kv.page_tokens(), pages = pos / kv.page_tokens() - first_page + 1;
+  if (pages < 2 * parts) return false;
+  const std::int64_t qd = h.q_dim();
+  thread_local std::vector<float> this_threads;
+  std::vector<float>& buf = this_threads;  // the workers see the calling thread's buffer through this
+  buf.resize(static_cast<std::size_t>(parts * (qd + h.n_head)));
+  const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
+  const kernels::kv_page_view view = page_view(h, kv, sq.blocks);
+  auto out_of = [&](int i) { return i == 0 ? attn : buf.data() + i * qd; };
+  auto lse_of = [&](int i) { return buf.data() + parts * qd + i * h.n_head; };
+  // A worker's range is taken in chunks that stay in its cache between their read and their use.
+  constexpr std::int64_t k_chunk_bytes = 256 << 10;  // K and V
+  const std::int64_t chunk_pages =
+      std::max<std::int64_t>(1, k_chunk_bytes / (2 * kv.page_tokens() * kv.row_bytes(kv.format_of(sq.blocks[0]))));
+  pool.run([&](int ith, int nth) {
+    std::int64_t b, e;  // pages, aligned so that no two workers read one page
+    kernels::compute_pool::split(pages, 1, ith, nth, b, e);
+    thread_local std::vector<float> chunk;  // this worker's result for a later chunk
+    chunk.resize(static_cast<std::size_t>(qd + h.n_head));
+    for (std::int64_t c = b; c < e; c += chunk_pages) {
+      const auto lo = std::max(first, static_cast<std::int32_t>((first_page + c) * kv.page_tokens()));
+      const auto hi = std::min(pos, static_cast<std::int32_t>((first_page + std::min(e, c + chunk_pages)) * kv.page_tokens() - 1));
+      read_pages(kv, sq.blocks, lo, hi);
+      const bool first_chunk = c == b;
+      float* out = first_chunk ? out_of(ith) : chunk.data();
+      float* lse = first_chunk ? lse_of(ith) : chunk.data() + qd;
+      const kernels::attention_row row{q, out, lo, hi, lse};
+      kernels::attention(shape, view, &row, 1, 0, h.n_head);
+      if (first_chunk) continue;
+      const float* outs[] = {out_of(ith), out};
+      const float* lses[] = {lse_of(ith), lse};
+      kernels::merge_attention(outs, lses, 2, h.n_head, h.head_dim, out_of(ith), lse_of(ith));
+    }
+  });
+  std::array<const float*, kernels::k_attention_merge_max_parts> outs, lses;
+  for (int i = 0; i < parts; ++i) {
+    outs[static_cast<std::size_t>(i)] = out_of(i);
+    lses[static_cast<std::size_t>(i)] = lse_of(i);
+  }
+  kernels::merge_attention(outs.data(), lses.data(), parts, h.n_head, h.head_dim, attn);
+  return true;
 }
 
 /// Attention of every row over its sequence. The work units are (block of consecutive rows of one
@@ -209,12 +289,7 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
       const std::int32_t pos = sq->start_pos + r0 + r;
       rows[r] = {q + row * qd, attn + row * qd, sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0, pos};
     }
-    const kv::kv_format format = kv.format_of(sq->blocks[0]);
-    const std::int64_t row_bytes = kv.row_bytes(format);
-    const kernels::kv_page_view view{kv.k_pages(format), kv.v_pages(format), kv.page_tokens() * row_bytes, row_bytes,
-                                     row_bytes / h.n_head_kv, kv.page_tokens(), sq->blocks, kv.space().base(format),
-                                     format == kv::kv_format::f16 ? kernels::dtype::f16
-                                     : format == kv::kv_format::q8_0 ? kernels::dtype::q8_0 : kernels::dtype::q4_0};
+    const kernels::kv_page_view view = page_view(h, kv, sq->blocks);
     kernels::attention(shape, view, rows, nr, h0, h1);
   };
 
@@ -224,10 +299,8 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
-    // A unit reads one kv head's slice of each KV row: a strided walk that the hardware
-    // prefetchers follow poorly, and the layer's KV is never in cache by now (the weights have
-    // streamed through it). Read in page order first, it streams at the memory's pace.
-    if (h.n_head_kv > 1) warm_kv(h, il, batch, kv, pool);
+    if (attend_one_row_split(h, il, batch, q, attn, kv, pool)) return;
+    if (h.n_head_kv > 1) warm_kv(h, il, batch, kv, pool);  // a unit reads one kv head's slice of each row
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }

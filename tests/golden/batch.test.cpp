@@ -145,6 +145,30 @@ TEST_P(batch, sequences_batched_together_get_the_logits_they_get_alone) {
   }
 }
 
+/// One decode row over a long context: with two workers its positions are split between them and
+/// the two halves' results merged (attend_one_row_split); with one, the kernel walks them all.
+/// Long enough for the split on the tiny models (512 positions x 128 query values) and for each
+/// worker to take its range in several chunks (attend_one_row_split), across a sliding window on
+/// gemma2's alternate layers, and on the quantized model.
+TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worker) {
+  auto m = model::load(k_shared + "/models/" + GetParam() + ".gguf");
+  ASSERT_TRUE(m) << m.err().message;
+  const std::int32_t nv = (*m)->hp.n_vocab;
+  kernels::compute_pool one_worker(1), two_workers(2);
+  const auto prompt = some_tokens(2300, nv, 11u);
+  session a(*m, one_worker, 2320), b(*m, two_workers, 2320);
+  auto ra = a.append(prompt, false);
+  auto rb = b.append(prompt, false);
+  ASSERT_TRUE(ra && rb);
+  for (int d = 0; d < 4; ++d) {
+    const std::int32_t t = some_tokens(1, nv, 200u + static_cast<std::uint32_t>(d))[0];
+    ra = a.append(std::span<const std::int32_t>(&t, 1), false);
+    rb = b.append(std::span<const std::int32_t>(&t, 1), false);
+    ASSERT_TRUE(ra && rb);
+    EXPECT_LE(max_diff(*ra, rb->data()), k_batch_vs_alone) << "decode step " << d;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(shared_models, batch, ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m"),
                          [](const auto& info) {
                            std::string s = info.param;
