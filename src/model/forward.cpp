@@ -170,33 +170,6 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
   return h.sliding(il) ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
 }
 
-/// Decode rows (a few per sequence) whose pages fit in cache: each worker reads its share of the
-/// sequences' pages first (see read_pages), so that the attention units, each one kv head's slice
-/// of a sequence, find them in cache.
-void warm_kv(const hparams& h, int il, const batch_view& batch, const layer_kv& kv, kernels::compute_pool& pool) {
-  constexpr std::int32_t k_max_rows = 4;  // a prefill chunk reuses each tile enough
-  constexpr std::int64_t k_max_bytes_per_worker = std::int64_t{1} << 20;
-  std::int64_t bytes = 0;
-  for (const seq_rows& sq : batch.seqs) {
-    if (sq.n_rows > k_max_rows) return;
-    const std::int32_t last = sq.start_pos + sq.n_rows - 1;
-    bytes += 2 * kv.row_bytes(kv.format_of(sq.blocks[0])) * (last - first_attended(h, il, sq.start_pos) + 1);
-  }
-  if (bytes > k_max_bytes_per_worker * pool.size()) return;
-  // Each sequence's positions cut into one slice per worker; the workers take runs of slices.
-  const int parts = pool.size();
-  pool.run_split(static_cast<std::int64_t>(batch.seqs.size()) * parts, 1, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t i = b; i < e; ++i) {
-      const seq_rows& sq = batch.seqs[static_cast<std::size_t>(i / parts)];
-      const std::int32_t first = first_attended(h, il, sq.start_pos), last = sq.start_pos + sq.n_rows - 1;
-      const std::int64_t span = last - first + 1, slice = i % parts;
-      const auto lo = static_cast<std::int32_t>(first + span * slice / parts);
-      const auto hi = static_cast<std::int32_t>(first + span * (slice + 1) / parts - 1);
-      if (lo <= hi) read_pages(kv, sq.blocks, lo, hi);
-    }
-  });
-}
-
 /// One decode row over at least two pages per worker: the workers split its positions, each
 /// reading its range's pages (read_pages) and then attending every head over them, a chunk at a
 /// time, and the ranges' results merge. Each core then reads only its own range, and whole rows
@@ -257,7 +230,6 @@ bool attend_one_row_split(const hparams& h, int il, const batch_view& batch, con
 void attend_rows(const hparams& h, int il, const batch_view& batch, const float* q, float* attn, const layer_kv& kv,
                  kernels::compute_pool& pool) {
   const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
-  const bool sliding = h.sliding(il);
   const std::int64_t qd = h.q_dim();
   const int group = h.n_head / h.n_head_kv;
   const std::int64_t n = batch.n_rows;
@@ -287,7 +259,7 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
     for (std::int32_t r = 0; r < nr; ++r) {
       const std::int64_t row = sq->first_row + r0 + r;
       const std::int32_t pos = sq->start_pos + r0 + r;
-      rows[r] = {q + row * qd, attn + row * qd, sliding ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0, pos};
+      rows[r] = {q + row * qd, attn + row * qd, first_attended(h, il, pos), pos};
     }
     const kernels::kv_page_view view = page_view(h, kv, sq->blocks);
     kernels::attention(shape, view, rows, nr, h0, h1);
@@ -300,7 +272,6 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
     if (attend_one_row_split(h, il, batch, q, attn, kv, pool)) return;
-    if (h.n_head_kv > 1) warm_kv(h, il, batch, kv, pool);  // a unit reads one kv head's slice of each row
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }
