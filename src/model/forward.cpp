@@ -150,17 +150,15 @@ kernels::kv_page_view page_view(const hparams& h, const layer_kv& kv, const std:
 /// core's cache at the memory's pace. The attention kernels walk one kv head's slice of each row
 /// at a time: a strided walk that the hardware prefetchers follow poorly, and a layer's KV is never
 /// in cache by the time it attends (the weights have streamed through the cache since).
-void read_pages(const layer_kv& kv, const std::int32_t* blocks, std::int32_t first, std::int32_t last) {
-  const kv::kv_format format = kv.format_of(blocks[0]);
-  const std::int64_t row_bytes = kv.row_bytes(format), page_bytes = kv.page_tokens() * row_bytes;
+void read_pages(const kernels::kv_page_view& kv, std::int32_t first, std::int32_t last) {
   const auto sum = kernels::active_kernels().sum_words[0];
   for (std::int32_t t = first; t <= last;) {
-    const std::int32_t page = t / kv.page_tokens(), slot = t % kv.page_tokens();
-    const std::int32_t n = std::min(kv.page_tokens() - slot, last - t + 1);
-    const std::int64_t offset = static_cast<std::int64_t>(blocks[page] - kv.space().base(format)) * page_bytes + slot * row_bytes;
-    const std::int64_t words = n * row_bytes / 256 * 32;
-    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.k_pages(format) + offset), words);
-    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.v_pages(format) + offset), words);
+    const std::int32_t slot = t % kv.page_tokens;
+    const std::int32_t n = std::min(kv.page_tokens - slot, last - t + 1);
+    const std::int64_t offset = static_cast<std::int64_t>(kv.blocks[t / kv.page_tokens] - kv.block_offset) * kv.page_bytes + slot * kv.row_bytes;
+    const std::int64_t words = n * kv.row_bytes / 256 * 32;
+    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.k + offset), words);
+    (void)sum(reinterpret_cast<const std::uint64_t*>(kv.v + offset), words);
     t += n;
   }
 }
@@ -174,8 +172,8 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
 /// reading its range's pages (read_pages) and then attending every head over them, a chunk at a
 /// time, and the ranges' results merge. Each core then reads only its own range, and whole rows
 /// of it. Returns false (and does nothing) for any other batch.
-bool attend_one_row_split(const hparams& h, int il, const batch_view& batch, const float* q, float* attn,
-                          const layer_kv& kv, kernels::compute_pool& pool) {
+bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shape, int il, const batch_view& batch,
+                          const float* q, float* attn, const layer_kv& kv, kernels::compute_pool& pool) {
   const int parts = pool.size();
   if (batch.n_rows != 1 || parts == 1 || parts > kernels::k_attention_merge_max_parts) return false;
   const seq_rows& sq = batch.seqs[0];
@@ -186,14 +184,12 @@ bool attend_one_row_split(const hparams& h, int il, const batch_view& batch, con
   thread_local std::vector<float> this_threads;
   std::vector<float>& buf = this_threads;  // the workers see the calling thread's buffer through this
   buf.resize(static_cast<std::size_t>(parts * (qd + h.n_head)));
-  const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
   const kernels::kv_page_view view = page_view(h, kv, sq.blocks);
   auto out_of = [&](int i) { return i == 0 ? attn : buf.data() + i * qd; };
   auto lse_of = [&](int i) { return buf.data() + parts * qd + i * h.n_head; };
   // A worker's range is taken in chunks that stay in its cache between their read and their use.
   constexpr std::int64_t k_chunk_bytes = 256 << 10;  // K and V
-  const std::int64_t chunk_pages =
-      std::max<std::int64_t>(1, k_chunk_bytes / (2 * kv.page_tokens() * kv.row_bytes(kv.format_of(sq.blocks[0]))));
+  const std::int64_t chunk_pages = std::max<std::int64_t>(1, k_chunk_bytes / (2 * view.page_bytes));
   pool.run([&](int ith, int nth) {
     std::int64_t b, e;  // pages, aligned so that no two workers read one page
     kernels::compute_pool::split(pages, 1, ith, nth, b, e);
@@ -202,7 +198,7 @@ bool attend_one_row_split(const hparams& h, int il, const batch_view& batch, con
     for (std::int64_t c = b; c < e; c += chunk_pages) {
       const auto lo = std::max(first, static_cast<std::int32_t>((first_page + c) * kv.page_tokens()));
       const auto hi = std::min(pos, static_cast<std::int32_t>((first_page + std::min(e, c + chunk_pages)) * kv.page_tokens() - 1));
-      read_pages(kv, sq.blocks, lo, hi);
+      read_pages(view, lo, hi);
       const bool first_chunk = c == b;
       float* out = first_chunk ? out_of(ith) : chunk.data();
       float* lse = first_chunk ? lse_of(ith) : chunk.data() + qd;
@@ -271,7 +267,7 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
-    if (attend_one_row_split(h, il, batch, q, attn, kv, pool)) return;
+    if (attend_one_row_split(h, shape, il, batch, q, attn, kv, pool)) return;
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }
