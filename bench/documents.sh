@@ -33,7 +33,7 @@ TOML
 echo "hot tier: $(( users / 2 * per_doc / 1048576 )) MiB, room for $(( users / 2 )) of $users documents"
 trap stop_server EXIT
 start_server "$build" "$model" "$port" "$dir/documents.log" --config "$conf"
-node bench/loadgen.mjs --url "http://127.0.0.1:$port" --scenario documents --pick random --users "$users" \
+"$py" bench/loadgen.py --url "http://127.0.0.1:$port" --scenario documents --pick random --users "$users" \
   --concurrency "$conc" --requests "${REQUESTS:-256}" --prompt-tokens "$doc" --max-tokens 8 --label documents \
   --out "$dir/documents.json" > /dev/null
 summarize "$dir/documents.json"

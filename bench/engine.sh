@@ -8,14 +8,14 @@
 #   env: RUNS (default 3), THREADS (default: all cores), PROMPT (512), GEN (128)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib.sh
 build=${1:-build/bench}
 shift || true
 types=("$@")
 [ ${#types[@]} -gt 0 ] || types=(q8_0 q4_k_m f16)
 runs=${RUNS:-3}
 threads=${THREADS:-$(nproc)}
-dir=${STRATA_BENCH_DIR:-$build/bench-models}
-mkdir -p "$dir"
+dir=$(bench_dir "$build")
 strata=$build/strata
 [ -x "$strata" ] || { echo "engine.sh: $strata is missing; build first (cmake --build $build)" >&2; exit 1; }
 
@@ -29,14 +29,15 @@ for t in "${types[@]}"; do
   for ((i = 0; i < runs; i++)); do
     "$strata" bench --model "$m" --prompt "${PROMPT:-512}" --gen "${GEN:-128}" --threads "$threads" --json
   done > "$dir/$t.jsonl"
-  node -e '
-    const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-    const med = (k) => { const v = rows.map((r) => r[k]).sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
-    const r = rows[0];
-    console.log(`${process.argv[2].padEnd(7)} ${r.simd}, ${r.threads} threads, ${rows.length} runs (medians): ` +
-      `prefill ${med("prefill_tok_s").toFixed(1)} tok/s, decode ${med("decode_tok_s").toFixed(1)} tok/s, ` +
-      `bandwidth ${med("bandwidth_gb_s").toFixed(2)} GB/s, read/token ${(r.bytes_per_token / 1e6).toFixed(1)} MB (KV ${(r.kv_bytes_per_token / 1e6).toFixed(1)}), ` +
-      `decode at ${(100 * med("bandwidth_share")).toFixed(0)}% of the bound (${med("decode_bound_tok_s").toFixed(1)} tok/s), ` +
-      `open ${(1000 * med("open_s")).toFixed(1)} ms for ${(r.file_bytes / 1e9).toFixed(2)} GB`);
+  "$py" -c '
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1]).read().strip().split("\n")]
+med = lambda k: sorted(r[k] for r in rows)[len(rows) // 2]
+r = rows[0]
+print("%-7s %s, %s threads, %d runs (medians): " % (sys.argv[2], r["simd"], r["threads"], len(rows))
+      + "prefill %.1f tok/s, decode %.1f tok/s, " % (med("prefill_tok_s"), med("decode_tok_s"))
+      + "bandwidth %.2f GB/s, read/token %.1f MB (KV %.1f), " % (med("bandwidth_gb_s"), r["bytes_per_token"] / 1e6, r["kv_bytes_per_token"] / 1e6)
+      + "decode at %.0f%% of the bound (%.1f tok/s), " % (100 * med("bandwidth_share"), med("decode_bound_tok_s"))
+      + "open %.1f ms for %.2f GB" % (1000 * med("open_s"), r["file_bytes"] / 1e9))
   ' "$dir/$t.jsonl" "$t"
 done

@@ -34,9 +34,11 @@ trap stop_server EXIT
 start_server "$build" "$model" "$port" "$dir/kv-memory.log" --config "$conf"
 
 # KV bytes per token: K and V rows of kv_dim = 2 heads x 64 values, in every one of 24 layers.
-node -e '
-  const kvDim = 128, layers = 24, row = { f16: 2 * kvDim, q8_0: kvDim / 32 * 34, q4_0: kvDim / 32 * 18 };
-  for (const [f, b] of Object.entries(row)) console.log(`KV bytes per token, ${f.padEnd(5)}: ${b * 2 * layers}`);
+"$py" -c '
+kv_dim, layers = 128, 24
+row = {"f16": 2 * kv_dim, "q8_0": kv_dim // 32 * 34, "q4_0": kv_dim // 32 * 18}
+for f, b in row.items():
+    print("KV bytes per token, %-5s: %d" % (f, b * 2 * layers))
 '
 rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$server/status"; }
 idle=$(rss_kib)
@@ -44,33 +46,39 @@ idle=$(rss_kib)
 ( t0=$(date +%s%N); while kill -0 "$server" 2>/dev/null; do
     echo "$(( ($(date +%s%N) - t0) / 1000000 )) $(rss_kib)" >> "$dir/kv-memory.dat"; sleep 0.1; done ) &
 sampler=$!
-node -e '
-  const n = Number(process.argv[1]), bits = Number(process.argv[2]), port = process.argv[3];
-  let s = 12345;
-  const prompt = Array.from({ length: n }, () => 300 + ((s = (s * 1103515245 + 12345) % 2147483648) % 49000));
-  const t0 = Date.now();
-  // Streamed: the server keeps the connection alive with SSE comments through the long prefill.
-  (async () => {
-    const r = await fetch(`http://127.0.0.1:${port}/v1/completions`, { method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: "m", prompt, max_tokens: 1, kv_bits: bits, stream: true, stream_options: { include_usage: true } }) });
-    if (!r.ok) throw new Error(await r.text());
-    let text = "";
-    for await (const chunk of r.body) text += Buffer.from(chunk).toString();
-    const usage = JSON.parse(text.split("\n").filter((l) => l.includes("\"usage\":{")).pop().slice(6)).usage;
-    console.log(`prefill of ${usage.prompt_tokens} tokens at kv_bits ${bits}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-  })().catch((e) => { console.error(e.message); process.exit(1); });
+"$py" -c '
+import json, sys, time, urllib.error, urllib.request
+n, bits, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+# A linear congruential sequence of token ids, in doubles (seed 12345).
+s, prompt = 12345.0, []
+for _ in range(n):
+    s = (s * 1103515245 + 12345) % 2147483648
+    prompt.append(300 + int(s % 49000))
+t0 = time.time()
+# Streamed: the server keeps the connection alive with SSE comments through the long prefill.
+body = json.dumps({"model": "m", "prompt": prompt, "max_tokens": 1, "kv_bits": bits, "stream": True,
+                   "stream_options": {"include_usage": True}}).encode()
+req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % port, data=body, headers={"Content-Type": "application/json"})
+try:
+    text = urllib.request.urlopen(req).read().decode()
+except urllib.error.HTTPError as e:
+    sys.exit(e.read().decode())
+usage = json.loads([l for l in text.split("\n") if "\"usage\":{" in l][-1][6:])["usage"]
+print("prefill of %d tokens at kv_bits %d: %.1f s" % (usage["prompt_tokens"], bits, time.time() - t0))
 ' "$tokens" "$bits" "$port"
 sleep 0.5
 kill "$sampler" 2>/dev/null || true
 peak=$(awk 'max < $2 {max = $2} END {print max}' "$dir/kv-memory.dat")
 weights=$(stat -c %s "$model")
-node -e '
-  const [idle, peak, weights, n, bits] = process.argv.slice(1).map(Number);
-  const perToken = { 16: 256, 8: 136, 4: 72 }[bits] * 2 * 24;
-  const kv = perToken * n, hugeSlack = 2 * 24 * 2 * 1048576, bound = weights + kv + 64 * 1048576 + hugeSlack;
-  const mib = (x) => (x / 1048576).toFixed(0);
-  console.log(`RSS idle ${mib(idle * 1024)} MiB, peak ${mib(peak * 1024)} MiB; weights ${mib(weights)} MiB + KV of ${n} tokens ${mib(kv)} MiB` +
-    ` + 64 MiB + ${mib(hugeSlack)} MiB of huge-page rounding = ${mib(bound)} MiB: ${peak * 1024 <= bound ? "within" : "OVER"} the bound`);
+"$py" -c '
+import sys
+idle, peak, weights, n, bits = map(int, sys.argv[1:])
+per_token = {16: 256, 8: 136, 4: 72}[bits] * 2 * 24
+kv, huge_slack = per_token * n, 2 * 24 * 2 * 1048576
+bound = weights + kv + 64 * 1048576 + huge_slack
+mib = lambda x: "%.0f" % (x / 1048576)
+print("RSS idle %s MiB, peak %s MiB; weights %s MiB + KV of %d tokens %s MiB" % (mib(idle * 1024), mib(peak * 1024), mib(weights), n, mib(kv))
+      + " + 64 MiB + %s MiB of huge-page rounding = %s MiB: %s the bound" % (mib(huge_slack), mib(bound), "within" if peak * 1024 <= bound else "OVER"))
 ' "$idle" "$peak" "$weights" "$tokens" "$bits"
 if command -v gnuplot > /dev/null; then
   gnuplot -e "set terminal png size 900,500 noenhanced; set output '$dir/kv-memory.png'; set xlabel 'ms'; set ylabel 'RSS (MiB)';

@@ -1,5 +1,14 @@
-# Shared by the serving benchmarks: the 0.4B Qwen2-shaped model, a server on a port, and the
-# one-line summary of a loadgen report. Source it after `cd` to the project root.
+# Shared by the benchmarks: the Python that runs the clients, the 0.4B Qwen2-shaped model, a
+# server on a port, and the one-line summary of a loadgen report. Source it after `cd` to the
+# project root.
+
+# The Python with the packages of requirements.txt (scripts/install-deps.sh makes .venv/);
+# PYTHON overrides it.
+py=${PYTHON:-.venv/bin/python}
+if ! command -v "$py" > /dev/null; then
+  echo "$0: $py is missing; run scripts/install-deps.sh (it creates .venv/ with the packages of requirements.txt)" >&2
+  exit 1
+fi
 
 # bench_dir BUILD: prints (and creates) the folder for the benchmark models and outputs.
 bench_dir() {
@@ -33,7 +42,6 @@ bench_setup() {
 start_server() {
   local build=$1 model=$2 port=$3 log=$4
   shift 4
-  [ -d tests/e2e/node_modules ] || (cd tests/e2e && npm ci --silent)
   "$build/strata" serve --model "$model" --port "$port" --log-level warn "$@" > "$log" 2>&1 &
   server=$!
   for _ in $(seq 1 300); do
@@ -51,13 +59,16 @@ stop_server() {
 
 # summarize REPORT.json: one line of the figures that matter.
 summarize() {
-  node -e '
-    const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-    const f = (x) => (x === null ? "-" : x.toFixed(0));
-    console.log(`${(r.label ?? "").padEnd(12)} ${r.concurrency} streams, ${r.ok}/${r.requests} ok: ${r.generated_tok_s.toFixed(1)} generated tok/s, ` +
-      `TTFT p50 ${f(r.ttft_ms.p50)} ms p90 ${f(r.ttft_ms.p90)} ms, inter-token p50 ${f(r.itl_ms.p50)} ms p90 ${f(r.itl_ms.p90)} ms, ` +
-      `(1000 / inter-token p50 = ${r.itl_ms.p50 ? (1000 / r.itl_ms.p50).toFixed(1) : "-"} tok/s per stream), ` +
-      `${(r.prompt_tokens / Math.max(1, r.ok)).toFixed(0)} prompt tokens per request, ${(100 * r.cached_fraction).toFixed(1)}% cached` +
-      (r.errors ? `, errors ${JSON.stringify(r.first_errors)}` : ""));
-  ' "$1"
+  "$py" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+ttft, itl = r["ttft_ms"], r["itl_ms"]
+f = lambda x: "-" if x is None else "%.0f" % x
+per_stream = "%.1f" % (1000 / itl["p50"]) if itl["p50"] else "-"
+print("%-12s %d streams, %d/%d ok: %.1f generated tok/s, " % (r.get("label", ""), r["concurrency"], r["ok"], r["requests"], r["generated_tok_s"])
+      + "TTFT p50 %s ms p90 %s ms, inter-token p50 %s ms p90 %s ms, " % (f(ttft["p50"]), f(ttft["p90"]), f(itl["p50"]), f(itl["p90"]))
+      + "(1000 / inter-token p50 = %s tok/s per stream), " % per_stream
+      + "%.0f prompt tokens per request, %.1f%% cached" % (r["prompt_tokens"] / max(1, r["ok"]), 100 * r["cached_fraction"])
+      + (", errors %s" % json.dumps(r["first_errors"], separators=(",", ":")) if r["errors"] else ""))
+' "$1"
 }

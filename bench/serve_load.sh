@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Serving speed through the whole stack (HTTP, scheduler, layer actors) with bench/loadgen.mjs:
+# Serving speed through the whole stack (HTTP, scheduler, layer actors) with bench/loadgen.py:
 # the 0.4B Qwen2-shaped model, first one stream alone, then CONCURRENCY streams of ~PROMPT-token
 # prompts generating GEN tokens each. The prefix cache is off: every prompt is computed.
 #
@@ -16,7 +16,7 @@ start_server "$build" "$model" "$port" "$dir/serve-load.log" --cache-mode off
 trap stop_server EXIT
 
 run() {  # label concurrency requests
-  node bench/loadgen.mjs --url "http://127.0.0.1:$port" --scenario independent --concurrency "$2" --requests "$3" \
+  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" --scenario independent --concurrency "$2" --requests "$3" \
     --prompt-tokens "${PROMPT:-200}" --max-tokens "${GEN:-64}" --label "$1" --out "$dir/$1.json" > /dev/null
   summarize "$dir/$1.json"
 }

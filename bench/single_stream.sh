@@ -22,12 +22,12 @@ trap stop_server EXIT
 ratios=()
 for round in $(seq 1 "$rounds"); do
   engine=$("$build/strata" bench --model "$model" --prompt "$prompt" --gen "$gen" --json 2> /dev/null |
-    node -e 'console.log(JSON.parse(require("fs").readFileSync(0, "utf8")).decode_tok_s.toFixed(1))')
-  node bench/loadgen.mjs --url "http://127.0.0.1:$port" --scenario independent --concurrency 1 --requests 1 \
+    "$py" -c 'import json, sys; print("%.1f" % json.load(sys.stdin)["decode_tok_s"])')
+  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" --scenario independent --concurrency 1 --requests 1 \
     --prompt-tokens "$prompt" --max-tokens "$gen" --out "$dir/single-stream.json" > /dev/null
-  served=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).decode_tok_s.p50.toFixed(1))' \
+  served=$("$py" -c 'import json, sys; print("%.1f" % json.load(open(sys.argv[1]))["decode_tok_s"]["p50"])' \
     "$dir/single-stream.json")
-  ratio=$(node -e 'console.log((process.argv[1] / process.argv[2]).toFixed(3))' "$served" "$engine")
+  ratio=$("$py" -c 'import sys; print("%.3f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$served" "$engine")
   ratios+=("$ratio")
   echo "round $round: strata bench decode $engine tok/s, one served stream $served tok/s: ratio $ratio"
 done

@@ -19,20 +19,27 @@ printf '[cache]\nmode = "tiered"\n[model]\nctx = 4096\n' > "$conf"
 # The prompts as request bodies (token ids; the warm one shares the first 2,990 tokens), timed with
 # curl: a non-streamed request for one token ends at the first token, and curl adds next to nothing.
 make_bodies() {  # seed
-  node -e '
-    let s = Number(process.argv[1]) >>> 0 || 1;
-    const rand = () => { s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0; return s; };
-    const tokens = (k) => Array.from({ length: k }, () => 300 + (rand() % 49700));
-    const a = tokens(3000), b = [...a.slice(0, 2990), ...tokens(10)];
-    const body = (p) => JSON.stringify({ model: "m", prompt: p, max_tokens: 1, temperature: 0, ignore_eos: true });
-    require("fs").writeFileSync(process.argv[2] + "/cold.json", body(a));
-    require("fs").writeFileSync(process.argv[2] + "/warm.json", body(b));
+  "$py" -c '
+import json, sys
+s = (int(sys.argv[1]) & 0xFFFFFFFF) or 1
+def rand():  # xorshift32
+    global s
+    s = (s ^ (s << 13)) & 0xFFFFFFFF
+    s ^= s >> 17
+    s = (s ^ (s << 5)) & 0xFFFFFFFF
+    return s
+tokens = lambda k: [300 + rand() % 49700 for _ in range(k)]
+a = tokens(3000)
+b = a[:2990] + tokens(10)
+body = lambda p: json.dumps({"model": "m", "prompt": p, "max_tokens": 1, "temperature": 0, "ignore_eos": True})
+open(sys.argv[2] + "/cold.json", "w").write(body(a))
+open(sys.argv[2] + "/warm.json", "w").write(body(b))
   ' "$1" "$cache"
 }
 ttft() {  # body file: prints milliseconds and cached tokens
   curl -s -o "$cache/out.json" -w '%{time_total}' -H 'content-type: application/json' --data-binary @"$1" \
     "http://127.0.0.1:$port/v1/completions" | awk '{ printf "%.1f", $1 * 1000 }'
-  echo " $(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).usage.prompt_tokens_details.cached_tokens)' "$cache/out.json")"
+  echo " $("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["usage"]["prompt_tokens_details"]["cached_tokens"])' "$cache/out.json")"
 }
 
 cold=() warm=()
@@ -52,9 +59,10 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r: cold $c ms, after kill -9 and restart $w ms (cached $cached of 3000)"
   stop_server
 done
-node -e '
-  const [c, w] = [JSON.parse(process.argv[1]), JSON.parse(process.argv[2])];
-  const med = (x) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)];
-  console.log(`3000-token prompt: cold TTFT p50 ${med(c).toFixed(0)} ms; prefix restored from the SSD after kill -9: ` +
-    `${med(w).toFixed(1)} ms = ${(100 * med(w) / med(c)).toFixed(2)}% of cold (target: at most 2%)`);
+"$py" -c '
+import json, sys
+c, w = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+med = lambda x: sorted(x)[len(x) // 2]
+print("3000-token prompt: cold TTFT p50 %.0f ms; prefix restored from the SSD after kill -9: " % med(c)
+      + "%.1f ms = %.2f%% of cold (target: at most 2%%)" % (med(w), 100 * med(w) / med(c)))
 ' "[$(IFS=,; echo "${cold[*]}")]" "[$(IFS=,; echo "${warm[*]}")]"

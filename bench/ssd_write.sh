@@ -14,7 +14,7 @@ trap 'stop_server; rm -rf "$cache"' EXIT
 run() {  # mode round
   rm -rf "$cache" && mkdir -p "$cache"  # every tiered run starts empty, so that every block is written
   start_server "$build" "$model" "$port" "$dir/ssd-write-$1.log" --cache-mode "$1" --cache-dir "$cache"
-  node bench/loadgen.mjs --url "http://127.0.0.1:$port" --scenario independent --concurrency 16 --requests 48 \
+  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" --scenario independent --concurrency 16 --requests 48 \
     --prompt-tokens 512 --max-tokens 128 --label "$1" --out "$dir/ssd-write-$1-$2.json" > /dev/null
   summarize "$dir/ssd-write-$1-$2.json"
   curl -s "http://127.0.0.1:$port/metrics" | grep -E '^strata_ssd_(writes|write_bytes|dropped_writes)_total' || true
@@ -27,15 +27,16 @@ for r in $(seq 1 "$rounds"); do
   run hot "$r"
   run tiered "$r"
 done
-node -e '
-  const fs = require("fs");
-  const [dir, rounds] = [process.argv[1], Number(process.argv[2])];
-  const load = (mode) => Array.from({ length: rounds }, (_, i) => JSON.parse(fs.readFileSync(`${dir}/ssd-write-${mode}-${i + 1}.json`, "utf8")));
-  const med = (x) => [...x].sort((a, b) => a - b)[Math.floor(x.length / 2)];
-  const [h, t] = [load("hot"), load("tiered")];
-  const itl = (runs) => med(runs.map((r) => r.itl_ms.p50));
-  const tps = (runs) => med(runs.map((r) => r.generated_tok_s));
-  console.log(`${rounds} rounds, medians: inter-token p50 hot ${itl(h).toFixed(1)} ms, tiered ${itl(t).toFixed(1)} ms; ` +
-    `decode speed tiered / hot = ${(itl(h) / itl(t)).toFixed(3)}; generated tok/s tiered / hot = ${(tps(t) / tps(h)).toFixed(3)} ` +
-    `(per round: ${h.map((r, i) => (r.itl_ms.p50 / t[i].itl_ms.p50).toFixed(3)).join(", ")})`);
+"$py" -c '
+import json, sys
+dir, rounds = sys.argv[1], int(sys.argv[2])
+load = lambda mode: [json.load(open("%s/ssd-write-%s-%d.json" % (dir, mode, i + 1))) for i in range(rounds)]
+med = lambda x: sorted(x)[len(x) // 2]
+h, t = load("hot"), load("tiered")
+itl = lambda runs: med([r["itl_ms"]["p50"] for r in runs])
+tps = lambda runs: med([r["generated_tok_s"] for r in runs])
+per_round = ", ".join("%.3f" % (a["itl_ms"]["p50"] / b["itl_ms"]["p50"]) for a, b in zip(h, t))
+print("%d rounds, medians: inter-token p50 hot %.1f ms, tiered %.1f ms; " % (rounds, itl(h), itl(t))
+      + "decode speed tiered / hot = %.3f; generated tok/s tiered / hot = %.3f " % (itl(h) / itl(t), tps(t) / tps(h))
+      + "(per round: %s)" % per_round)
 ' "$dir" "$rounds"

@@ -22,6 +22,8 @@ endif()
 
 set(STRATA_ROOT ${CMAKE_SOURCE_DIR})
 set(STRATA_SHARED_DIR ${CMAKE_SOURCE_DIR}/../shared CACHE PATH "The shared models, vocabularies, goldens and templates")
+# The Python of the tests and tools: the project's virtual environment (scripts/install-deps.sh).
+set(STRATA_PYTHON ${STRATA_ROOT}/.venv/bin/python)
 
 # strata_component(NAME [DEPS libs...] [TEST_DEPS libs...] [LABELS labels...])
 #

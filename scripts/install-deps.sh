@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs strata's build and test dependencies from Debian 12 and npm.
+# Installs strata's build and test dependencies: Debian 12 packages, and Python packages (PyPI) in .venv.
 # Idempotent: packages already present are skipped; uses sudo when not root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +11,7 @@ packages=(
   libtomlplusplus-dev libcli11-dev libpcre2-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
-  curl nodejs gnuplot-nox fio e2fsprogs
+  curl gnuplot-nox fio e2fsprogs
 )
 
 sudo_cmd=()
@@ -23,8 +23,6 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-# nodesource's nodejs bundles npm; Debian's does not.
-if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "install-deps: installing ${missing[*]}"
@@ -35,10 +33,19 @@ else
   echo "install-deps: Debian packages present"
 fi
 
-# Node test clients (openai SDK, ws), pinned by package-lock.json.
-if [ -f tests/e2e/package.json ]; then
-  if [ ! -d tests/e2e/node_modules ] || [ tests/e2e/package-lock.json -nt tests/e2e/node_modules ]; then
-    echo "install-deps: npm ci in tests/e2e"
-    (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
-  fi
+
+# Python for the tests, tools and benchmarks: a virtual environment inside the project (.venv/,
+# ignored by git) with the packages pinned in requirements.txt. pip keeps its cache where it
+# always does (~/.cache/pip), so a fresh checkout on the same machine downloads nothing again.
+venv=.venv
+stamp=$venv/.requirements.sha256
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "install-deps: Python packages into $venv (requirements.txt)"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    -r requirements.txt
+  echo "$want" >"$stamp"
+else
+  echo "install-deps: Python packages present in $venv"
 fi

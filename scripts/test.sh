@@ -3,15 +3,20 @@
 #   1. the whole project under AddressSanitizer + UndefinedBehaviorSanitizer, all CTest tests;
 #   2. the actor and cache tests (CTest label "tsan") under ThreadSanitizer;
 #   3. the fuzz targets for a short run each (clang/libFuzzer).
-# Build trees live in build/ and are reused (ccache makes rebuilds cheap).
+# Build trees live in build/ and are reused; ccache keeps its cache outside the checkout
+# (~/.cache/strata/ccache), so a fresh clone on the same machine rebuilds from it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${STRATA_JOBS:-$(nproc)}
-export CCACHE_DIR=${CCACHE_DIR:-$root/.cache/ccache}
+export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/ccache}
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+# Paths relative to the checkout, so that another clone on this machine hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 scripts/install-deps.sh
+# The default model (SmolLM2-135M-Instruct) for the tests on a real model.
+scripts/fetch-model.sh >/dev/null
 
 if [ ! -d ../shared ]; then
   echo "test.sh: ../shared (models, vocabularies, goldens, templates) is missing beside the project" >&2

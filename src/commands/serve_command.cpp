@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <memory>
@@ -50,7 +51,54 @@ struct serve_options {
   std::optional<int> port, threads;
   std::vector<std::string> api_keys;
   bool log_json = false;
+  bool demo = false;
 };
+
+/// The built-in demo: a small random-weight model with the built-in byte-level vocabulary,
+/// synthesized once into the cache directory.
+result<std::filesystem::path> demo_model(const config::server_config& cfg) {
+  std::filesystem::path demo = cfg.cache_dir() / "demo-qwen2-q8_0.gguf";
+  if (std::filesystem::exists(demo)) return demo;
+  std::error_code ec;
+  std::filesystem::create_directories(demo.parent_path(), ec);
+  spdlog::info("synthesizing the built-in demo model into {}", demo.string());
+  model::synth_options so;
+  so.arch = "qwen2";
+  so.layers = 4;
+  so.hidden = 256;
+  so.heads = 4;
+  so.kv_heads = 2;
+  so.ffn = 768;
+  so.vocab = "builtin";
+  so.type = "q8_0";
+  so.ctx = 4096;
+  so.seed = 1;
+  so.name = "strata-demo";
+  so.out = demo;
+  if (auto r = model::synthesize(so); !r) return std::move(r).err();
+  return demo;
+}
+
+/// The default model, SmolLM2-135M-Instruct, where scripts/fetch-model.sh puts it:
+/// $STRATA_MODEL_DIR, else $XDG_CACHE_HOME/strata/models, else ~/.cache/strata/models.
+result<std::filesystem::path> default_model() {
+  static constexpr const char* file = "SmolLM2-135M-Instruct.Q4_1.gguf";
+  std::filesystem::path dir;
+  if (const char* d = std::getenv("STRATA_MODEL_DIR"); d && *d) {
+    dir = d;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+    dir = std::filesystem::path(x) / "strata" / "models";
+  } else if (const char* h = std::getenv("HOME"); h && *h) {
+    dir = std::filesystem::path(h) / ".cache" / "strata" / "models";
+  }
+  std::filesystem::path path = dir / file;
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::is_regular_file(path, ec)) return path;
+  return fail(errc::not_found, "no model: the default model ", file, " is not in ",
+              dir.empty() ? std::string("$STRATA_MODEL_DIR (unset, and so is $HOME)") : dir.string(),
+              ". Fetch it with scripts/fetch-model.sh (or start with scripts/run.sh, which does), pass "
+              "--model FILE.gguf, or pass --demo for the random-weight demo model");
+}
 
 result<config::server_config> resolve(const serve_options& o) {
   config::server_config cfg;
@@ -107,34 +155,22 @@ int serve(const serve_options& opts) {
   std::unique_ptr<engine::engine> eng;
   std::unique_ptr<api::completions_service> completions;
   std::string model_path = cfg.model.path;
-  if (model_path.empty()) {
-    // The built-in demo: a small random-weight model with the built-in byte-level vocabulary,
-    // synthesized once into the cache directory.
-    std::filesystem::path demo = cfg.cache_dir() / "demo-qwen2-q8_0.gguf";
-    if (!std::filesystem::exists(demo)) {
-      std::error_code ec;
-      std::filesystem::create_directories(demo.parent_path(), ec);
-      spdlog::info("no model given: synthesizing the built-in demo model into {}", demo.string());
-      model::synth_options so;
-      so.arch = "qwen2";
-      so.layers = 4;
-      so.hidden = 256;
-      so.heads = 4;
-      so.kv_heads = 2;
-      so.ffn = 768;
-      so.vocab = "builtin";
-      so.type = "q8_0";
-      so.ctx = 4096;
-      so.seed = 1;
-      so.name = "strata-demo";
-      so.out = demo;
-      if (auto r = model::synthesize(so); !r) {
-        spdlog::error("cannot synthesize the demo model: {}", r.err().message);
-        return 1;
-      }
+  if (opts.demo) {
+    auto demo = demo_model(cfg);
+    if (!demo) {
+      spdlog::error("cannot synthesize the demo model: {}", demo.err().message);
+      return 1;
     }
-    spdlog::info("serving the built-in demo model {} (random weights: its text is noise)", demo.string());
-    model_path = demo.string();
+    spdlog::info("serving the built-in demo model {} (random weights: its text is noise)", demo->string());
+    model_path = demo->string();
+  } else if (model_path.empty()) {
+    auto found = default_model();
+    if (!found) {
+      spdlog::error("{}", found.err().message);
+      return 1;
+    }
+    spdlog::info("serving the default model {}", found->string());
+    model_path = found->string();
   }
   {
     auto loaded = engine::engine::load(cfg, model_path);
@@ -206,7 +242,9 @@ int serve(const serve_options& opts) {
 const bool registered = register_command("serve", "Run the OpenAI-compatible HTTP server", [](CLI::App& sub) {
   auto o = std::make_shared<serve_options>();
   sub.add_option("--config", o->config_file, "TOML configuration file (see conf/strata.toml)");
-  sub.add_option("-m,--model", o->model, "GGUF model file (default: the built-in demo model)");
+  sub.add_option("-m,--model", o->model,
+                 "GGUF model file (default: SmolLM2-135M-Instruct as scripts/fetch-model.sh installs it)");
+  sub.add_flag("--demo", o->demo, "Serve the built-in random-weight demo model (its text is noise)")->excludes("--model");
   sub.add_option("--host", o->host, "Address to listen on");
   sub.add_option("--port", o->port, "Port to listen on (0 = any free port)");
   sub.add_option("--threads", o->threads, "Actor and network threads (0 = one per core)");

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts the real server on a free loopback port and checks what a user sees.
+# Starts the real server (the built-in demo model) on a free loopback port and checks what a user
+# sees; and that a bad setting, or no model at all, stops it before it listens.
 set -euo pipefail
 strata=$1
 work=$(mktemp -d)
@@ -12,14 +13,30 @@ ok() { checks=$((checks + 1)); echo "ok: $*"; }
 # A bad setting stops the server before it listens, naming the key.
 printf '[cache]\nmode = "lukewarm"\n' > "$work/bad.toml"
 set +e
-"$strata" serve --config "$work/bad.toml" > "$work/bad.log" 2>&1
+timeout 120 "$strata" serve --demo --port 0 --cache-dir "$work/bad-cache" --config "$work/bad.toml" \
+  > "$work/bad.log" 2>&1
 rc=$?
 set -e
-[ "$rc" -eq 2 ] || fail "bad config exited $rc, expected 2"
+[ "$rc" -eq 2 ] || fail "bad config exited $rc, expected 2: $(cat "$work/bad.log")"
 grep -q "cache.mode" "$work/bad.log" || fail "bad config message does not name cache.mode: $(cat "$work/bad.log")"
 ok "bad config rejected with the key named"
 
-"$strata" serve --port 0 --cache-dir "$work/cache" --log-json > "$work/serve.log" 2>&1 &
+# Without --model or --demo, and no default model where it is looked for, the server stops before
+# it listens and says how to get one.
+mkdir "$work/no-models"
+set +e
+STRATA_MODEL_DIR="$work/no-models" timeout 120 "$strata" serve --port 0 --cache-dir "$work/no-model-cache" \
+  > "$work/no-model.log" 2>&1
+rc=$?
+set -e
+[ "$rc" -ne 124 ] || fail "without a model the server was still running after 120 s: $(cat "$work/no-model.log")"
+[ "$rc" -ne 0 ] || fail "without a model the server exited 0: $(cat "$work/no-model.log")"
+if grep -q "listening on" "$work/no-model.log"; then fail "without a model the server listened: $(cat "$work/no-model.log")"; fi
+grep -q "scripts/fetch-model.sh" "$work/no-model.log" || fail "no-model message does not name scripts/fetch-model.sh: $(cat "$work/no-model.log")"
+grep -q -e "--model" "$work/no-model.log" || fail "no-model message does not name --model: $(cat "$work/no-model.log")"
+ok "no model: exit $rc before listening, naming scripts/fetch-model.sh and --model"
+
+"$strata" serve --demo --port 0 --cache-dir "$work/cache" --log-json > "$work/serve.log" 2>&1 &
 pid=$!
 port=""
 for _ in $(seq 1 600); do

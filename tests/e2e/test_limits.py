@@ -1,0 +1,86 @@
+"""Limits as a client meets them on the real server: a full waiting queue is a 429 with
+Retry-After, an oversized body a 413, both OpenAI-shaped, and neither disturbs the requests that
+were admitted.
+
+The server runs with max_running = 1, max_queued = 2 and max_body = 4 KiB.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from strata_server import metric, model_path, start_server
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with tempfile.TemporaryDirectory(prefix="strata-limits-") as conf_dir:
+        conf = Path(conf_dir) / "strata.toml"
+        conf.write_text('[scheduler]\nmax_running = 1\nmax_queued = 2\n\n[limits]\nmax_body = "4KiB"\n')
+        s = start_server(["--config", str(conf), "-m", model_path("tiny-llama-spm-f16")])
+        yield s
+        assert s.stop() == 0, "SIGTERM exits 0"
+
+
+@pytest.fixture
+def http():
+    with httpx.Client(timeout=300) as c:
+        yield c
+
+
+def post(http: httpx.Client, server, body: dict, *, stream: bool = False) -> httpx.Response:
+    """POSTs BODY to /v1/chat/completions; with stream, returns once the headers are in."""
+    req = http.build_request("POST", f"{server.base_url}/v1/chat/completions", content=json.dumps(body))
+    return http.send(req, stream=stream)
+
+
+def test_a_full_queue_answers_429_with_retry_after_and_the_admitted_streams_are_unharmed(server, http):
+    long = {"messages": [{"role": "user", "content": "Go on."}], "max_tokens": 400, "ignore_eos": True,
+            "stream": True}
+    # One runs, two wait: the queue is full.
+    admitted: list[httpx.Response] = []
+    try:
+        for _ in range(3):
+            res = post(http, server, long, stream=True)
+            admitted.append(res)
+            assert res.status_code == 200
+        refused = post(http, server, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2})
+        assert refused.status_code == 429
+        assert refused.headers.get("retry-after") == "1"
+        err = refused.json()["error"]
+        assert err["type"] == "rate_limit_error"
+        assert err["code"] == "queue_full"
+        assert isinstance(err["message"], str)
+
+        # The running stream keeps producing tokens after the refusal.
+        reads = admitted[0].iter_text()
+        text = ""
+        while len(re.findall(r'"content":', text)) < 3:
+            chunk = next(reads, None)
+            assert chunk is not None, "the running stream ended early"
+            text += chunk
+    finally:
+        for res in admitted:
+            res.close()
+    metrics = http.get(f"{server.base_url}/metrics").text
+    assert metric(metrics, "strata_requests_rejected_total") >= 1
+
+
+def test_a_body_over_max_body_is_a_413_in_the_openai_shape(server, http):
+    big = {"messages": [{"role": "user", "content": "x" * 8192}], "max_tokens": 1}
+    res = post(http, server, big)
+    assert res.status_code == 413
+    err = res.json()["error"]
+    assert err["type"] == "invalid_request_error"
+    assert re.search(r"limit", err["message"])
+    # The server still serves (a fresh connection).
+    ok = httpx.get(f"{server.base_url}/health", timeout=60)
+    assert ok.status_code == 200
