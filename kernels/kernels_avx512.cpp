@@ -273,6 +273,345 @@ void gemm_q4_0(const void* w, std::size_t w_stride, int nr, const act_row* x, in
   run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
 }
 
+/// The offsets m of q4_1 blocks b..b+15 of a row (fewer at its end: the rest are 0), as f32. The
+/// 16 blocks are 320 bytes, read as five vectors of 32 words; block i's m is word 10 i + 1, and
+/// three word permutes pick them out (the first two from pairs of the vectors).
+inline __m512 q4_1_mins16(const std::byte* p, std::int64_t left) {
+  const int words = 10 * static_cast<int>(std::min<std::int64_t>(16, left));
+  auto load = [&](int j) {
+    const int n = std::clamp(words - 32 * j, 0, 32);
+    const auto mask = static_cast<__mmask32>(n == 32 ? ~0u : (1u << n) - 1);
+    return _mm512_maskz_loadu_epi16(mask, p + 64 * j);
+  };
+  // Lane i takes word 10 i + 1 of the 160: blocks 0..6 from vectors 0 and 1, 7..12 from 2 and 3
+  // (counted from word 64), 13..15 from 4 (from word 128).
+  const __m512i at = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      23, 13, 3, 57, 47, 37, 27, 17, 7, 61, 51, 41, 31, 21, 11, 1);
+  const __m512i a = _mm512_maskz_permutex2var_epi16(0x007F, load(0), at, load(1));
+  const __m512i b = _mm512_maskz_permutex2var_epi16(0x1F80, load(2), at, load(3));
+  const __m512i c = _mm512_maskz_permutexvar_epi16(0xE000, at, load(4));
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_or_si512(_mm512_or_si512(a, b), c)));
+}
+
+/// q4_1 weights against q8_32 activations, like q4_0_tile without the -8: the nibble products in
+/// integers, times d. The offsets are a product of their own, sum over blocks of m times
+/// d_x * (sum of the activation block), taken first with 16 blocks to a vector: one FMA per 16
+/// blocks, where adding each block's m term in the nibble loop took one per two.
+template <int R, int C>
+void q4_1_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  for (std::int64_t b = 0; b < nb; b += 16) {
+    const __mmask16 mask = tail_mask(nb - b);
+    __m512 t[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 m = q4_1_mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 20, nb - b);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(m, t[c], acc[r][c]);
+    }
+  }
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 20;
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
+      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 24)) : _mm_setzero_si128();
+      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+      u[r] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 20, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q4_1_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q4_1(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q4_1_tile<1, 1>, q4_1_tile<1, 2>, q4_1_tile<1, 3>, q4_1_tile<1, 4>},
+      {q4_1_tile<2, 1>, q4_1_tile<2, 2>, q4_1_tile<2, 3>, q4_1_tile<2, 4>},
+      {q4_1_tile<3, 1>, q4_1_tile<3, 2>, q4_1_tile<3, 3>, q4_1_tile<3, 4>},
+      {q4_1_tile<4, 1>, q4_1_tile<4, 2>, q4_1_tile<4, 3>, q4_1_tile<4, 4>},
+  };
+  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// q5_0 weights against q8_32 activations, like q4_0_tile: the fifth bits (one 64-bit mask for
+/// the two blocks of a step) add 16 to their levels, and the -16 offset is -16 * (sum of the
+/// activation block) in the accumulator's first lane of each block.
+template <int R, int C>
+void q5_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  const __m512i low4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 22;
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6));
+      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 28)) : _mm_setzero_si128();
+      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+      std::uint32_t qh0, qh1 = 0;
+      std::memcpy(&qh0, p + 2, 4);
+      if (two) std::memcpy(&qh1, p + 24, 4);
+      const __mmask64 fifth = static_cast<__mmask64>(qh0) | (static_cast<__mmask64>(qh1) << 32);
+      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      u[r] = _mm512_mask_add_epi8(nibbles, fifth, nibbles, sixteen);
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 22, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+      const int s0 = -16 * x[c].sums[b], s1 = two ? -16 * x[c].sums[b + 1] : 0;
+      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q5_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q5_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q5_0_tile<1, 1>, q5_0_tile<1, 2>, q5_0_tile<1, 3>, q5_0_tile<1, 4>},
+      {q5_0_tile<2, 1>, q5_0_tile<2, 2>, q5_0_tile<2, 3>, q5_0_tile<2, 4>},
+      {q5_0_tile<3, 1>, q5_0_tile<3, 2>, q5_0_tile<3, 3>, q5_0_tile<3, 4>},
+      {q5_0_tile<4, 1>, q5_0_tile<4, 2>, q5_0_tile<4, 3>, q5_0_tile<4, 4>},
+  };
+  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// The offsets m of q5_1 blocks b..b+15 of a row (fewer at its end: the rest are 0), as f32, as
+/// q4_1_mins16 does for 20-byte blocks. The 16 blocks are 384 bytes, six vectors of 32 words;
+/// block i's m is word 12 i + 1, and each pair of vectors holds five or six of them.
+inline __m512 q5_1_mins16(const std::byte* p, std::int64_t left) {
+  const int words = 12 * static_cast<int>(std::min<std::int64_t>(16, left));
+  auto load = [&](int j) {
+    const int n = std::clamp(words - 32 * j, 0, 32);
+    const auto mask = static_cast<__mmask32>(n == 32 ? ~0u : (1u << n) - 1);
+    return _mm512_maskz_loadu_epi16(mask, p + 64 * j);
+  };
+  // Lane i takes word 12 i + 1 of the 192: blocks 0..5 from vectors 0 and 1, 6..10 from 2 and 3
+  // (counted from word 64), 11..15 from 4 and 5 (from word 128).
+  const __m512i at = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                      53, 41, 29, 17, 5, 57, 45, 33, 21, 9, 61, 49, 37, 25, 13, 1);
+  const __m512i a = _mm512_maskz_permutex2var_epi16(0x003F, load(0), at, load(1));
+  const __m512i b = _mm512_maskz_permutex2var_epi16(0x07C0, load(2), at, load(3));
+  const __m512i c = _mm512_maskz_permutex2var_epi16(0xF800, load(4), at, load(5));
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_or_si512(_mm512_or_si512(a, b), c)));
+}
+
+/// q5_1 weights against q8_32 activations: q4_1_tile's offsets with q5_0_tile's levels.
+template <int R, int C>
+void q5_1_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  for (std::int64_t b = 0; b < nb; b += 16) {
+    const __mmask16 mask = tail_mask(nb - b);
+    __m512 t[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c)
+      t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 m = q5_1_mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 24, nb - b);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(m, t[c], acc[r][c]);
+    }
+  }
+  const __m512i low4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 24;
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
+      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)) : _mm_setzero_si128();
+      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+      std::uint32_t qh0, qh1 = 0;
+      std::memcpy(&qh0, p + 4, 4);
+      if (two) std::memcpy(&qh1, p + 28, 4);
+      const __mmask64 fifth = static_cast<__mmask64>(qh0) | (static_cast<__mmask64>(qh1) << 32);
+      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      u[r] = _mm512_mask_add_epi8(nibbles, fifth, nibbles, sixteen);
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 24, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  q5_1_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_q5_1(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {q5_1_tile<1, 1>, q5_1_tile<1, 2>, q5_1_tile<1, 3>, q5_1_tile<1, 4>},
+      {q5_1_tile<2, 1>, q5_1_tile<2, 2>, q5_1_tile<2, 3>, q5_1_tile<2, 4>},
+      {q5_1_tile<3, 1>, q5_1_tile<3, 2>, q5_1_tile<3, 3>, q5_1_tile<3, 4>},
+      {q5_1_tile<4, 1>, q5_1_tile<4, 2>, q5_1_tile<4, 3>, q5_1_tile<4, 4>},
+  };
+  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// iq4_nl weights against q8_32 activations, like q4_0_tile: vpshufb looks the nibbles up in
+/// k_iq4_nl_values + 128 (held in each 128-bit lane), unsigned levels 1..241 for vpdpbusd (whose
+/// 32-bit sums cannot saturate), and the + 128 comes back off as -128 * (sum of the activation
+/// block) in the accumulator's first lane of each block.
+template <int R, int C>
+void iq4_nl_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  __m512 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  const std::int64_t nb = k / 32;
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  // Adding 128 to an int8 level flips its top bit.
+  const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
+                                                             _mm_set1_epi8(static_cast<char>(0x80))));
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const bool two = b + 1 < nb;
+    __m512i u[R];
+    __m512 sw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 18;
+      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
+      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+      u[r] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4));
+      std::uint16_t h0, h1 = 0;
+      std::memcpy(&h0, p, 2);
+      if (two) std::memcpy(&h1, p + 18, 2);
+      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
+                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
+      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+      const int s0 = -128 * x[c].sums[b], s1 = two ? -128 * x[c].sums[b + 1] : 0;
+      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
+        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+float dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
+  float y;
+  iq4_nl_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  return y;
+}
+
+void gemm_iq4_nl(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+                 std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {iq4_nl_tile<1, 1>, iq4_nl_tile<1, 2>, iq4_nl_tile<1, 3>, iq4_nl_tile<1, 4>},
+      {iq4_nl_tile<2, 1>, iq4_nl_tile<2, 2>, iq4_nl_tile<2, 3>, iq4_nl_tile<2, 4>},
+      {iq4_nl_tile<3, 1>, iq4_nl_tile<3, 2>, iq4_nl_tile<3, 3>, iq4_nl_tile<3, 4>},
+      {iq4_nl_tile<4, 1>, iq4_nl_tile<4, 2>, iq4_nl_tile<4, 3>, iq4_nl_tile<4, 4>},
+  };
+  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
+}
+
 /// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
 /// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
 /// group g holds sub-blocks (0,2), (1,3), (4,6), (5,7); the mins enter as one more product per
@@ -570,11 +909,19 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16>;
   t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16>;
   t.row_dot[dtype_slot(dtype::q4_0)] = dot_q4_0;
+  t.row_dot[dtype_slot(dtype::q4_1)] = dot_q4_1;
+  t.row_dot[dtype_slot(dtype::q5_0)] = dot_q5_0;
+  t.row_dot[dtype_slot(dtype::q5_1)] = dot_q5_1;
+  t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_iq4_nl;
   t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
   t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
   t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
   t.row_dot[dtype_slot(dtype::q6_k)] = dot_q6_k;
   t.row_gemm[dtype_slot(dtype::q4_0)] = gemm_q4_0;
+  t.row_gemm[dtype_slot(dtype::q4_1)] = gemm_q4_1;
+  t.row_gemm[dtype_slot(dtype::q5_0)] = gemm_q5_0;
+  t.row_gemm[dtype_slot(dtype::q5_1)] = gemm_q5_1;
+  t.row_gemm[dtype_slot(dtype::iq4_nl)] = gemm_iq4_nl;
   t.row_gemm[dtype_slot(dtype::q8_0)] = gemm_q8_0;
   t.row_gemm[dtype_slot(dtype::q4_k)] = gemm_k45<false>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = gemm_k45<true>;

@@ -18,8 +18,8 @@ constexpr std::int64_t k_gemm_min_m = 16;
 /// Y[i][r] = sum_j W[r][j] * X[i][j] for i < m, r < rows: W has `rows` rows of `k` elements of
 /// type wt (GGUF layout); X (m x k) and Y (m x rows) are f32, row-major. Rows are split over the
 /// pool.
-///  - Quantized W: X is quantized to 8 bits first (per 32 values for q4_0/q8_0, per 256 with
-///    sums per 16 for K-quants) and each weight row is dotted in its GGUF layout with integer
+///  - Quantized W: X is quantized to 8 bits first (per 32 values for the 32-value block types,
+///    per 256 with sums per 16 for K-quants) and each weight row is dotted in its GGUF layout with integer
 ///    products; for m > 1 blocks of 16 weight rows go through the row GEMM kernels.
 ///  - f32/f16/bf16 W: X stays f32; small m uses row dots, m >= k_gemm_min_m expands 16 weight rows
 ///    at a time to f32 and runs a register-blocked FMA kernel.

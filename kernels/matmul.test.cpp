@@ -23,8 +23,9 @@ constexpr double k_q8_dot_tolerance = 6e-3;
 /// f32/f16/bf16 row dots with f32 activations against the exact product.
 constexpr double k_float_dot_tolerance = 1e-5;
 
-constexpr dtype k_all_types[] = {dtype::f32, dtype::f16, dtype::bf16, dtype::q4_0,
-                                 dtype::q8_0, dtype::q4_k, dtype::q5_k, dtype::q6_k};
+constexpr dtype k_all_types[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q4_0, dtype::q4_1,
+                                 dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl, dtype::q4_k,
+                                 dtype::q5_k, dtype::q6_k};
 
 struct problem {
   std::vector<std::byte> w;
@@ -185,11 +186,13 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
   const kernel_table& kt = active_kernels();
   compute_pool two(2);
   const std::int64_t k = 512;
-  // Shared activations (K-quants together, q8_0 with and without packing), and a mix that cannot
-  // share (f16 beside q4_0) and so runs one by one.
+  // Shared activations (K-quants together, q8_0 with and without packing, the 32-value types
+  // together), and a mix that cannot share (f16 beside q4_0) and so runs one by one.
   const std::vector<std::vector<std::pair<dtype, std::int64_t>>> sets = {
       {{dtype::q4_k, 48}, {dtype::q6_k, 16}, {dtype::q5_k, 37}},
       {{dtype::q8_0, 64}, {dtype::q8_0, 45}},
+      {{dtype::q4_1, 40}, {dtype::q4_0, 21}, {dtype::q4_1, 35}},
+      {{dtype::q5_0, 32}, {dtype::iq4_nl, 19}, {dtype::q5_1, 27}, {dtype::q5_0, 16}},
       {{dtype::f16, 40}, {dtype::q4_0, 33}},
   };
   for (std::int64_t m : {1, 3, 24}) {
@@ -222,6 +225,33 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
       matmul_many(two, kt, outs, k, x.data(), m);
       for (std::size_t i = 0; i < set.size(); ++i)
         EXPECT_EQ(got[i], want[i]) << dtype_name(set[i].first) << " m " << m << " seed " << seed;
+    }
+  }
+}
+
+/// The types of 32-value blocks, whose kernels take two blocks per step, with an odd number of
+/// blocks per row (the last step has one) and rows that fill no tile: every level against the
+/// scalar kernels, for GEMV and GEMM sizes.
+TEST(matmul, an_odd_number_of_32_value_blocks_matches_the_scalar_kernels) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  compute_pool pool(2);
+  for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl}) {
+    for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+      if (!cpu_supports(level)) continue;
+      for (std::int64_t m : {1, 3, 7}) {
+        const std::int64_t rows = 19, k = 32 * 23;
+        problem p = make_problem(t, rows, k, m, gen);
+        std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size());
+        matmul(pool, kernels_for(simd_level::scalar), t, p.w.data(), rows, k, p.x.data(), m, want.data());
+        matmul(pool, kernels_for(level), t, p.w.data(), rows, k, p.x.data(), m, got.data());
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          ASSERT_NEAR(want[i], p.exact[i], k_q8_dot_tolerance * p.abs_dot[i] + 1e-6)
+              << dtype_name(t) << " m " << m << " at " << i << " seed " << seed;
+          ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar_tolerance * p.abs_dot[i] + 1e-6)
+              << simd_level_name(level) << " " << dtype_name(t) << " m " << m << " at " << i << " seed " << seed;
+        }
+      }
     }
   }
 }

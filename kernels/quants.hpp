@@ -7,13 +7,44 @@
 
 namespace strata::kernels {
 
-constexpr int k_qk = 32;    // elements per q4_0 / q8_0 block
+constexpr int k_qk = 32;    // elements per q4_0 / q4_1 / q5_0 / q5_1 / q8_0 / iq4_nl block
 constexpr int k_qk_k = 256; // elements per K-quant super-block
 
 struct block_q4_0 {
   std::uint16_t d;              // f16 scale
   std::uint8_t qs[k_qk / 2];    // low nibbles: elements 0..15, high nibbles: 16..31; value = (q - 8) * d
 };
+/// The q4_0 nibble layout with an offset instead of the fixed -8: each block spans [m, m + 15 d].
+struct block_q4_1 {
+  std::uint16_t d;              // f16 scale
+  std::uint16_t m;              // f16 offset (the block's minimum)
+  std::uint8_t qs[k_qk / 2];    // low nibbles: elements 0..15, high nibbles: 16..31; value = q * d + m
+};
+/// q4_0 with a fifth bit per value: level j (0..31) is (nibble j) | (bit j of qh) << 4, the
+/// nibbles in the q4_0 order; value = (level - 16) * d.
+///
+///   | d (f16) | qh: u32, bit j = bit 4 of level j | qs[16]: levels 0..15 low, 16..31 high nibbles |
+struct block_q5_0 {
+  std::uint16_t d;              // f16 scale
+  std::uint8_t qh[4];           // the fifth bits, a little-endian u32 (2-byte aligned in files)
+  std::uint8_t qs[k_qk / 2];
+};
+/// The q5_0 levels with an offset: value = level * d + m, each block spans [m, m + 31 d].
+struct block_q5_1 {
+  std::uint16_t d;              // f16 scale
+  std::uint16_t m;              // f16 offset (the block's minimum)
+  std::uint8_t qh[4];
+  std::uint8_t qs[k_qk / 2];
+};
+/// The q4_0 nibble layout, each nibble an index into the non-linear k_iq4_nl_values:
+/// value = k_iq4_nl_values[nibble] * d.
+struct block_iq4_nl {
+  std::uint16_t d;              // f16 scale
+  std::uint8_t qs[k_qk / 2];    // low nibbles: elements 0..15, high nibbles: 16..31
+};
+/// iq4_nl's 16 levels: denser near zero, where most weights lie.
+inline constexpr std::int8_t k_iq4_nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                                    1,    13,   25,  38,  53,  69,  89,  113};
 struct block_q8_0 {
   std::uint16_t d;
   std::int8_t qs[k_qk];
@@ -36,6 +67,10 @@ struct block_q6_k {
   std::uint16_t d;
 };
 static_assert(sizeof(block_q4_0) == 18);
+static_assert(sizeof(block_q4_1) == 20);
+static_assert(sizeof(block_q5_0) == 22);
+static_assert(sizeof(block_q5_1) == 24);
+static_assert(sizeof(block_iq4_nl) == 18);
 static_assert(sizeof(block_q8_0) == 34);
 static_assert(sizeof(block_q4_k) == 144);
 static_assert(sizeof(block_q5_k) == 176);
@@ -54,7 +89,9 @@ std::uint16_t fp32_to_bf16(float f);
 
 /// n elements of type t at src (n a multiple of the block size) to f32.
 void dequantize_row(dtype t, const void* src, float* dst, std::int64_t n);
-/// f32 to type t. K-quants use a straightforward per-sub-block min/max fit.
+/// f32 to type t. q4_1, q5_1 and the K-quants use a straightforward per-(sub-)block min/max fit;
+/// q4_0 and q5_0 map each block's largest magnitude to the most negative level, as ggml's
+/// reference quantizers do; iq4_nl tries a few scales around that mapping (quant_iq4_nl).
 void quantize_row(dtype t, const float* src, void* dst, std::int64_t n);
 
 /// q8_0 rows interleaved 16 at a time, for kernels that compute 16 weight rows in the 16 lanes of

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -17,6 +19,10 @@ constexpr double k_f16_round_trip = 1e-3;
 constexpr double k_bf16_round_trip = 4e-3;
 constexpr double k_q8_0_round_trip = 1e-2;
 constexpr double k_q4_0_round_trip = 0.12;
+constexpr double k_q4_1_round_trip = 0.09;
+constexpr double k_q5_0_round_trip = 0.06;
+constexpr double k_q5_1_round_trip = 0.05;
+constexpr double k_iq4_nl_round_trip = 0.09;
 constexpr double k_q4_k_round_trip = 0.12;
 constexpr double k_q5_k_round_trip = 0.06;
 constexpr double k_q6_k_round_trip = 0.04;
@@ -37,6 +43,234 @@ TEST(quants, dequantizes_a_hand_built_q4_0_block) {
   EXPECT_FLOAT_EQ(y[9], 0.5f);    // (9 - 8) * 0.5
   EXPECT_FLOAT_EQ(y[16], 3.5f);   // high nibble of qs[0]: (15 - 8) * 0.5
   EXPECT_FLOAT_EQ(y[31], -4.0f);  // high nibble of qs[15]: (0 - 8) * 0.5
+}
+
+TEST(quants, dequantizes_a_hand_built_q4_1_block) {
+  block_q4_1 b{};
+  b.d = 0x3800;  // 0.5
+  b.m = 0xC200;  // -3
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  auto y = dequantize_block(dtype::q4_1, b);
+  EXPECT_FLOAT_EQ(y[0], -3.0f);   // 0 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[9], 1.5f);    // 9 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[16], 4.5f);   // high nibble of qs[0]: 15 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[31], -3.0f);  // high nibble of qs[15]: 0 * 0.5 - 3
+}
+
+/// q4_1 quantization by its definition: per block d = (max - min) / 15 and m = min (both stored as
+/// f16), levels round((x - min) / d) capped at 15, in the q4_0 nibble order; and the values
+/// dequantize to within half a step (plus the f16 rounding of d and m) of the input.
+TEST(quants, q4_1_quantizes_each_block_to_its_min_and_sixteen_steps) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.3f, 2.0f);
+  constexpr int n_blocks = 64;
+  std::vector<float> x(n_blocks * k_qk), y(x.size());
+  for (auto& v : x) v = dist(gen);
+  std::fill(x.begin() + 32, x.begin() + 64, 1.25f);  // a constant block: d = 0, every value is m
+  std::vector<block_q4_1> b(n_blocks);
+  quantize_row(dtype::q4_1, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
+  dequantize_row(dtype::q4_1, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  for (int i = 0; i < n_blocks; ++i) {
+    const float* xb = x.data() + i * k_qk;
+    const float lo = *std::min_element(xb, xb + k_qk), hi = *std::max_element(xb, xb + k_qk);
+    const float d = (hi - lo) / 15.0f;
+    ASSERT_EQ(b[i].d, fp32_to_fp16(d)) << "block " << i << " seed " << seed;
+    ASSERT_EQ(b[i].m, fp32_to_fp16(lo)) << "block " << i << " seed " << seed;
+    const float dd = fp16_to_fp32(b[i].d), mm = fp16_to_fp32(b[i].m);
+    for (int j = 0; j < k_qk; ++j) {
+      const int level = j < 16 ? b[i].qs[j] & 0xF : b[i].qs[j - 16] >> 4;
+      // The nearest of the 16 levels (a hair of slack for x * (1 / d) against x / d at a tie).
+      const float exact = d > 0 ? (xb[j] - lo) / d : 0.0f;
+      ASSERT_LE(std::fabs(static_cast<float>(level) - exact), 0.5f + 1e-4f)
+          << "block " << i << " element " << j << " seed " << seed;
+      ASSERT_FLOAT_EQ(y[i * k_qk + j], static_cast<float>(level) * dd + mm) << "block " << i << " element " << j;
+      ASSERT_NEAR(y[i * k_qk + j], xb[j], 0.5f * d + 15 * std::fabs(dd - d) + std::fabs(mm - lo) + 1e-6f)
+          << "block " << i << " element " << j << " seed " << seed;
+    }
+  }
+}
+
+TEST(quants, dequantizes_a_hand_built_q5_0_block) {
+  block_q5_0 b{};
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  const std::uint32_t qh = (1u << 1) | (1u << 16) | (1u << 31);  // the fifth bits of levels 1, 16 and 31
+  std::memcpy(b.qh, &qh, 4);
+  auto y = dequantize_block(dtype::q5_0, b);
+  EXPECT_FLOAT_EQ(y[0], -8.0f);   // (0 - 16) * 0.5
+  EXPECT_FLOAT_EQ(y[1], 0.5f);    // (1 + 16 - 16) * 0.5
+  EXPECT_FLOAT_EQ(y[9], -3.5f);   // (9 - 16) * 0.5
+  EXPECT_FLOAT_EQ(y[16], 7.5f);   // high nibble of qs[0] and bit 16: (15 + 16 - 16) * 0.5
+  EXPECT_FLOAT_EQ(y[17], -1.0f);  // high nibble of qs[1]: (14 - 16) * 0.5
+  EXPECT_FLOAT_EQ(y[31], 0.0f);   // high nibble of qs[15] and bit 31: (0 + 16 - 16) * 0.5
+}
+
+TEST(quants, dequantizes_a_hand_built_q5_1_block) {
+  block_q5_1 b{};
+  b.d = 0x3800;  // 0.5
+  b.m = 0xC200;  // -3
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  const std::uint32_t qh = (1u << 1) | (1u << 16) | (1u << 31);
+  std::memcpy(b.qh, &qh, 4);
+  auto y = dequantize_block(dtype::q5_1, b);
+  EXPECT_FLOAT_EQ(y[0], -3.0f);   // 0 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[1], 5.5f);    // 17 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[9], 1.5f);    // 9 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[16], 12.5f);  // 31 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[17], 4.0f);   // 14 * 0.5 - 3
+  EXPECT_FLOAT_EQ(y[31], 5.0f);   // 16 * 0.5 - 3
+}
+
+TEST(quants, dequantizes_a_hand_built_iq4_nl_block) {
+  block_iq4_nl b{};
+  b.d = 0x3800;  // 0.5
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  auto y = dequantize_block(dtype::iq4_nl, b);
+  EXPECT_FLOAT_EQ(y[0], -63.5f);  // index 0: -127 * 0.5
+  EXPECT_FLOAT_EQ(y[7], -5.0f);   // index 7: -10 * 0.5
+  EXPECT_FLOAT_EQ(y[8], 0.5f);    // index 8: 1 * 0.5
+  EXPECT_FLOAT_EQ(y[16], 56.5f);  // high nibble of qs[0], index 15: 113 * 0.5
+  EXPECT_FLOAT_EQ(y[20], 19.0f);  // high nibble of qs[4], index 11: 38 * 0.5
+  EXPECT_FLOAT_EQ(y[31], -63.5f); // high nibble of qs[15], index 0
+}
+
+/// Level j of a q5_0 / q5_1 block: nibble j in the q4_0 order, bit j of qh above it.
+template <class block>
+int q5_level(const block& b, int j) {
+  std::uint32_t qh;
+  std::memcpy(&qh, b.qh, 4);
+  const int nibble = j < 16 ? b.qs[j] & 0xF : b.qs[j - 16] >> 4;
+  return nibble | static_cast<int>(((qh >> j) & 1) << 4);
+}
+
+/// q5_0 quantization by ggml's reference definition: per block, the value of largest magnitude
+/// max gives d = max / -16 (stored as f16), levels round(x / d) + 16 capped at 31 (only -max, at
+/// 32, needs the cap), max itself at level 0; the values dequantize to (level - 16) * d, within
+/// half a step (a whole one where capped, plus the f16 rounding of d) of the input.
+TEST(quants, q5_0_quantizes_each_block_to_thirty_two_steps_from_its_largest_magnitude) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.3f, 2.0f);
+  constexpr int n_blocks = 64;
+  std::vector<float> x(n_blocks * k_qk), y(x.size());
+  for (auto& v : x) v = dist(gen);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0, every level 16
+  // A block whose largest magnitude is positive and met again negated.
+  for (int j = 64; j < 96; ++j) x[j] *= 0.1f;
+  x[64 + 5] = 3.0f;
+  x[64 + 20] = -3.0f;
+  std::vector<block_q5_0> b(n_blocks);
+  quantize_row(dtype::q5_0, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
+  dequantize_row(dtype::q5_0, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  for (int i = 0; i < n_blocks; ++i) {
+    const float* xb = x.data() + i * k_qk;
+    const float* top = std::max_element(xb, xb + k_qk, [](float a, float c) { return std::fabs(a) < std::fabs(c); });
+    const float d = *top / -16.0f;
+    ASSERT_EQ(b[i].d, fp32_to_fp16(d)) << "block " << i << " seed " << seed;
+    const float dd = fp16_to_fp32(b[i].d);
+    if (d != 0) {
+      EXPECT_EQ(q5_level(b[i], static_cast<int>(top - xb)), 0) << "block " << i << " seed " << seed;
+    }
+    for (int j = 0; j < k_qk; ++j) {
+      const int level = q5_level(b[i], j);
+      const float exact = d != 0 ? xb[j] / d + 16.0f : 16.0f;
+      const bool capped = exact > 31.5f;
+      ASSERT_TRUE(capped ? level == 31 : std::fabs(static_cast<float>(level) - exact) <= 0.5f + 1e-4f)
+          << "level " << level << " for " << exact << " block " << i << " element " << j << " seed " << seed;
+      ASSERT_FLOAT_EQ(y[i * k_qk + j], static_cast<float>(level - 16) * dd) << "block " << i << " element " << j;
+      ASSERT_NEAR(y[i * k_qk + j], xb[j], (capped ? 1.0f : 0.5f) * std::fabs(d) + 16 * std::fabs(dd - d) + 1e-6f)
+          << "block " << i << " element " << j << " seed " << seed;
+    }
+  }
+  EXPECT_EQ(q5_level(b[2], 20), 31) << "-max caps at 31";
+}
+
+/// q5_1 quantization by its definition, q4_1's with 32 levels: d = (max - min) / 31, m = min,
+/// levels round((x - min) / d) capped at 31.
+TEST(quants, q5_1_quantizes_each_block_to_its_min_and_thirty_two_steps) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.3f, 2.0f);
+  constexpr int n_blocks = 64;
+  std::vector<float> x(n_blocks * k_qk), y(x.size());
+  for (auto& v : x) v = dist(gen);
+  std::fill(x.begin() + 32, x.begin() + 64, 1.25f);  // a constant block: d = 0, every value is m
+  std::vector<block_q5_1> b(n_blocks);
+  quantize_row(dtype::q5_1, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
+  dequantize_row(dtype::q5_1, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  for (int i = 0; i < n_blocks; ++i) {
+    const float* xb = x.data() + i * k_qk;
+    const float lo = *std::min_element(xb, xb + k_qk), hi = *std::max_element(xb, xb + k_qk);
+    const float d = (hi - lo) / 31.0f;
+    ASSERT_EQ(b[i].d, fp32_to_fp16(d)) << "block " << i << " seed " << seed;
+    ASSERT_EQ(b[i].m, fp32_to_fp16(lo)) << "block " << i << " seed " << seed;
+    const float dd = fp16_to_fp32(b[i].d), mm = fp16_to_fp32(b[i].m);
+    for (int j = 0; j < k_qk; ++j) {
+      const int level = q5_level(b[i], j);
+      const float exact = d > 0 ? (xb[j] - lo) / d : 0.0f;
+      ASSERT_LE(std::fabs(static_cast<float>(level) - exact), 0.5f + 1e-4f)
+          << "block " << i << " element " << j << " seed " << seed;
+      ASSERT_FLOAT_EQ(y[i * k_qk + j], static_cast<float>(level) * dd + mm) << "block " << i << " element " << j;
+      ASSERT_NEAR(y[i * k_qk + j], xb[j], 0.5f * d + 31 * std::fabs(dd - d) + std::fabs(mm - lo) + 1e-6f)
+          << "block " << i << " element " << j << " seed " << seed;
+    }
+  }
+}
+
+/// Squared error of a block with scale d (as stored: f16) and each value at its nearest level.
+float iq4_nl_nearest_error(const float* x, float d) {
+  float err = 0;
+  for (int j = 0; j < k_qk; ++j) {
+    float best = std::numeric_limits<float>::infinity();
+    for (std::int8_t v : k_iq4_nl_values) best = std::min(best, std::fabs(x[j] - d * static_cast<float>(v)));
+    err += best * best;
+  }
+  return err;
+}
+
+/// iq4_nl quantization: every value sits at the table entry nearest to x / d for the stored d; d
+/// stays near the scale that maps the block's largest magnitude max onto the most negative entry
+/// (max / d in [-135, -103]); no block comes out worse than with that scale itself, and over many
+/// blocks the search of scales takes off at least 5% of its squared error.
+TEST(quants, iq4_nl_puts_each_value_at_the_nearest_table_entry_of_a_searched_scale) {
+  const unsigned seed = std::random_device{}();
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.3f, 2.0f);
+  constexpr int n_blocks = 256;
+  std::vector<float> x(n_blocks * k_qk), y(x.size());
+  for (auto& v : x) v = dist(gen);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0
+  std::vector<block_iq4_nl> b(n_blocks);
+  quantize_row(dtype::iq4_nl, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
+  dequantize_row(dtype::iq4_nl, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(fp16_to_fp32(b[1].d), 0.0f);
+  double err = 0, plain_err = 0;
+  for (int i = 0; i < n_blocks; ++i) {
+    const float* xb = x.data() + i * k_qk;
+    const float max = *std::max_element(xb, xb + k_qk, [](float a, float c) { return std::fabs(a) < std::fabs(c); });
+    const float d = fp16_to_fp32(b[i].d);
+    if (max != 0) {
+      ASSERT_GE(max / d, -135.1f) << "block " << i << " seed " << seed;
+      ASSERT_LE(max / d, -102.9f) << "block " << i << " seed " << seed;
+    }
+    for (int j = 0; j < k_qk; ++j) {
+      const int index = j < 16 ? b[i].qs[j] & 0xF : b[i].qs[j - 16] >> 4;
+      const float got = d * static_cast<float>(k_iq4_nl_values[index]);
+      ASSERT_EQ(y[i * k_qk + j], got) << "block " << i << " element " << j;
+      // The nearest entry (a hair of slack for x * (1 / d) against x / d at a midpoint).
+      for (std::int8_t v : k_iq4_nl_values) {
+        ASSERT_LE(std::fabs(xb[j] - got), std::fabs(xb[j] - d * static_cast<float>(v)) + 1e-5f * std::fabs(d))
+            << "block " << i << " element " << j << " entry " << int(v) << " seed " << seed;
+      }
+    }
+    const float block_err = iq4_nl_nearest_error(xb, d);
+    const float plain = iq4_nl_nearest_error(xb, fp16_to_fp32(fp32_to_fp16(max / -127.0f)));
+    ASSERT_LE(block_err, plain) << "block " << i << " seed " << seed;
+    err += block_err;
+    plain_err += plain;
+  }
+  EXPECT_LE(err, 0.95 * plain_err) << "seed " << seed;
 }
 
 TEST(quants, dequantizes_a_hand_built_q8_0_block) {
@@ -137,6 +371,8 @@ TEST(quants, round_trip_error_stays_within_each_types_bound) {
   };
   for (auto [t, tol] : {bound{dtype::f16, k_f16_round_trip}, bound{dtype::bf16, k_bf16_round_trip},
                         bound{dtype::q8_0, k_q8_0_round_trip}, bound{dtype::q4_0, k_q4_0_round_trip},
+                        bound{dtype::q4_1, k_q4_1_round_trip}, bound{dtype::q5_0, k_q5_0_round_trip},
+                        bound{dtype::q5_1, k_q5_1_round_trip}, bound{dtype::iq4_nl, k_iq4_nl_round_trip},
                         bound{dtype::q4_k, k_q4_k_round_trip}, bound{dtype::q5_k, k_q5_k_round_trip},
                         bound{dtype::q6_k, k_q6_k_round_trip}, bound{dtype::f32, 0.0}}) {
     std::vector<std::byte> q(row_bytes(t, n));
@@ -155,7 +391,22 @@ TEST(types, names_and_sizes_follow_ggml) {
   EXPECT_STREQ(dtype_name(dtype::q4_k), "q4_K");
   EXPECT_STREQ(ggml_type_name(16), "iq2_xxs");
   EXPECT_STREQ(ggml_type_name(77), "unknown(77)");
-  EXPECT_FALSE(dtype_from_id(3));
+  EXPECT_FALSE(dtype_from_id(10));  // q2_K
+  EXPECT_FALSE(dtype_from_id(23));  // iq4_xs
+  EXPECT_EQ(dtype_from_id(6), dtype::q5_0);
+  EXPECT_EQ(dtype_from_id(7), dtype::q5_1);
+  EXPECT_EQ(dtype_from_id(20), dtype::iq4_nl);
+  EXPECT_STREQ(dtype_name(dtype::q5_0), "q5_0");
+  EXPECT_STREQ(dtype_name(dtype::q5_1), "q5_1");
+  EXPECT_STREQ(dtype_name(dtype::iq4_nl), "iq4_nl");
+  for (dtype t : {dtype::q5_0, dtype::q5_1, dtype::iq4_nl}) EXPECT_EQ(block_elements(t), 32) << dtype_name(t);
+  EXPECT_EQ(row_bytes(dtype::q5_0, 64), 44u);
+  EXPECT_EQ(row_bytes(dtype::q5_1, 64), 48u);
+  EXPECT_EQ(row_bytes(dtype::iq4_nl, 64), 36u);
+  EXPECT_EQ(dtype_from_id(3), dtype::q4_1);
+  EXPECT_STREQ(dtype_name(dtype::q4_1), "q4_1");
+  EXPECT_EQ(block_elements(dtype::q4_1), 32);
+  EXPECT_EQ(row_bytes(dtype::q4_1, 64), 40u);
   EXPECT_EQ(dtype_from_id(30), dtype::bf16);
   EXPECT_EQ(row_bytes(dtype::q6_k, 512), 420u);
   EXPECT_EQ(row_bytes(dtype::q4_0, 64), 36u);

@@ -56,6 +56,70 @@ float dot_q4_0(const void* w, const act_row& x, std::int64_t k) {
   return sum;
 }
 
+/// sum (d q + m) a over a block is d sum(q a) + m sum(a); the activation sums per 32 give the
+/// second term.
+float dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
+  float sum = 0;
+  for (std::int64_t b = 0; b < k / k_qk; ++b) {
+    const auto blk = load_block<block_q4_1>(w, b);
+    const std::int8_t* q = x.qs + b * k_qk;
+    int s = 0;
+    for (int j = 0; j < k_qk / 2; ++j) s += (blk.qs[j] & 0xF) * q[j] + (blk.qs[j] >> 4) * q[j + k_qk / 2];
+    sum += x.d[b] * (fp16_to_fp32(blk.d) * static_cast<float>(s) + fp16_to_fp32(blk.m) * static_cast<float>(x.sums[b]));
+  }
+  return sum;
+}
+
+/// The 32 levels (0..31) of a q5_0 / q5_1 block times the activations, summed.
+template <class block>
+int q5_level_dot(const block& blk, const std::int8_t* q) {
+  std::uint32_t qh;
+  std::memcpy(&qh, blk.qh, 4);
+  int s = 0;
+  for (int j = 0; j < k_qk / 2; ++j) {
+    const int lo = (blk.qs[j] & 0xF) | static_cast<int>(((qh >> j) & 1) << 4);
+    const int hi = (blk.qs[j] >> 4) | static_cast<int>(((qh >> (j + k_qk / 2)) & 1) << 4);
+    s += lo * q[j] + hi * q[j + k_qk / 2];
+  }
+  return s;
+}
+
+/// sum (level - 16) a = sum(level a) - 16 sum(a), all in integers.
+float dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
+  float sum = 0;
+  for (std::int64_t b = 0; b < k / k_qk; ++b) {
+    const auto blk = load_block<block_q5_0>(w, b);
+    const int s = q5_level_dot(blk, x.qs + b * k_qk) - 16 * x.sums[b];
+    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
+  }
+  return sum;
+}
+
+/// As dot_q4_1 with five-bit levels.
+float dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
+  float sum = 0;
+  for (std::int64_t b = 0; b < k / k_qk; ++b) {
+    const auto blk = load_block<block_q5_1>(w, b);
+    const int s = q5_level_dot(blk, x.qs + b * k_qk);
+    sum += x.d[b] * (fp16_to_fp32(blk.d) * static_cast<float>(s) + fp16_to_fp32(blk.m) * static_cast<float>(x.sums[b]));
+  }
+  return sum;
+}
+
+/// The table's int8 levels times the activations in integers, then one scale per block.
+float dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
+  float sum = 0;
+  for (std::int64_t b = 0; b < k / k_qk; ++b) {
+    const auto blk = load_block<block_iq4_nl>(w, b);
+    const std::int8_t* q = x.qs + b * k_qk;
+    int s = 0;
+    for (int j = 0; j < k_qk / 2; ++j)
+      s += k_iq4_nl_values[blk.qs[j] & 0xF] * q[j] + k_iq4_nl_values[blk.qs[j] >> 4] * q[j + k_qk / 2];
+    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
+  }
+  return sum;
+}
+
 float dot_q8_0(const void* w, const act_row& x, std::int64_t k) {
   float sum = 0;
   for (std::int64_t b = 0; b < k / k_qk; ++b) {
@@ -216,11 +280,19 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::f16)] = dot_f16;
   t.row_dot[dtype_slot(dtype::bf16)] = dot_bf16;
   t.row_dot[dtype_slot(dtype::q4_0)] = dot_q4_0;
+  t.row_dot[dtype_slot(dtype::q4_1)] = dot_q4_1;
+  t.row_dot[dtype_slot(dtype::q5_0)] = dot_q5_0;
+  t.row_dot[dtype_slot(dtype::q5_1)] = dot_q5_1;
+  t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_iq4_nl;
   t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
   t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
   t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
   t.row_dot[dtype_slot(dtype::q6_k)] = dot_q6_k;
   t.row_gemm[dtype_slot(dtype::q4_0)] = row_gemm_by_dots<dot_q4_0>;
+  t.row_gemm[dtype_slot(dtype::q4_1)] = row_gemm_by_dots<dot_q4_1>;
+  t.row_gemm[dtype_slot(dtype::q5_0)] = row_gemm_by_dots<dot_q5_0>;
+  t.row_gemm[dtype_slot(dtype::q5_1)] = row_gemm_by_dots<dot_q5_1>;
+  t.row_gemm[dtype_slot(dtype::iq4_nl)] = row_gemm_by_dots<dot_iq4_nl>;
   t.row_gemm[dtype_slot(dtype::q8_0)] = row_gemm_by_dots<dot_q8_0>;
   t.row_gemm[dtype_slot(dtype::q4_k)] = row_gemm_by_dots<dot_k45<false>>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = row_gemm_by_dots<dot_k45<true>>;

@@ -6,7 +6,8 @@ namespace strata::kernels {
 
 std::optional<dtype> dtype_from_id(std::uint32_t id) {
   switch (id) {
-    case 0: case 1: case 2: case 8: case 12: case 13: case 14: case 30: return static_cast<dtype>(id);
+    case 0: case 1: case 2: case 3: case 6: case 7: case 8: case 12: case 13: case 14: case 20: case 30:
+      return static_cast<dtype>(id);
     default: return std::nullopt;
   }
 }
@@ -28,7 +29,7 @@ const char* ggml_type_name(std::uint32_t id) {
 std::int64_t block_elements(dtype t) {
   switch (t) {
     case dtype::f32: case dtype::f16: case dtype::bf16: return 1;
-    case dtype::q4_0: case dtype::q8_0: return 32;
+    case dtype::q4_0: case dtype::q4_1: case dtype::q5_0: case dtype::q5_1: case dtype::q8_0: case dtype::iq4_nl: return 32;
     case dtype::q4_k: case dtype::q5_k: case dtype::q6_k: return 256;
   }
   return 1;
@@ -39,10 +40,14 @@ std::size_t block_bytes(dtype t) {
     case dtype::f32: return 4;
     case dtype::f16: case dtype::bf16: return 2;
     case dtype::q4_0: return 18;
+    case dtype::q4_1: return 20;
+    case dtype::q5_0: return 22;
+    case dtype::q5_1: return 24;
     case dtype::q8_0: return 34;
     case dtype::q4_k: return 144;
     case dtype::q5_k: return 176;
     case dtype::q6_k: return 210;
+    case dtype::iq4_nl: return 18;
   }
   return 0;
 }

@@ -162,6 +162,96 @@ void x86_quantize_groups(const float* x, std::int64_t k, int group, int sum_grou
   return hsum256(acc) - corr;
 }
 
+/// q4_1: the nibbles times the activations as in x86_dot_q4_0, and the offset m of each block
+/// times the block's activation sum.
+[[maybe_unused]] float x86_dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
+  const auto* b = static_cast<const std::byte*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  __m256 acc = _mm256_setzero_ps();
+  float offset = 0;
+  for (std::int64_t i = 0; i < k / 32; ++i) {
+    const std::byte* b0 = b + i * 20;
+    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 4));
+    __m256i qq = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    qq = _mm256_and_si256(qq, low4);  // elements 0..15 low, 16..31 high: the GGUF order
+    __m256i p = mul_sum_us8(_mm256_setzero_si256(), qq, load256(x.qs + i * 32));
+    const float dx = x.d[i];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * dx), acc);
+    offset += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
+  }
+  return hsum256(acc) + offset;
+}
+
+/// Byte j is 0x10 where bit j of `bits` is set, else 0: a q5_0 / q5_1 block's fifth bits, in the
+/// order of its levels.
+inline __m256i fifth_bits(std::uint32_t bits) {
+  // Byte j takes byte j / 8 of the word (pshufb within each 128-bit lane, which holds the word
+  // four times), then tests its bit j % 8.
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+                                                               0x0101010101010101, 0));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+/// The 32 levels (0..31) of a q5_0 / q5_1 block from its 16 nibble bytes and its fifth bits.
+inline __m256i q5_levels(const std::byte* qs, const std::byte* qh) {
+  std::uint32_t h;
+  std::memcpy(&h, qh, 4);
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0xF));
+  return _mm256_or_si256(nibbles, fifth_bits(h));
+}
+
+/// q5_0: the five-bit levels times the activations as in x86_dot_q4_0, and the -16 as
+/// -16 d * (the block's activation sum).
+[[maybe_unused]] float x86_dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
+  const auto* b = static_cast<const std::byte*>(w);
+  __m256 acc = _mm256_setzero_ps();
+  float corr = 0;
+  for (std::int64_t i = 0; i < k / 32; ++i) {
+    const std::byte* b0 = b + i * 22;
+    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), q5_levels(b0 + 6, b0 + 2), load256(x.qs + i * 32));
+    const float s = half(b0) * x.d[i];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
+    corr += s * static_cast<float>(16 * x.sums[i]);
+  }
+  return hsum256(acc) - corr;
+}
+
+/// q5_1: as x86_dot_q4_1 with the five-bit levels.
+[[maybe_unused]] float x86_dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
+  const auto* b = static_cast<const std::byte*>(w);
+  __m256 acc = _mm256_setzero_ps();
+  float offset = 0;
+  for (std::int64_t i = 0; i < k / 32; ++i) {
+    const std::byte* b0 = b + i * 24;
+    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), q5_levels(b0 + 8, b0 + 4), load256(x.qs + i * 32));
+    const float dx = x.d[i];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * dx), acc);
+    offset += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
+  }
+  return hsum256(acc) + offset;
+}
+
+/// iq4_nl: pshufb looks the nibbles up in k_iq4_nl_values (held in both 128-bit lanes), and the
+/// int8 levels multiply the activations as in x86_dot_q8_0 (|w| against x with w's sign).
+[[maybe_unused]] float x86_dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
+  const auto* b = static_cast<const std::byte*>(w);
+  const __m256i low4 = _mm256_set1_epi8(0xF);
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)));
+  __m256 acc = _mm256_setzero_ps();
+  for (std::int64_t i = 0; i < k / 32; ++i) {
+    const std::byte* b0 = b + i * 18;
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
+    const __m256i wq = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4));
+    const __m256i xq = load256(x.qs + i * 32);
+    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), _mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * x.d[i]), acc);
+  }
+  return hsum256(acc);
+}
+
 /// u8 * s8 products summed in pairs to 16 bits (no saturation for u below 64), then in pairs to
 /// 32 bits with a 16-bit scale per pair.
 inline __m256i scaled_sum_us8(__m256i u, __m256i s, __m256i scale16) {
