@@ -59,7 +59,7 @@ int run(const synth_cli& cli) {
 const bool registered = register_command("synth", "Write a random-weight model in llama.cpp's GGUF layout", [](CLI::App& sub) {
   auto cli = std::make_shared<synth_cli>();
   model::synth_options& o = cli->o;
-  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2 or phi3")->required();
+  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2, gemma3 or phi3")->required();
   sub.add_option("--layers", o.layers, "Number of transformer blocks")->required();
   sub.add_option("--hidden", o.hidden, "Embedding length")->required();
   sub.add_option("--heads", o.heads, "Attention heads")->required();
@@ -67,7 +67,8 @@ const bool registered = register_command("synth", "Write a random-weight model i
   sub.add_option("--ffn", o.ffn, "Feed-forward length")->required();
   sub.add_option("--head-dim", o.head_dim, "Head length (default: hidden / heads)");
   sub.add_option("--vocab", o.vocab, "GGUF file whose tokenizer.* keys to copy, or 'builtin'")->required();
-  sub.add_option("--type", o.type, "f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m or q6_k")->capture_default_str();
+  sub.add_option("--type", o.type, "f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m or q6_k")
+      ->capture_default_str();
   sub.add_option("--ctx", o.ctx, "Context length")->capture_default_str();
   sub.add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
   sub.add_option("--name", o.name, "general.name (default strata-synth-<arch>)");

@@ -81,15 +81,16 @@ void for_rows(kernels::compute_pool& pool, std::int64_t n, std::int64_t per_row,
   pool.run_split(n, 1, std::ref(fn));
 }
 
-/// Biases, Q/K norms, RoPE, then the row's K and V into its page slot, in the page's format: f16,
-/// or quantized straight from f32 (no f16 copy of a quantized sequence's KV ever exists). For q4_0
-/// pages, K and the sequence's queries are first rotated (kernels::hadamard32): q.k is unchanged
-/// and the keys quantize with less error. Rows [r0, r1) of the batch; each row writes only its own
-/// slot, so disjoint ranges can run at once.
-void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& batch, float* q, float* k, float* v,
+/// Biases, Q/K norms, RoPE (with layer il's base and scale), then the row's K and V into its page
+/// slot, in the page's format: f16, or quantized straight from f32 (no f16 copy of a quantized
+/// sequence's KV ever exists). For q4_0 pages, K and the sequence's queries are first rotated
+/// (kernels::hadamard32): q.k is unchanged and the keys quantize with less error. Rows [r0, r1) of
+/// the batch; each row writes only its own slot, so disjoint ranges can run at once.
+void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* q, float* k, float* v,
                   layer_kv& kv, std::int64_t r0, std::int64_t r1) {
   const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
   float cs[kernels::k_attention_max_head_dim];  // n_rot <= head_dim (hparams checks both)
+  const float rope_base = h.rope_base(il), rope_scale = h.rope_scale(il);
   for (const seq_rows& sq : batch.seqs) {
     if (sq.first_row + sq.n_rows <= r0 || sq.first_row >= r1) continue;
     const kv::kv_format format = kv.format_of(sq.blocks[0]);
@@ -110,7 +111,7 @@ void prepare_rows(const layer_weights& w, const hparams& h, const batch_view& ba
         for (int hh = 0; hh < h.n_head_kv; ++hh)
           kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
-      kernels::rope_angles(pos, h.n_rot, h.rope_freq_base, h.rope_freq_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
+      kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
       kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
       kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
@@ -297,7 +298,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   } else {
     matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
-  for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, batch, q, k, v, kv, b, e); });
+  for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, il, batch, q, k, v, kv, b, e); });
   attend_rows(h, il, batch, q, attn, kv, pool);
   matmul(pool, w.wo, attn, n, out);
   // The residual, and the feed-forward block's norm.
@@ -320,7 +321,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   }
   for_rows(pool, n, ff, [&](std::int64_t b, std::int64_t e) {
     float* g = gate + b * ff;
-    if (h.architecture == arch::gemma2) kernels::gelu(g, (e - b) * ff);
+    if (h.architecture == arch::gemma2 || h.architecture == arch::gemma3) kernels::gelu(g, (e - b) * ff);
     else kernels::silu(g, (e - b) * ff);
     kernels::mul(g, g, up + b * ff, (e - b) * ff);
   });

@@ -12,10 +12,60 @@ const char* arch_name(arch a) {
     case arch::qwen2: return "qwen2";
     case arch::qwen3: return "qwen3";
     case arch::gemma2: return "gemma2";
+    case arch::gemma3: return "gemma3";
     case arch::phi3: return "phi3";
   }
   return "?";
 }
+
+namespace {
+
+/// Gemma 3's additions: which layers slide and their rotary base, its attention scale, the
+/// embedding scale, and a final soft-cap only where the file gives one (no attention soft-cap).
+result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
+  // Gemma 3 27B (62 layers) was trained with query_pre_attn_scalar = n_embd / n_head, the smaller
+  // models with the head length; the files carry no key for it.
+  if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+  h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+  if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
+  if (h.final_softcap < 0) return fail(errc::corrupt_data, a, ".final_logit_softcapping is negative");
+
+  // Without a window every layer is global. With one, the layers that slide are listed per layer
+  // (an array of booleans) or follow a period p: of every p layers the first p - 1 slide and the
+  // last is global (p = 6 when absent; p = 0: all slide).
+  const std::string window_key = a + ".attention.sliding_window";
+  if (auto v = f.get_int(window_key); v && *v != 0) {
+    if (*v < 0 || *v > (1 << 24)) return fail(errc::corrupt_data, "metadata key ", window_key, " = ", *v, " is out of range");
+    h.sliding_window = static_cast<std::int32_t>(*v);
+  } else if (f.has(window_key) && !v) {
+    return fail(errc::corrupt_data, "metadata key ", window_key, " is not an integer");
+  }
+  if (h.sliding_window == 0) return {};
+  const std::string pattern_key = a + ".attention.sliding_window_pattern";
+  if (f.array_size(pattern_key)) {
+    auto layers = f.get_int_array(pattern_key);
+    if (!layers || layers->size() != static_cast<std::size_t>(h.n_layer))
+      return fail(errc::corrupt_data, "metadata key ", pattern_key, " must hold one boolean per layer (", h.n_layer, ")");
+    for (std::int64_t s : *layers) h.sliding_layers.push_back(s != 0);
+  } else {
+    std::int64_t period = 6;
+    if (f.has(pattern_key)) {
+      auto v = f.get_int(pattern_key);
+      if (!v || *v < 0 || *v > h.n_layer)
+        return fail(errc::corrupt_data, "metadata key ", pattern_key, " must be a period between 0 and the layer count");
+      period = *v;
+    }
+    for (int il = 0; il < h.n_layer; ++il) h.sliding_layers.push_back(period == 0 || il % period < period - 1);
+  }
+  // Sliding layers rotate with their own base (10000 unless the file says) and no scaling.
+  h.rope_freq_base_swa = 10000.0f;
+  if (auto v = f.get_float(a + ".rope.freq_base_swa")) h.rope_freq_base_swa = static_cast<float>(*v);
+  if (!(h.rope_freq_base_swa > 0)) return fail(errc::corrupt_data, a, ".rope.freq_base_swa must be positive");
+  h.rope_freq_scale_swa = 1.0f;
+  return {};
+}
+
+}  // namespace
 
 result<hparams> hparams::from_gguf(const gguf_file& f) {
   hparams h;
@@ -25,8 +75,9 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   else if (a == "qwen2") h.architecture = arch::qwen2;
   else if (a == "qwen3") h.architecture = arch::qwen3;
   else if (a == "gemma2") h.architecture = arch::gemma2;
+  else if (a == "gemma3") h.architecture = arch::gemma3;
   else if (a == "phi3") h.architecture = arch::phi3;
-  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, phi3 are)");
+  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3 are)");
 
   auto need_int = [&](const std::string& suffix, std::int32_t& out, std::int64_t lo, std::int64_t hi) -> result<void> {
     std::string key = a + "." + suffix;
@@ -65,9 +116,14 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     if (auto r = need_int("context_length", h.n_ctx_train, 1, 1 << 24); !r) return std::move(r).err();
   }
   if (auto v = f.get_float(a + ".rope.freq_base")) h.rope_freq_base = static_cast<float>(*v);
-  if (auto t = f.get_string(a + ".rope.scaling.type"); t && *t == "linear") {
+  // Linear scaling; gemma3 files from older converters give the factor alone, which llama.cpp
+  // also takes as linear.
+  const auto scaling = f.get_string(a + ".rope.scaling.type");
+  if ((scaling && *scaling == "linear") || (!scaling && h.architecture == arch::gemma3)) {
     if (auto v = f.get_float(a + ".rope.scaling.factor"); v && *v > 0) h.rope_freq_scale = static_cast<float>(1.0 / *v);
   }
+  h.rope_freq_base_swa = h.rope_freq_base;
+  h.rope_freq_scale_swa = h.rope_freq_scale;
   auto eps = f.get_float(a + ".attention.layer_norm_rms_epsilon");
   if (!eps || !(*eps > 0) || *eps > 1) return fail(errc::corrupt_data, "metadata key ", a, ".attention.layer_norm_rms_epsilon is missing or invalid");
   h.norm_eps = static_cast<float>(*eps);
@@ -84,6 +140,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     // smaller models with the head length.
     if (h.n_layer == 46) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
     if (auto r = need_int("attention.sliding_window", h.sliding_window, 1, 1 << 24); !r) return std::move(r).err();
+    // Even layers slide, odd layers attend globally.
+    for (int il = 0; il < h.n_layer; ++il) h.sliding_layers.push_back(il % 2 == 0);
     // The soft-caps Gemma 2 was trained with, unless the file says otherwise (0 turns one off).
     h.attn_softcap = 50.0f;
     h.final_softcap = 30.0f;
@@ -91,6 +149,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
     if (h.attn_softcap < 0 || h.final_softcap < 0) return fail(errc::corrupt_data, a, ": a logit soft-cap is negative");
     h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+  } else if (h.architecture == arch::gemma3) {
+    if (auto r = read_gemma3(f, a, h); !r) return std::move(r).err();
   }
 
   auto tokens = f.array_size("tokenizer.ggml.tokens");

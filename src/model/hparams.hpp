@@ -1,16 +1,18 @@
 #pragma once
 // Typed hyperparameters of the supported architectures, read from GGUF metadata.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/common/error.hpp"
 #include "src/model/gguf_file.hpp"
 
 namespace strata::model {
 
-enum class arch { llama, qwen2, qwen3, gemma2, phi3 };
+enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3 };
 
 const char* arch_name(arch a);
 
@@ -27,10 +29,15 @@ struct hparams {
   std::int32_t n_ctx_train = 0;
   float rope_freq_base = 10000.0f;
   float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
+  // The rotary base and scale of sliding-window layers (gemma3: a local base, no scaling; the
+  // others: the same as the global layers').
+  float rope_freq_base_swa = 10000.0f;
+  float rope_freq_scale_swa = 1.0f;
   bool rope_neox = false;        // rotate (i, i + n_rot/2) instead of adjacent pairs
   float norm_eps = 1e-5f;
-  // gemma2
-  std::int32_t sliding_window = 0;  // 0: none
+  // gemma2, gemma3
+  std::int32_t sliding_window = 0;   // 0: none
+  std::vector<bool> sliding_layers;  // per layer: whether it attends through the window
   float attn_softcap = 0.0f;        // 0: none
   float final_softcap = 0.0f;
   float embed_scale = 1.0f;         // embeddings are multiplied by this (sqrt(n_embd) for gemma)
@@ -39,7 +46,13 @@ struct hparams {
   std::int32_t q_dim() const { return n_head * head_dim; }
   std::int32_t kv_dim() const { return n_head_kv * head_dim; }
   /// Whether layer il attends through a sliding window.
-  bool sliding(int il) const { return sliding_window > 0 && il % 2 == 0; }
+  bool sliding(int il) const {
+    const auto i = static_cast<std::size_t>(il);
+    return sliding_window > 0 && il >= 0 && i < sliding_layers.size() && sliding_layers[i];
+  }
+  /// The rotary base and scale of layer il.
+  float rope_base(int il) const { return sliding(il) ? rope_freq_base_swa : rope_freq_base; }
+  float rope_scale(int il) const { return sliding(il) ? rope_freq_scale_swa : rope_freq_scale; }
 
   /// Reads and checks the metadata; a missing or inconsistent key is an error naming it.
   static result<hparams> from_gguf(const gguf_file& f);

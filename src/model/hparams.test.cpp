@@ -21,6 +21,14 @@ class gguf_bytes {
  public:
   gguf_bytes& u32(const std::string& key, std::uint32_t v) { return kv(key, 4, &v, 4); }
   gguf_bytes& f32(const std::string& key, float v) { return kv(key, 6, &v, 4); }
+  /// An array of booleans.
+  gguf_bytes& bools(const std::string& key, const std::vector<bool>& v) {
+    std::vector<std::byte> b;
+    put(b, std::uint32_t{7});
+    put(b, static_cast<std::uint64_t>(v.size()));
+    for (bool x : v) put(b, static_cast<std::uint8_t>(x));
+    return kv(key, 9, b.data(), b.size());
+  }
   gguf_bytes& str(const std::string& key, const std::string& v) {
     std::vector<std::byte> b;
     put_string(b, v);
@@ -122,8 +130,8 @@ gguf_bytes tiny_model(const std::string& a) {
     g.tensor("blk.0.ffn_gate.weight", k_embd, k_ff).tensor("blk.0.ffn_up.weight", k_embd, k_ff);
   }
   if (a == "qwen2") g.tensor("blk.0.attn_q.bias", k_embd, 1).tensor("blk.0.attn_k.bias", kvd, 1).tensor("blk.0.attn_v.bias", kvd, 1);
-  if (a == "qwen3") g.tensor("blk.0.attn_q_norm.weight", hd, 1).tensor("blk.0.attn_k_norm.weight", hd, 1);
-  if (a == "gemma2") {
+  if (a == "qwen3" || a == "gemma3") g.tensor("blk.0.attn_q_norm.weight", hd, 1).tensor("blk.0.attn_k_norm.weight", hd, 1);
+  if (a == "gemma2" || a == "gemma3") {
     g.u32(a + ".attention.sliding_window", 4);
     g.tensor("blk.0.post_attention_norm.weight", k_embd, 1).tensor("blk.0.post_ffw_norm.weight", k_embd, 1);
   }
@@ -138,7 +146,7 @@ struct parsed {
 };
 
 TEST(hparams, reads_every_supported_architecture) {
-  for (const char* a : {"llama", "qwen2", "qwen3", "gemma2", "phi3"}) {
+  for (const char* a : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
     parsed p(tiny_model(a));
     ASSERT_TRUE(p.file) << p.file.err().message;
     auto h = hparams::from_gguf(*p.file);
@@ -163,6 +171,94 @@ TEST(hparams, takes_gemma2_window_caps_and_embedding_scale) {
   EXPECT_FLOAT_EQ(h->attn_softcap, 40.0f);
   EXPECT_FLOAT_EQ(h->final_softcap, 30.0f);  // absent: Gemma 2's own
   EXPECT_FLOAT_EQ(h->embed_scale, std::sqrt(static_cast<float>(k_embd)));
+}
+
+/// The layers of a gemma3 model that slide, as a string of 's' (sliding) and 'g' (global).
+std::string sliding_pattern(const hparams& h) {
+  std::string s;
+  for (int il = 0; il < h.n_layer; ++il) s += h.sliding(il) ? 's' : 'g';
+  return s;
+}
+
+TEST(hparams, gemma3_slides_five_layers_of_six_with_a_local_rope_base) {
+  // Gemma 3 270M's keys: 18 layers, a window of 512, no pattern key, no local base.
+  parsed p(tiny_model("gemma3").u32("gemma3.block_count", 18).u32("gemma3.attention.sliding_window", 512));
+  auto h = hparams::from_gguf(*p.file);
+  ASSERT_TRUE(h) << h.err().message;
+  EXPECT_EQ(h->architecture, arch::gemma3);
+  EXPECT_EQ(h->sliding_window, 512);
+  EXPECT_EQ(sliding_pattern(*h), "sssssgsssssgsssssg");
+  EXPECT_FLOAT_EQ(h->rope_base(0), 10000.0f);  // local layers: llama.cpp's default local base
+  EXPECT_FLOAT_EQ(h->rope_base(5), 500000.0f);  // global layers: rope.freq_base
+  EXPECT_FLOAT_EQ(h->rope_scale(0), 1.0f);
+  EXPECT_FLOAT_EQ(h->rope_scale(5), 1.0f);
+  EXPECT_FLOAT_EQ(h->attn_scale, 1.0f / std::sqrt(static_cast<float>(k_embd / k_head)));
+  EXPECT_FLOAT_EQ(h->attn_softcap, 0.0f);
+  EXPECT_FLOAT_EQ(h->final_softcap, 0.0f);  // absent: none
+  EXPECT_FLOAT_EQ(h->embed_scale, std::sqrt(static_cast<float>(k_embd)));
+  EXPECT_TRUE(h->rope_neox);
+}
+
+TEST(hparams, gemma3_scales_only_the_global_layers_rope) {
+  // A local base from the file, and a linear factor with or without its type key.
+  for (bool typed : {true, false}) {
+    gguf_bytes g = tiny_model("gemma3");
+    g.u32("gemma3.block_count", 6).f32("gemma3.rope.freq_base_swa", 20000.0f).f32("gemma3.rope.scaling.factor", 8.0f);
+    if (typed) g.str("gemma3.rope.scaling.type", "linear");
+    parsed p(g);
+    auto h = hparams::from_gguf(*p.file);
+    ASSERT_TRUE(h) << h.err().message;
+    EXPECT_FLOAT_EQ(h->rope_base(4), 20000.0f);
+    EXPECT_FLOAT_EQ(h->rope_scale(4), 1.0f);
+    EXPECT_FLOAT_EQ(h->rope_base(5), 500000.0f);
+    EXPECT_FLOAT_EQ(h->rope_scale(5), 0.125f);
+  }
+}
+
+TEST(hparams, gemma3_takes_the_sliding_layers_from_the_metadata) {
+  {
+    parsed p(tiny_model("gemma3").u32("gemma3.block_count", 8).u32("gemma3.attention.sliding_window_pattern", 4));
+    auto h = hparams::from_gguf(*p.file);
+    ASSERT_TRUE(h) << h.err().message;
+    EXPECT_EQ(sliding_pattern(*h), "sssgsssg");
+  }
+  {
+    parsed p(tiny_model("gemma3").u32("gemma3.block_count", 4).bools("gemma3.attention.sliding_window_pattern", {false, true, true, false}));
+    auto h = hparams::from_gguf(*p.file);
+    ASSERT_TRUE(h) << h.err().message;
+    EXPECT_EQ(sliding_pattern(*h), "gssg");
+  }
+  {
+    parsed p(tiny_model("gemma3").u32("gemma3.block_count", 4).bools("gemma3.attention.sliding_window_pattern", {true, false}));
+    auto h = hparams::from_gguf(*p.file);
+    ASSERT_FALSE(h);
+    EXPECT_NE(h.err().message.find("gemma3.attention.sliding_window_pattern"), std::string::npos) << h.err().message;
+  }
+  {
+    // No window: every layer is global, with the global base.
+    parsed p(tiny_model("gemma3").u32("gemma3.block_count", 6).erase("gemma3.attention.sliding_window"));
+    auto h = hparams::from_gguf(*p.file);
+    ASSERT_TRUE(h) << h.err().message;
+    EXPECT_EQ(sliding_pattern(*h), "gggggg");
+    EXPECT_FLOAT_EQ(h->rope_base(0), 500000.0f);
+  }
+}
+
+TEST(hparams, gemma3_takes_a_final_softcap_and_the_27b_attention_scale) {
+  parsed p(tiny_model("gemma3").u32("gemma3.block_count", 62).f32("gemma3.final_logit_softcapping", 30.0f)
+               .u32("gemma3.attention.key_length", 16).u32("gemma3.attention.value_length", 16));
+  auto h = hparams::from_gguf(*p.file);
+  ASSERT_TRUE(h) << h.err().message;
+  EXPECT_FLOAT_EQ(h->final_softcap, 30.0f);
+  EXPECT_FLOAT_EQ(h->attn_scale, 1.0f / std::sqrt(static_cast<float>(k_embd / k_head)));  // not 1/sqrt(16)
+}
+
+TEST(hparams, gemma2_keeps_one_rope_base_for_every_layer) {
+  parsed p(tiny_model("gemma2").u32("gemma2.block_count", 4));
+  auto h = hparams::from_gguf(*p.file);
+  ASSERT_TRUE(h) << h.err().message;
+  EXPECT_EQ(sliding_pattern(*h), "sgsg");
+  for (int il = 0; il < 4; ++il) EXPECT_FLOAT_EQ(h->rope_base(il), 500000.0f) << il;
 }
 
 TEST(hparams, takes_qwen3_head_length_from_key_length) {
@@ -218,7 +314,7 @@ TEST(hparams, names_an_unknown_architecture) {
 }
 
 TEST(weights, binds_every_architecture_and_ties_the_output_to_the_embeddings) {
-  for (const char* a : {"llama", "qwen2", "qwen3", "gemma2", "phi3"}) {
+  for (const char* a : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
     parsed p(tiny_model(a));
     auto h = hparams::from_gguf(*p.file);
     ASSERT_TRUE(h) << h.err().message;
@@ -230,8 +326,8 @@ TEST(weights, binds_every_architecture_and_ties_the_output_to_the_embeddings) {
     const layer_weights& L = w->layers[0];
     EXPECT_EQ(static_cast<bool>(L.wqkv), std::string(a) == "phi3");
     EXPECT_EQ(static_cast<bool>(L.bq), std::string(a) == "qwen2");
-    EXPECT_EQ(static_cast<bool>(L.q_norm), std::string(a) == "qwen3");
-    EXPECT_EQ(static_cast<bool>(L.post_ffn_norm), std::string(a) == "gemma2");
+    EXPECT_EQ(static_cast<bool>(L.q_norm), std::string(a) == "qwen3" || std::string(a) == "gemma3");
+    EXPECT_EQ(static_cast<bool>(L.post_ffn_norm), std::string(a) == "gemma2" || std::string(a) == "gemma3");
   }
 }
 

@@ -28,8 +28,9 @@ struct file_type {
 
 constexpr file_type k_file_types[] = {
     {"f16", 1, dtype::f16, false},    {"bf16", 32, dtype::bf16, false}, {"q8_0", 7, dtype::q8_0, false},
-    {"q4_0", 2, dtype::q4_0, false},  {"q4_k_m", 15, dtype::q4_k, true}, {"q5_k_m", 17, dtype::q5_k, true},
-    {"q6_k", 18, dtype::q6_k, false},
+    {"q4_0", 2, dtype::q4_0, false},  {"q4_1", 3, dtype::q4_1, false},  {"q5_0", 8, dtype::q5_0, false},
+    {"q5_1", 9, dtype::q5_1, false},  {"iq4_nl", 25, dtype::iq4_nl, false}, {"q4_k_m", 15, dtype::q4_k, true},
+    {"q5_k_m", 17, dtype::q5_k, true}, {"q6_k", 18, dtype::q6_k, false},
 };
 
 const file_type* find_file_type(std::string_view name) {
@@ -49,7 +50,7 @@ struct arch_defaults {
 
 constexpr arch_defaults k_archs[] = {
     {"llama", 1e-5, 10000.0, false}, {"qwen2", 1e-6, 1000000.0, true}, {"qwen3", 1e-6, 1000000.0, true},
-    {"gemma2", 1e-6, 10000.0, true}, {"phi3", 1e-5, 10000.0, false},
+    {"gemma2", 1e-6, 10000.0, true}, {"gemma3", 1e-6, 1000000.0, true}, {"phi3", 1e-5, 10000.0, false},
 };
 
 const arch_defaults* find_arch(std::string_view name) {
@@ -81,8 +82,9 @@ int layer_of(const std::string& name) {
 
 bool is_k_quant(dtype t) { return t == dtype::q4_k || t == dtype::q5_k || t == dtype::q6_k; }
 
-/// The type a tensor gets in a file of type ft, following llama.cpp's quantizer.
-dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, bool tied) {
+/// The type a tensor gets in a file of type ft, following llama.cpp's quantizer (without an
+/// importance matrix); n_gqa is the number of query heads per key/value head.
+dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, int n_gqa, bool tied) {
   if (t.kind == role::norm || t.kind == role::bias) return dtype::f32;
   dtype d = ft.base;
   const bool quantized = d != dtype::f16 && d != dtype::bf16;
@@ -94,10 +96,18 @@ dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, bool
     const int il = layer_of(t.name);
     if ((n.ends_with("attn_v.weight") || n.ends_with("ffn_down.weight")) && use_more_bits(il, n_layers)) d = dtype::q6_k;
     if (n.ends_with("attn_qkv.weight")) d = d == dtype::q4_k ? dtype::q5_k : dtype::q6_k;
+  } else if (d == dtype::iq4_nl) {
+    // attn_v gets more bits where four or more query heads read it, ffn_down in the first eighth
+    // of the layers.
+    const std::string_view n = t.name;
+    if (n.ends_with("attn_v.weight") && n_gqa >= 4) d = dtype::q5_k;
+    if (n.ends_with("ffn_down.weight") && layer_of(t.name) < n_layers / 8) d = dtype::q5_k;
   }
-  // Rows that do not fill K-quant super-blocks fall back, as llama.cpp does, to a 32-element
-  // type (q8_0: strata has neither q5_0 nor q5_1).
-  if (is_k_quant(d) && t.ne[0] % kernels::k_qk_k != 0) d = dtype::q8_0;
+  // Rows that do not fill K-quant super-blocks fall back to the 32-value type llama.cpp picks:
+  // q5_0 for q4_K, q5_1 for q5_K, q8_0 for q6_K.
+  if (is_k_quant(d) && t.ne[0] % kernels::k_qk_k != 0) {
+    d = d == dtype::q4_k ? dtype::q5_0 : d == dtype::q5_k ? dtype::q5_1 : dtype::q8_0;
+  }
   return d;
 }
 
@@ -122,11 +132,11 @@ std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int6
       t.push_back({p + "attn_k.bias", {kvd}, role::bias});
       t.push_back({p + "attn_v.bias", {kvd}, role::bias});
     }
-    if (o.arch == "qwen3") {
+    if (o.arch == "qwen3" || o.arch == "gemma3") {
       t.push_back({p + "attn_q_norm.weight", {head_dim}, role::norm});
       t.push_back({p + "attn_k_norm.weight", {head_dim}, role::norm});
     }
-    if (o.arch == "gemma2") {
+    if (o.arch == "gemma2" || o.arch == "gemma3") {
       t.push_back({p + "post_attention_norm.weight", {d}, role::norm});
       t.push_back({p + "post_ffw_norm.weight", {d}, role::norm});
     }
@@ -208,9 +218,9 @@ gguf_writer::tensor_source random_source(planned_tensor t, std::uint64_t seed) {
 
 result<void> validate(const synth_options& o) {
   const arch_defaults* a = find_arch(o.arch);
-  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, phi3");
+  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, gemma3, phi3");
   const file_type* ft = find_file_type(o.type);
-  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q6_k");
+  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k");
   if (o.layers < 1 || o.layers > 1024) return fail(errc::invalid_argument, "--layers must be between 1 and 1024, got ", o.layers);
   if (o.hidden < 1 || o.hidden > 65536) return fail(errc::invalid_argument, "--hidden must be between 1 and 65536, got ", o.hidden);
   if (o.heads < 1 || o.heads > 1024) return fail(errc::invalid_argument, "--heads must be between 1 and 1024, got ", o.heads);
@@ -235,7 +245,8 @@ result<void> validate(const synth_options& o) {
     if (auto r = check("--ffn", o.ffn); !r) return r;
     if (auto r = check("--heads times the head length", static_cast<std::int64_t>(o.heads) * head_dim); !r) return r;
   }
-  if (o.arch == "gemma2" && o.tied == false) return fail(errc::invalid_argument, "gemma2 always ties the output to the embeddings");
+  if ((o.arch == "gemma2" || o.arch == "gemma3") && o.tied == false)
+    return fail(errc::invalid_argument, o.arch, " always ties the output to the embeddings");
   if (o.vocab.empty()) return fail(errc::invalid_argument, "--vocab is required (a GGUF file, or 'builtin')");
   if (o.out.empty()) return fail(errc::invalid_argument, "--out is required");
   return {};
@@ -276,7 +287,7 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
     vocab_file.emplace(std::move(*f));
   }
   w.add_u32(p + "vocab_size", static_cast<std::uint32_t>(n_vocab));
-  if (o.arch == "qwen3" || o.arch == "gemma2" || head_dim * o.heads != o.hidden) {
+  if (o.arch == "qwen3" || o.arch == "gemma2" || o.arch == "gemma3" || head_dim * o.heads != o.hidden) {
     w.add_u32(p + "attention.key_length", static_cast<std::uint32_t>(head_dim));
     w.add_u32(p + "attention.value_length", static_cast<std::uint32_t>(head_dim));
   }
@@ -285,6 +296,12 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
     w.add_u32(p + "attention.sliding_window", static_cast<std::uint32_t>(std::min<std::int64_t>(4096, o.ctx)));
     w.add_f32(p + "attn_logit_softcapping", 50.0f);
     w.add_f32(p + "final_logit_softcapping", 30.0f);
+  }
+  if (o.arch == "gemma3") {
+    // Gemma 3's window and local rotary base; the sliding pattern is llama.cpp's default (five
+    // sliding layers, then a global one), as in the converted checkpoints.
+    w.add_u32(p + "attention.sliding_window", static_cast<std::uint32_t>(std::min<std::int64_t>(512, o.ctx)));
+    w.add_f32(p + "rope.freq_base_swa", 10000.0f);
   }
   if (o.arch == "phi3") w.add_u32(p + "rope.scaling.original_context_length", static_cast<std::uint32_t>(o.ctx));
   w.add_u32("general.file_type", ft.ftype);
@@ -300,7 +317,7 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
 
   std::vector<planned_tensor> tensors = plan(o, head_dim, n_vocab, tied);
   for (planned_tensor& t : tensors) {
-    t.type = pick_type(ft, t, o.layers, tied);
+    t.type = pick_type(ft, t, o.layers, o.heads / o.kv_heads, tied);
     const std::string name = t.name;
     const std::vector<std::int64_t> ne = t.ne;
     const auto type = static_cast<std::uint32_t>(t.type);

@@ -15,7 +15,7 @@
 namespace strata::model {
 
 struct synth_options {
-  std::string arch;             // llama, qwen2, qwen3, gemma2, phi3
+  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3
   int layers = 0;
   int hidden = 0;               // embedding length
   int heads = 0;
@@ -23,7 +23,7 @@ struct synth_options {
   int ffn = 0;                  // feed-forward length
   int head_dim = 0;             // 0: hidden / heads
   std::string vocab;            // a GGUF path, or "builtin"
-  std::string type = "f16";     // f16 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k
+  std::string type = "f16";     // f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k_m q5_k_m q6_k
   std::int64_t ctx = 32768;     // context length
   std::uint64_t seed = 0;
   std::optional<bool> tied;     // output shares the embeddings; default per architecture

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <set>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,7 @@ std::vector<char> read_all(const std::filesystem::path& p) {
 }
 
 TEST(synth, every_architecture_loads_back_through_hparams_and_weights) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "phi3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
     synth_options o = small(arch, "f16", std::string(arch) + ".gguf");
     if (std::string(arch) == "qwen3") o.head_dim = 128;  // explicit head length != hidden / heads
     ASSERT_TRUE(synthesize(o)) << arch;
@@ -108,6 +109,22 @@ TEST(synth, writes_the_architecture_specific_tensors_and_keys) {
   EXPECT_TRUE(f->get_int("gemma2.attention.sliding_window"));
   EXPECT_NE(f->find_tensor("blk.1.post_ffw_norm.weight"), nullptr);
   std::filesystem::remove(o.out);
+
+  o = small("gemma3", "f16", "gemma3.gguf");
+  o.layers = 7;
+  ASSERT_TRUE(synthesize(o));
+  f = gguf_file::open(o.out);
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->has("gemma3.attn_logit_softcapping"));
+  EXPECT_FALSE(f->has("gemma3.final_logit_softcapping"));
+  EXPECT_EQ(f->get_int("gemma3.attention.sliding_window"), 512);
+  EXPECT_EQ(f->get_float("gemma3.rope.freq_base_swa"), 10000.0);
+  EXPECT_NE(f->find_tensor("blk.3.attn_k_norm.weight"), nullptr);
+  EXPECT_NE(f->find_tensor("blk.3.post_attention_norm.weight"), nullptr);
+  auto h = hparams::from_gguf(*f);
+  ASSERT_TRUE(h) << h.err().message;
+  for (int il = 0; il < 7; ++il) EXPECT_EQ(h->sliding(il), il != 5) << il;  // five sliding layers, then a global one
+  std::filesystem::remove(o.out);
 }
 
 TEST(synth, q4_k_m_follows_llamas_mix) {
@@ -137,6 +154,139 @@ TEST(synth, q4_k_m_follows_llamas_mix) {
     }
   }
   std::filesystem::remove(o.out);
+}
+
+/// The layout of a q4_1 file like SmolLM2-135M's: the matrices in q4_1, the tied embeddings (the
+/// output: q6_K in llama's rule) in q8_0 as rows of 192 do not fill a K-quant super-block.
+TEST(synth, q4_1_keeps_the_matrices_in_q4_1_and_loads_back) {
+  synth_options o = small("llama", "q4_1", "q41.gguf");
+  o.hidden = 192;
+  o.heads = 3;
+  o.kv_heads = 1;
+  o.tied = true;
+  ASSERT_TRUE(synthesize(o));
+  auto f = gguf_file::open(o.out);
+  ASSERT_TRUE(f) << f.err().message;
+  EXPECT_EQ(f->get_int("general.file_type"), 3);
+  auto type_of = [&](const char* n) { return f->find_tensor(n)->type; };
+  EXPECT_EQ(f->find_tensor("output.weight"), nullptr);
+  EXPECT_EQ(type_of("token_embd.weight"), 8u);  // q8_0
+  for (const char* n : {"blk.0.attn_q.weight", "blk.2.attn_v.weight", "blk.3.ffn_down.weight", "blk.1.ffn_gate.weight"})
+    EXPECT_EQ(type_of(n), 3u) << n;
+  EXPECT_EQ(type_of("blk.0.attn_norm.weight"), 0u);
+  EXPECT_EQ(f->find_tensor("blk.0.ffn_up.weight")->n_bytes, 512u / 32 * 20 * 192);
+  auto h = hparams::from_gguf(*f);
+  ASSERT_TRUE(h) << h.err().message;
+  auto w = model_weights::bind(*f, *h);
+  ASSERT_TRUE(w) << w.err().message;
+  EXPECT_EQ(w->layers[1].wq.type, kernels::dtype::q4_1);
+  // The synthetic spread (stddev 1 / sqrt(192)) survives q4_1 steps.
+  const gguf_tensor* q = f->find_tensor("blk.1.attn_q.weight");
+  std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
+  kernels::dequantize_row(kernels::dtype::q4_1, q->data, v.data(), q->n_elements());
+  double sum = 0, sq = 0;
+  for (float x : v) {
+    sum += x;
+    sq += static_cast<double>(x) * x;
+  }
+  const double mean = sum / v.size(), stddev = std::sqrt(sq / v.size() - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.005);
+  EXPECT_NEAR(stddev, 0.072, 0.01);  // 1 / sqrt(192)
+  std::filesystem::remove(o.out);
+}
+
+/// q5_0, q5_1 and iq4_nl files with rows of 192: the matrices in the file's type, the tied
+/// embeddings in q8_0 (q6_K in llama's rule, which rows of 192 do not fill), and the weights load
+/// back with their synthetic spread.
+TEST(synth, the_32_value_types_keep_the_matrices_in_their_type_and_load_back) {
+  struct want {
+    const char* type;
+    std::int64_t ftype;
+    kernels::dtype matrices;
+  };
+  for (auto [type, ftype, matrices] : {want{"q5_0", 8, kernels::dtype::q5_0}, want{"q5_1", 9, kernels::dtype::q5_1},
+                                       want{"iq4_nl", 25, kernels::dtype::iq4_nl}}) {
+    synth_options o = small("llama", type, std::string(type) + ".gguf");
+    o.hidden = 192;
+    o.heads = 3;
+    o.kv_heads = 1;
+    o.tied = true;
+    ASSERT_TRUE(synthesize(o)) << type;
+    auto f = gguf_file::open(o.out);
+    ASSERT_TRUE(f) << f.err().message;
+    EXPECT_EQ(f->get_int("general.file_type"), ftype) << type;
+    const auto id = static_cast<std::uint32_t>(matrices);
+    EXPECT_EQ(f->find_tensor("token_embd.weight")->type, 8u) << type;  // q8_0
+    for (const char* n : {"blk.0.attn_q.weight", "blk.2.attn_v.weight", "blk.0.ffn_down.weight", "blk.3.ffn_gate.weight"})
+      EXPECT_EQ(f->find_tensor(n)->type, id) << type << " " << n;
+    EXPECT_EQ(f->find_tensor("blk.0.ffn_up.weight")->n_bytes, kernels::row_bytes(matrices, 192) * 512) << type;
+    auto h = hparams::from_gguf(*f);
+    ASSERT_TRUE(h) << h.err().message;
+    auto w = model_weights::bind(*f, *h);
+    ASSERT_TRUE(w) << type << ": " << w.err().message;
+    EXPECT_EQ(w->layers[1].wq.type, matrices) << type;
+    const gguf_tensor* q = f->find_tensor("blk.1.attn_q.weight");
+    std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
+    kernels::dequantize_row(matrices, q->data, v.data(), q->n_elements());
+    double sum = 0, sq = 0;
+    for (float x : v) {
+      sum += x;
+      sq += static_cast<double>(x) * x;
+    }
+    const double mean = sum / v.size(), stddev = std::sqrt(sq / v.size() - mean * mean);
+    EXPECT_NEAR(mean, 0.0, 0.005) << type;
+    EXPECT_NEAR(stddev, 0.072, 0.01) << type;  // 1 / sqrt(192)
+    std::filesystem::remove(o.out);
+  }
+}
+
+/// llama.cpp's exceptions to a file's type: iq4_nl gives attn_v q5_K where four query heads
+/// share it and ffn_down q5_K in the first eighth of the layers; K-quant rows that do not fill a
+/// super-block fall back to q5_0 (from q4_K), q5_1 (from q5_K) and q8_0 (from q6_K).
+TEST(synth, iq4_nl_and_the_k_quant_fallbacks_follow_llamas_rules) {
+  auto types = [](synth_options o) {
+    EXPECT_TRUE(synthesize(o)) << o.type;
+    auto f = gguf_file::open(o.out);
+    std::map<std::string, std::uint32_t> t;
+    if (!f) return t;
+    for (const gguf_tensor& x : f->tensors()) t[x.name] = x.type;
+    auto h = hparams::from_gguf(*f);
+    EXPECT_TRUE(h && model_weights::bind(*f, *h)) << o.type;
+    std::filesystem::remove(o.out);
+    return t;
+  };
+  synth_options o = small("llama", "iq4_nl", "iq4nl_mix.gguf");
+  o.layers = 8;
+  o.kv_heads = 1;  // 4 query heads per key/value head
+  auto t = types(o);
+  EXPECT_EQ(t["blk.0.attn_q.weight"], 20u);  // iq4_nl
+  EXPECT_EQ(t["blk.5.attn_v.weight"], 13u);  // q5_K
+  EXPECT_EQ(t["blk.0.ffn_down.weight"], 13u);
+  EXPECT_EQ(t["blk.1.ffn_down.weight"], 20u);
+  o.kv_heads = 2;
+  t = types(o);
+  EXPECT_EQ(t["blk.5.attn_v.weight"], 20u);
+  o.hidden = 192;  // rows of 192: q5_K becomes q5_1
+  o.kv_heads = 1;
+  t = types(o);
+  EXPECT_EQ(t["blk.5.attn_v.weight"], 7u);
+  EXPECT_EQ(t["blk.0.ffn_down.weight"], 13u);  // rows of --ffn 512
+  EXPECT_EQ(t["blk.0.attn_q.weight"], 20u);
+
+  synth_options k = small("llama", "q4_k_m", "q4km_192.gguf");
+  k.hidden = 192;
+  k.heads = 3;
+  k.kv_heads = 1;
+  t = types(k);
+  EXPECT_EQ(t["blk.0.attn_q.weight"], 6u);     // q4_K -> q5_0
+  EXPECT_EQ(t["blk.0.attn_v.weight"], 6u);
+  EXPECT_EQ(t["blk.2.attn_v.weight"], 8u);     // q6_K -> q8_0
+  EXPECT_EQ(t["blk.0.ffn_down.weight"], 12u);  // rows of 512 stay q4_K
+  EXPECT_EQ(t["output.weight"], 8u);
+  k.type = "q5_k_m";
+  t = types(k);
+  EXPECT_EQ(t["blk.0.attn_q.weight"], 7u);     // q5_K -> q5_1
+  EXPECT_EQ(t["blk.0.ffn_down.weight"], 13u);
 }
 
 TEST(synth, weights_are_spread_and_norms_are_near_one) {

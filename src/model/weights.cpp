@@ -52,7 +52,7 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
   if (!w.output) w.output = w.token_embd;
   tensor_view rope_freqs;
   STRATA_TRY_ASSIGN(rope_freqs, b.get("rope_freqs.weight", h.n_rot / 2, 1, true, true));
-  const bool gemma = h.architecture == arch::gemma2;
+  const bool gemma = h.architecture == arch::gemma2 || h.architecture == arch::gemma3;
   const bool phi = h.architecture == arch::phi3;
   for (int il = 0; il < h.n_layer; ++il) {
     layer_weights L;
@@ -70,7 +70,7 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
     STRATA_TRY_ASSIGN(L.bq, b.get(p + "attn_q.bias", qd, 1, !qwen2, true));
     STRATA_TRY_ASSIGN(L.bk, b.get(p + "attn_k.bias", kvd, 1, !qwen2, true));
     STRATA_TRY_ASSIGN(L.bv, b.get(p + "attn_v.bias", kvd, 1, !qwen2, true));
-    if (h.architecture == arch::qwen3) {
+    if (h.architecture == arch::qwen3 || h.architecture == arch::gemma3) {
       STRATA_TRY_ASSIGN(L.q_norm, b.get(p + "attn_q_norm.weight", h.head_dim, 1, false, true));
       STRATA_TRY_ASSIGN(L.k_norm, b.get(p + "attn_k_norm.weight", h.head_dim, 1, false, true));
     }

@@ -27,7 +27,8 @@ struct tensor_view {
 };
 
 /// One layer's tensors; those an architecture lacks stay empty (phi3 has wqkv and gate_up instead
-/// of wq/wk/wv and gate/up; qwen2 adds the biases, qwen3 q_norm/k_norm, gemma2 the post norms).
+/// of wq/wk/wv and gate/up; qwen2 adds the biases, qwen3 q_norm/k_norm, gemma2 the post norms,
+/// gemma3 both the norms and the post norms).
 struct layer_weights {
   tensor_view attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
   tensor_view ffn_norm, gate, up, gate_up, down, post_ffn_norm;

@@ -4,15 +4,20 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "kernels/compute_pool.hpp"
 #include "src/model/forward.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
+#include "src/model/synth.hpp"
 
 namespace strata::model {
 namespace {
@@ -93,6 +98,36 @@ float max_diff(const std::vector<float>& a, const float* b) {
   return d;
 }
 
+/// A random-weight gemma3 written once per run: six layers, of which the first five slide through
+/// a window of 128 positions (the window is the context length when that is shorter than 512) and
+/// the sixth attends globally, each kind with its own rotary base.
+constexpr const char* k_synth_gemma3 = "synth-gemma3-f16";
+
+/// The file of a test model: one of ../shared/models, or k_synth_gemma3.
+std::string model_file(const std::string& name) {
+  if (name != k_synth_gemma3) return k_shared + "/models/" + name + ".gguf";
+  struct temp_file {
+    std::filesystem::path path;
+    ~temp_file() { std::filesystem::remove(path); }
+  };
+  static const temp_file file = [] {
+    synth_options o;
+    o.arch = "gemma3";
+    o.layers = 6;
+    o.hidden = 256;
+    o.heads = 4;
+    o.kv_heads = 1;
+    o.ffn = 512;
+    o.vocab = "builtin";
+    o.ctx = 128;
+    o.seed = 3;
+    o.out = std::filesystem::temp_directory_path() / ("strata_batch_" + std::to_string(::getpid()) + "_gemma3.gguf");
+    if (!synthesize(o)) o.out.clear();
+    return temp_file{o.out};
+  }();
+  return file.path.string();
+}
+
 class batch : public ::testing::TestWithParam<std::string> {};
 
 float tolerance_for(const std::string& name) {
@@ -100,12 +135,13 @@ float tolerance_for(const std::string& name) {
 }
 
 TEST_P(batch, sequences_batched_together_get_the_logits_they_get_alone) {
-  auto m = model::load(k_shared + "/models/" + GetParam() + ".gguf");
+  auto m = model::load(model_file(GetParam()));
   ASSERT_TRUE(m) << m.err().message;
   const std::int32_t nv = (*m)->hp.n_vocab;
   const float tol = tolerance_for(GetParam());
   kernels::compute_pool pool(2);
-  // Lengths that cross page boundaries; the last one passes gemma2's sliding window.
+  // Lengths that cross page boundaries; the last one passes gemma2's and the gemma3 model's sliding
+  // windows.
   const std::vector<std::int32_t> lengths{5, 40, 300};
   std::vector<std::vector<std::int32_t>> prompts;
   for (std::size_t s = 0; s < lengths.size(); ++s) prompts.push_back(some_tokens(lengths[s], nv, 7u + static_cast<std::uint32_t>(s)));
@@ -149,9 +185,9 @@ TEST_P(batch, sequences_batched_together_get_the_logits_they_get_alone) {
 /// the two halves' results merged (attend_one_row_split); with one, the kernel walks them all.
 /// Long enough for the split on the tiny models (512 positions x 128 query values) and for each
 /// worker to take its range in several chunks (attend_one_row_split), across a sliding window on
-/// gemma2's alternate layers, and on the quantized model.
+/// gemma2's alternate layers and gemma3's five of six, and on the quantized model.
 TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worker) {
-  auto m = model::load(k_shared + "/models/" + GetParam() + ".gguf");
+  auto m = model::load(model_file(GetParam()));
   ASSERT_TRUE(m) << m.err().message;
   const std::int32_t nv = (*m)->hp.n_vocab;
   kernels::compute_pool one_worker(1), two_workers(2);
@@ -169,7 +205,8 @@ TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worke
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(shared_models, batch, ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m"),
+INSTANTIATE_TEST_SUITE_P(shared_models, batch,
+                         ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3),
                          [](const auto& info) {
                            std::string s = info.param;
                            std::replace(s.begin(), s.end(), '-', '_');
