@@ -2,10 +2,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/connect.hpp>
@@ -166,26 +171,42 @@ TEST(http_server, stop_closes_idle_connections_and_refuses_new_ones) {
 }
 
 /// Streams `count` events from a producer thread, `gap` apart; records whether it saw a cancel.
+/// A producer stops at its first refused push; join() waits for every producer, so that none
+/// outlives the server whose strand its channel holds.
 struct streaming_handler {
+  struct producers {
+    std::mutex mu;
+    std::vector<std::thread> threads;
+  };
   int count;
   std::chrono::milliseconds gap;
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::atomic<int>> refused = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<producers> running = std::make_shared<producers>();
   handler_result operator()(http_request& req, const request_context& rc) const {
     auto ch = std::make_shared<stream_channel>(rc.executor);
     ch->on_cancel([c = cancelled] { c->store(true); });
-    std::thread([ch, n = count, gap = gap, refused = refused] {
+    std::lock_guard lock(running->mu);
+    running->threads.emplace_back([ch, n = count, gap = gap, refused = refused] {
       for (int i = 0; i < n; ++i) {
         std::this_thread::sleep_for(gap);
-        if (!ch->push("data: " + std::to_string(i) + "\n\n")) refused->fetch_add(1);
+        if (!ch->push("data: " + std::to_string(i) + "\n\n")) {
+          refused->fetch_add(1);
+          break;
+        }
       }
       ch->close();
-    }).detach();
+    });
     http_response head{http::status::ok, req.version()};
     head.set(http::field::content_type, "text/event-stream");
     stream_reply sr{std::move(head), ch};
     sr.keepalive = 100ms;
     return sr;
+  }
+  void join() const {
+    std::lock_guard lock(running->mu);
+    for (auto& t : running->threads) t.join();
+    running->threads.clear();
   }
 };
 
@@ -203,6 +224,7 @@ TEST(http_server, streams_events_as_chunks_with_keep_alive_comments_in_the_gaps)
   EXPECT_NE(last, std::string::npos);
   // The connection is kept and serves the next request.
   EXPECT_EQ(c.send(http::verb::get, "/").result(), http::status::ok);
+  h.join();
 }
 
 TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
@@ -221,6 +243,7 @@ TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
   EXPECT_TRUE(h.cancelled->load());
   for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_GT(h.refused->load(), 0) << "pushes after the cancel must be refused";
+  h.join();
 }
 
 TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {
@@ -275,6 +298,162 @@ TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_
   ws.close(beast::websocket::close_code::normal);
   for (int i = 0; i < 200 && !closed->load(); ++i) std::this_thread::sleep_for(5ms);
   EXPECT_TRUE(closed->load());
+}
+
+/// The server's answer to `raw`, read while `raw` is still being written: a server that refuses a
+/// request early stops reading it, and a client that only wrote would block. Nothing when the
+/// server closed the connection without an answer. The whole exchange has 30 s.
+std::optional<http::response<http::string_body>> exchange(std::uint16_t port, const std::string& raw) {
+  net::io_context ctx;
+  beast::tcp_stream stream(ctx);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  stream.expires_after(30s);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  std::optional<beast::error_code> read_ec;
+  // The write fails once the server closes; only the answer matters.
+  net::async_write(stream, net::buffer(raw), [](beast::error_code, std::size_t) {});
+  http::async_read(stream, buffer, res, [&](beast::error_code ec, std::size_t) {
+    read_ec = ec;
+    stream.cancel();
+  });
+  ctx.run();
+  EXPECT_TRUE(read_ec.has_value());
+  EXPECT_NE(read_ec.value_or(beast::error::timeout), beast::error::timeout) << "the server neither answered nor closed";
+  if (!read_ec || *read_ec) return std::nullopt;
+  return res;
+}
+
+/// A chunked POST of `body` in chunks of `chunk` bytes, each chunk-size line followed by
+/// `extension`, and the last chunk by `trailers` (each field with its CRLF).
+std::string chunked_request(std::string_view body, std::size_t chunk, std::string_view extension,
+                            std::string_view trailers) {
+  std::string out = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (std::size_t at = 0; at < body.size(); at += chunk) {
+    auto part = body.substr(at, chunk);
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx", part.size());
+    out.append(size).append(extension).append("\r\n").append(part).append("\r\n");
+  }
+  out.append("0").append(extension).append("\r\n").append(trailers).append("\r\n");
+  return out;
+}
+
+bool health_answers_200(std::uint16_t port) {
+  client c(port);
+  return c.send(http::verb::get, "/health").result() == http::status::ok;
+}
+
+constexpr std::size_t nine_mib = 9u << 20;
+
+TEST(http_server, a_9_mib_trailer_is_refused_and_the_server_goes_on) {
+  running_server s({});
+  auto res = exchange(s.port(), chunked_request("hello", 5, "", "X-Pad: " + std::string(nine_mib, 'a') + "\r\n"));
+  if (res) {
+    EXPECT_EQ(res->result(), http::status::request_header_fields_too_large) << res->body();
+    EXPECT_FALSE(res->keep_alive());
+  }
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, a_trailer_field_over_64_kib_is_refused_and_the_server_goes_on) {
+  // A field this long is more than Beast's fields container can hold; it throws on insert.
+  http_options o;
+  o.max_header = 1 << 20;
+  running_server s(o);
+  auto res = exchange(s.port(), chunked_request("hello", 5, "", "X-Pad: " + std::string(70'000, 'a') + "\r\n"));
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->result(), http::status::bad_request) << res->body();
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, a_header_field_over_64_kib_under_a_large_header_limit_gets_400) {
+  http_options o;
+  o.max_header = 1 << 20;
+  running_server s(o);
+  auto res = exchange(s.port(), "GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(70'000, 'a') + "\r\n\r\n");
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->result(), http::status::bad_request) << res->body();
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, a_trailer_section_over_the_header_limit_gets_431) {
+  running_server s({});
+  auto res = exchange(s.port(), chunked_request("hello", 5, "", "X-Pad: " + std::string(20'000, 'a') + "\r\n"));
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->result(), http::status::request_header_fields_too_large) << res->body();
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, a_9_mib_chunk_extension_is_refused_with_413) {
+  running_server s({});
+  auto res = exchange(s.port(), chunked_request("hello", 5, ";e=" + std::string(nine_mib, 'a'), ""));
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->result(), http::status::payload_too_large) << res->body();
+  EXPECT_FALSE(res->keep_alive());
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, trailers_count_against_the_body_limit) {
+  http_options o;
+  o.max_body = 4096;
+  running_server s(o);
+  // Field bytes count as name plus value: "x-pad" and the rest of the budget.
+  const std::string body(96, 'b');
+  const std::size_t room = 4096 - body.size() - 5;
+  auto within = exchange(s.port(), chunked_request(body, 32, "", "x-pad: " + std::string(room, 'a') + "\r\n"));
+  ASSERT_TRUE(within.has_value());
+  EXPECT_EQ(within->result(), http::status::ok) << within->body();
+  EXPECT_EQ(within->body(), "{\"echo\":96}");
+  auto over = exchange(s.port(), chunked_request(body, 32, "", "x-pad: " + std::string(room + 1, 'a') + "\r\n"));
+  ASSERT_TRUE(over.has_value());
+  EXPECT_EQ(over->result(), http::status::payload_too_large) << over->body();
+}
+
+TEST(http_server, many_small_chunks_whose_extensions_pass_the_body_limit_are_refused_with_413) {
+  http_options o;
+  o.max_body = 4096;
+  running_server s(o);
+  const std::string body(100, 'b');
+  const std::string ext = ";name=" + std::string(40, 'v');  // 46 bytes a chunk, 101 chunks
+  auto small = exchange(s.port(), chunked_request(body, 1, ";k=v", ""));
+  ASSERT_TRUE(small.has_value());
+  EXPECT_EQ(small->result(), http::status::ok) << small->body();
+  auto res = exchange(s.port(), chunked_request(body, 1, ext, ""));
+  ASSERT_TRUE(res.has_value());
+  EXPECT_EQ(res->result(), http::status::payload_too_large) << res->body();
+  EXPECT_TRUE(health_answers_200(s.port()));
+}
+
+TEST(http_server, serves_pipelined_requests_in_order) {
+  running_server s({});
+  std::string two = chunked_request("abc", 2, ";k=v", "x-t: 1\r\n") +
+                    "POST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz";
+  client c(s.port());
+  net::write(c.stream, net::buffer(two));
+  for (const char* echo : {"{\"echo\":3}", "{\"echo\":4}"}) {
+    http::response<http::string_body> res;
+    http::read(c.stream, c.buffer, res);
+    EXPECT_EQ(res.result(), http::status::ok);
+    EXPECT_EQ(res.body(), echo);
+  }
+}
+
+TEST(http_server, an_exception_outside_the_handler_ends_only_its_connection) {
+  http_options o;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  o.on_response = [calls](int) {
+    if (calls->fetch_add(1) == 0) throw std::runtime_error("metrics hook failed");
+  };
+  running_server s(o);
+  {
+    client c(s.port());
+    EXPECT_EQ(c.send(http::verb::get, "/").result(), http::status::ok);
+    EXPECT_TRUE(c.closed_by_server());
+  }
+  EXPECT_TRUE(health_answers_200(s.port()));
+  for (int i = 0; i < 400 && s.server().connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(s.server().connections(), 0u) << "a connection that threw must still be accounted as ended";
 }
 
 TEST(http_types, errors_have_the_openai_shape) {

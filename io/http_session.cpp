@@ -1,7 +1,10 @@
 #include "io/http_session.hpp"
 
 #include <chrono>
+#include <exception>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/post.hpp>
@@ -11,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "io/http_server.hpp"
+#include "io/request_reader.hpp"
 #include "io/websocket_session.hpp"
 #include "src/common/log.hpp"
 
@@ -26,14 +30,21 @@ namespace {
 /// connection just ended (closed, timed out, reset).
 std::optional<http_response> reply_to_read_error(const beast::error_code& ec, unsigned version, std::uint64_t max_body) {
   if (ec == http::error::body_limit) {
-    auto res = make_error(version, http::status::payload_too_large,
-                          "request body exceeds the limit of " + std::to_string(max_body) + " bytes",
-                          "invalid_request_error", "body_too_large");
-    res.set(http::field::connection, "close");
-    return res;
+    return make_error(version, http::status::payload_too_large,
+                      "request body exceeds the limit of " + std::to_string(max_body) +
+                          " bytes (chunk extensions and trailers included)",
+                      "invalid_request_error", "body_too_large");
+  }
+  if (ec == read_errc::chunk_line_too_long) {
+    return make_error(version, http::status::payload_too_large, "chunk-size line (with its extensions) too long",
+                      "invalid_request_error", "chunk_extension_too_large");
   }
   if (ec == http::error::header_limit) {
     return make_error(version, http::status::request_header_fields_too_large, "request headers too large",
+                      "invalid_request_error", "headers_too_large");
+  }
+  if (ec == read_errc::trailers_too_large) {
+    return make_error(version, http::status::request_header_fields_too_large, "request trailers too large",
                       "invalid_request_error", "headers_too_large");
   }
   if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
@@ -43,6 +54,17 @@ std::optional<http_response> reply_to_read_error(const beast::error_code& ec, un
   }
   return make_error(version, http::status::bad_request, "malformed HTTP request: " + ec.message(),
                     "invalid_request_error", "bad_request");
+}
+
+/// The message of an exception caught as `e`.
+std::string what(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown exception";
+  }
 }
 
 }  // namespace
@@ -70,21 +92,32 @@ void http_session::count(int status) const {
 }
 
 net::awaitable<void> http_session::write(http_response res) {
+  responded_ = true;
   stream_.expires_after(server_->opts_.write_timeout);
   co_await http::async_write(stream_, res, nothrow);
 }
 
 net::awaitable<void> http_session::run() {
-  if (over_limit_) {
-    auto res = make_error(11, http::status::service_unavailable, "too many connections", "server_error",
-                          "too_many_connections");
-    res.set(http::field::connection, "close");
-    res.set(http::field::retry_after, "1");
-    count(503);
-    co_await write(std::move(res));
-  } else {
-    bool first = true;
-    while (co_await serve_one(first)) first = false;
+  // The connection's boundary: whatever one connection throws ends that connection only.
+  std::exception_ptr failure;
+  try {
+    co_await serve();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    spdlog::error("connection {} ended by an exception: {}", remote_, what(failure));
+    if (!responded_ && !upgraded_) {
+      try {
+        auto res = make_error(11, http::status::bad_request, "the request could not be processed",
+                              "invalid_request_error", "bad_request");
+        res.set(http::field::connection, "close");
+        co_await write(std::move(res));
+        count(400);
+      } catch (...) {
+        // Nothing more can be said on this connection; it closes below.
+      }
+    }
   }
   if (!upgraded_) {
     beast::error_code ec;
@@ -94,44 +127,74 @@ net::awaitable<void> http_session::run() {
   server_->on_session_end(id_);
 }
 
+net::awaitable<void> http_session::serve() {
+  if (over_limit_) {
+    auto res = make_error(11, http::status::service_unavailable, "too many connections", "server_error",
+                          "too_many_connections");
+    res.set(http::field::connection, "close");
+    res.set(http::field::retry_after, "1");
+    count(503);
+    co_await write(std::move(res));
+    co_return;
+  }
+  bool first = true;
+  while (co_await serve_one(first)) first = false;
+}
+
+net::awaitable<beast::error_code> http_session::read_request(request_reader& reader) {
+  const auto& opts = server_->opts_;
+  for (;;) {
+    if (buffer_.size() > 0) {
+      bool had_header = reader.header_done();
+      beast::error_code ec;
+      auto data = buffer_.data();
+      buffer_.consume(reader.put(std::string_view(static_cast<const char*>(data.data()), data.size()), ec));
+      if (!had_header && reader.header_done()) {
+        idle_ = false;
+        // A Content-Length over the body limit already failed the header (the parser checks it).
+        stream_.expires_after(opts.header_timeout);
+      }
+      if (ec && ec != http::error::need_more) co_return ec;
+      if (reader.done()) co_return beast::error_code{};
+      // Without an error the reader took every byte; with need_more it waits for the rest.
+    }
+    auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(read_size), nothrow);
+    if (ec) co_return ec;
+    buffer_.commit(n);
+  }
+}
+
 net::awaitable<bool> http_session::serve_one(bool first) {
   const auto& opts = server_->opts_;
-  http::request_parser<http::string_body> parser;
-  parser.header_limit(opts.max_header);
-  parser.body_limit(opts.max_body);
+  request_reader reader(limits_of(opts));
 
   idle_ = true;
+  responded_ = false;
   if (server_->stopping()) co_return false;
   // A new connection gets header_timeout for its first request; a kept-alive one idle_timeout.
   stream_.expires_after(first ? opts.header_timeout : opts.idle_timeout);
-  auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, nothrow);
+  auto ec = co_await read_request(reader);
   idle_ = false;
   if (ec) {
-    if (auto res = reply_to_read_error(ec, 11, opts.max_body)) {
-      count(res->result_int());
-      co_await write(std::move(*res));
-    }
-    co_return false;
-  }
-  // A Content-Length over body_limit already failed the header read (the parser checks it).
-  stream_.expires_after(opts.header_timeout);
-  std::tie(ec, n) = co_await http::async_read(stream_, buffer_, parser, nothrow);
-  if (ec) {
-    if (auto res = reply_to_read_error(ec, parser.get().version(), opts.max_body)) {
+    if (ec == read_errc::unreadable) spdlog::warn("connection {}: unreadable request: {}", remote_, reader.failure());
+    unsigned version = reader.header_done() ? reader.get().version() : 11;
+    if (auto res = reply_to_read_error(ec, version, opts.max_body)) {
+      // A refused request may have left bytes unread: the connection cannot go on.
+      res->set(http::field::connection, "close");
       count(res->result_int());
       co_await write(std::move(*res));
     }
     co_return false;
   }
 
-  http_request req = parser.release();
+  http_request req = reader.release();
   request_context ctx{log::new_request_id(), remote_, stream_.get_executor()};
   auto t0 = std::chrono::steady_clock::now();
   handler_result result;
   try {
     result = server_->handler_(req, ctx);
-  } catch (const std::exception& e) {
-    spdlog::error("[{}] handler failed: {}", ctx.request_id, e.what());
+  } catch (...) {
+    spdlog::error("[{}] handler failed: {}", ctx.request_id, what(std::current_exception()));
     result = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");
   }
   bool keep = req.keep_alive() && !server_->stopping();

@@ -1,6 +1,7 @@
 #pragma once
-// http_session: one connection. Owns the socket, the read buffer and the parser; serves requests
-// one after another (keep-alive) on its own strand. Only its server creates or stops it.
+// http_session: one connection. Owns the socket and the read buffer; reads requests through a
+// request_reader and serves them one after another (keep-alive) on its own strand. Only its
+// server creates or stops it.
 
 #include <atomic>
 #include <cstdint>
@@ -15,6 +16,7 @@
 namespace strata::io {
 
 class http_server;
+class request_reader;
 
 class http_session : public std::enable_shared_from_this<http_session> {
  public:
@@ -28,7 +30,11 @@ class http_session : public std::enable_shared_from_this<http_session> {
   boost::beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
 
  private:
+  /// Serves requests until the connection ends; run() catches what it throws.
+  boost::asio::awaitable<void> serve();
   boost::asio::awaitable<bool> serve_one(bool first);
+  /// Feeds the reader from the buffer and the socket until the request is complete or refused.
+  boost::asio::awaitable<boost::system::error_code> read_request(request_reader& reader);
   /// Reports a response status to the server options' on_response hook.
   void count(int status) const;
   boost::asio::awaitable<void> write(http_response res);
@@ -41,8 +47,11 @@ class http_session : public std::enable_shared_from_this<http_session> {
   boost::beast::flat_buffer buffer_;
   std::string remote_;
   bool over_limit_;
-  bool idle_ = true;       // touched only on the strand
-  bool upgraded_ = false;  // the socket moved to a WebSocket session
+  bool idle_ = true;        // touched only on the strand
+  bool responded_ = false;  // a response to the current request has begun
+  bool upgraded_ = false;   // the socket moved to a WebSocket session
+  /// Bytes asked of the socket per read.
+  static constexpr std::size_t read_size = 64 * 1024;
 };
 
 }  // namespace strata::io

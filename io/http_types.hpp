@@ -24,7 +24,10 @@ using http_response = http::response<http::string_body>;
 struct http_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
+  /// Decoded body bytes plus every chunk extension and trailer field (413 past it).
   std::uint64_t max_body = 8ull << 20;
+  /// The request line and header fields (431 past it); apart from them, the trailer section (431)
+  /// and any one chunk-size line (413). Past 64 KiB one field outgrows Beast's fields container.
   std::uint32_t max_header = 16 * 1024;
   int max_connections = 10'000;
   std::chrono::milliseconds header_timeout{10'000};

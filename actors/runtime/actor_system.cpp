@@ -20,7 +20,20 @@ actor_system::actor_system(options opts)
   if (n < 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads_.reserve(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
-    threads_.emplace_back([this] { ctx_.run(); });
+    threads_.emplace_back([this] { serve(); });
+  }
+}
+
+void actor_system::serve() {
+  for (;;) {
+    try {
+      ctx_.run();
+      return;
+    } catch (const std::exception& e) {
+      spdlog::error("an event handler threw: {}; the thread goes on", e.what());
+    } catch (...) {
+      spdlog::error("an event handler threw a non-standard exception; the thread goes on");
+    }
   }
 }
 

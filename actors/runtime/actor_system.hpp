@@ -95,6 +95,11 @@ class actor_system final : private failure_sink {
   std::size_t stopped_count() const;
 
  private:
+  /// A worker thread's loop: runs the context until it stops. An exception that escapes a
+  /// completion handler outside every actor (a connection's write, say) is logged and the thread
+  /// goes on serving: one bad event never ends the process.
+  void serve();
+
   failure_action on_actor_failure(cell_base& cell, const std::string& what) override;
   void on_actor_stopped(cell_base& cell) override;
   void register_cell(std::shared_ptr<cell_base> cell);

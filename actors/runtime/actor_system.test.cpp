@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
 
+#include <boost/asio/post.hpp>
 #include <gtest/gtest.h>
 
 namespace strata::actors {
@@ -370,6 +372,18 @@ TEST(actor_system, too_many_restarts_escalate_to_stop_the_system) {
   for (int i = 0; i < 4; ++i) f.tell(boom{});
   sys.run_all();
   EXPECT_TRUE(sys.stop_requested());
+}
+
+TEST(actor_system, a_handler_that_throws_outside_every_actor_ends_neither_its_thread_nor_the_process) {
+  actor_system sys({.threads = 1});
+  // A completion handler of no actor (as a connection's I/O is) that throws, then more work: the
+  // one worker thread must still be there to run it.
+  boost::asio::post(sys.context(), [] { throw std::runtime_error("a handler failed"); });
+  boost::asio::post(sys.context(), [] { throw 42; });
+  std::promise<void> ran;
+  boost::asio::post(sys.context(), [&ran] { ran.set_value(); });
+  EXPECT_EQ(ran.get_future().wait_for(5s), std::future_status::ready);
+  sys.stop();
 }
 
 // ---- manual executor ----

@@ -81,6 +81,7 @@ struct scheduler_section {
 };
 
 struct limits_section {
+  /// Largest request body, chunk extensions and trailers included; past it the API answers 413.
   std::uint64_t max_body = 8ull << 20;
   int max_connections = 10'000;
   std::chrono::milliseconds header_timeout{10'000};
