@@ -207,11 +207,14 @@ void run_tiles(const tile_fn (&tiles)[4][4], int max_r, const void* w, std::size
   }
 }
 
-/// q4_0 weights against q8_32 activations, like q8_0_tile: the nibbles are the unsigned operand of
-/// vpdpbusd and the -8 offset comes in as -8 * (sum of the activation block), the accumulator's
-/// starting value in the first lane of each block.
-template <int R, int C>
-void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+/// q4_0 (nonlinear = false) and iq4_nl weights against q8_32 activations, like q8_0_tile.
+/// q4_0: the nibbles are the unsigned operand of vpdpbusd and the -8 offset comes in as
+/// -8 * (sum of the activation block), the accumulator's starting value in the first lane of each
+/// block. iq4_nl: vpshufb looks the nibbles up in k_iq4_nl_values + 128 (held in each 128-bit
+/// lane), unsigned levels 1..241 for vpdpbusd (whose 32-bit sums cannot saturate), and the + 128
+/// comes back off as -128 * (sum of the activation block) in the same way.
+template <bool nonlinear, int R, int C>
+void nibble_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   __m512 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -219,6 +222,10 @@ void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   const std::int64_t nb = k / 32;
   const __m512i low4 = _mm512_set1_epi8(0xF);
+  // Adding 128 to an int8 level flips its top bit.
+  const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
+                                                             _mm_set1_epi8(static_cast<char>(0x80))));
+  constexpr int offset = nonlinear ? -128 : -8;
   for (std::int64_t b = 0; b < nb; b += 2) {
     const bool two = b + 1 < nb;
     __m512i u[R];
@@ -230,7 +237,8 @@ void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
       const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
       const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
       const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      u[r] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
+      u[r] = nonlinear ? _mm512_shuffle_epi8(table, nibbles) : nibbles;
       std::uint16_t h0, h1 = 0;
       std::memcpy(&h0, p, 2);
       if (two) std::memcpy(&h1, p + 18, 2);
@@ -241,7 +249,7 @@ void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
       const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
                              : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
       const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-      const int s0 = -8 * x[c].sums[b], s1 = two ? -8 * x[c].sums[b + 1] : 0;
+      const int s0 = offset * x[c].sums[b], s1 = two ? offset * x[c].sums[b + 1] : 0;
       const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
@@ -256,19 +264,21 @@ void q4_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
     for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
-float dot_q4_0(const void* w, const act_row& x, std::int64_t k) {
+template <bool nonlinear>
+float dot_nibbles(const void* w, const act_row& x, std::int64_t k) {
   float y;
-  q4_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  nibble_tile<nonlinear, 1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
   return y;
 }
 
-void gemm_q4_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
+template <bool nonlinear>
+void gemm_nibbles(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+                  std::int64_t ldy) {
   static constexpr tile_fn tiles[4][4] = {
-      {q4_0_tile<1, 1>, q4_0_tile<1, 2>, q4_0_tile<1, 3>, q4_0_tile<1, 4>},
-      {q4_0_tile<2, 1>, q4_0_tile<2, 2>, q4_0_tile<2, 3>, q4_0_tile<2, 4>},
-      {q4_0_tile<3, 1>, q4_0_tile<3, 2>, q4_0_tile<3, 3>, q4_0_tile<3, 4>},
-      {q4_0_tile<4, 1>, q4_0_tile<4, 2>, q4_0_tile<4, 3>, q4_0_tile<4, 4>},
+      {nibble_tile<nonlinear, 1, 1>, nibble_tile<nonlinear, 1, 2>, nibble_tile<nonlinear, 1, 3>, nibble_tile<nonlinear, 1, 4>},
+      {nibble_tile<nonlinear, 2, 1>, nibble_tile<nonlinear, 2, 2>, nibble_tile<nonlinear, 2, 3>, nibble_tile<nonlinear, 2, 4>},
+      {nibble_tile<nonlinear, 3, 1>, nibble_tile<nonlinear, 3, 2>, nibble_tile<nonlinear, 3, 3>, nibble_tile<nonlinear, 3, 4>},
+      {nibble_tile<nonlinear, 4, 1>, nibble_tile<nonlinear, 4, 2>, nibble_tile<nonlinear, 4, 3>, nibble_tile<nonlinear, 4, 4>},
   };
   run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
 }
@@ -538,76 +548,6 @@ void gemm_q5_1(const void* w, std::size_t w_stride, int nr, const act_row* x, in
       {q5_1_tile<2, 1>, q5_1_tile<2, 2>, q5_1_tile<2, 3>, q5_1_tile<2, 4>},
       {q5_1_tile<3, 1>, q5_1_tile<3, 2>, q5_1_tile<3, 3>, q5_1_tile<3, 4>},
       {q5_1_tile<4, 1>, q5_1_tile<4, 2>, q5_1_tile<4, 3>, q5_1_tile<4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
-
-/// iq4_nl weights against q8_32 activations, like q4_0_tile: vpshufb looks the nibbles up in
-/// k_iq4_nl_values + 128 (held in each 128-bit lane), unsigned levels 1..241 for vpdpbusd (whose
-/// 32-bit sums cannot saturate), and the + 128 comes back off as -128 * (sum of the activation
-/// block) in the accumulator's first lane of each block.
-template <int R, int C>
-void iq4_nl_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const std::int64_t nb = k / 32;
-  const __m512i low4 = _mm512_set1_epi8(0xF);
-  // Adding 128 to an int8 level flips its top bit.
-  const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
-                                                             _mm_set1_epi8(static_cast<char>(0x80))));
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const bool two = b + 1 < nb;
-    __m512i u[R];
-    __m512 sw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 18;
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
-      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
-      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      u[r] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4));
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 18, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
-      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-      const int s0 = -128 * x[c].sums[b], s1 = two ? -128 * x[c].sums[b + 1] : 0;
-      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
-}
-
-float dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  iq4_nl_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
-
-void gemm_iq4_nl(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-                 std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {iq4_nl_tile<1, 1>, iq4_nl_tile<1, 2>, iq4_nl_tile<1, 3>, iq4_nl_tile<1, 4>},
-      {iq4_nl_tile<2, 1>, iq4_nl_tile<2, 2>, iq4_nl_tile<2, 3>, iq4_nl_tile<2, 4>},
-      {iq4_nl_tile<3, 1>, iq4_nl_tile<3, 2>, iq4_nl_tile<3, 3>, iq4_nl_tile<3, 4>},
-      {iq4_nl_tile<4, 1>, iq4_nl_tile<4, 2>, iq4_nl_tile<4, 3>, iq4_nl_tile<4, 4>},
   };
   run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
 }
@@ -908,20 +848,20 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
   t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16>;
   t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16>;
-  t.row_dot[dtype_slot(dtype::q4_0)] = dot_q4_0;
+  t.row_dot[dtype_slot(dtype::q4_0)] = dot_nibbles<false>;
   t.row_dot[dtype_slot(dtype::q4_1)] = dot_q4_1;
   t.row_dot[dtype_slot(dtype::q5_0)] = dot_q5_0;
   t.row_dot[dtype_slot(dtype::q5_1)] = dot_q5_1;
-  t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_iq4_nl;
+  t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_nibbles<true>;
   t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
   t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
   t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
   t.row_dot[dtype_slot(dtype::q6_k)] = dot_q6_k;
-  t.row_gemm[dtype_slot(dtype::q4_0)] = gemm_q4_0;
+  t.row_gemm[dtype_slot(dtype::q4_0)] = gemm_nibbles<false>;
   t.row_gemm[dtype_slot(dtype::q4_1)] = gemm_q4_1;
   t.row_gemm[dtype_slot(dtype::q5_0)] = gemm_q5_0;
   t.row_gemm[dtype_slot(dtype::q5_1)] = gemm_q5_1;
-  t.row_gemm[dtype_slot(dtype::iq4_nl)] = gemm_iq4_nl;
+  t.row_gemm[dtype_slot(dtype::iq4_nl)] = gemm_nibbles<true>;
   t.row_gemm[dtype_slot(dtype::q8_0)] = gemm_q8_0;
   t.row_gemm[dtype_slot(dtype::q4_k)] = gemm_k45<false>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = gemm_k45<true>;

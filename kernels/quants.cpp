@@ -186,25 +186,31 @@ void quant_q4_0(const float* x, block_q4_0* b, std::int64_t nb) {
   }
 }
 
-/// Each block's range [lo, hi] in 16 even steps: d = (hi - lo) / 15, m = lo, and the level of x
-/// is (x - lo) / d rounded to nearest (ties up), at most 15. The levels are taken from the f32 d
-/// and lo, before they are rounded to f16.
+/// A block's range [lo, hi] in top + 1 even steps (q4_1: 16, q5_1: 32): d = (hi - lo) / top, and
+/// level[j] is (x[j] - lo) / d rounded to nearest (ties up), at most top. The levels are taken
+/// from the f32 d and lo, before they are rounded to f16.
+struct range_fit {
+  float d, lo;
+};
+range_fit fit_range(const float* x, int top, int* level) {
+  float lo = x[0], hi = x[0];
+  for (int j = 1; j < k_qk; ++j) {
+    lo = std::min(lo, x[j]);
+    hi = std::max(hi, x[j]);
+  }
+  const float d = (hi - lo) / static_cast<float>(top), id = d != 0 ? 1.0f / d : 0.0f;
+  // (x - lo) * id >= 0, so truncation after adding 0.5 rounds to nearest.
+  for (int j = 0; j < k_qk; ++j) level[j] = std::min(top, static_cast<int>((x[j] - lo) * id + 0.5f));
+  return {d, lo};
+}
+
 void quant_q4_1(const float* x, block_q4_1* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    float lo = x[0], hi = x[0];
-    for (int j = 1; j < k_qk; ++j) {
-      lo = std::min(lo, x[j]);
-      hi = std::max(hi, x[j]);
-    }
-    const float d = (hi - lo) / 15.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    b[i].d = fp32_to_fp16(d);
-    b[i].m = fp32_to_fp16(lo);
-    for (int j = 0; j < k_qk / 2; ++j) {
-      // (x - lo) * id >= 0, so truncation after adding 0.5 rounds to nearest.
-      const int q0 = std::min(15, static_cast<int>((x[j] - lo) * id + 0.5f));
-      const int q1 = std::min(15, static_cast<int>((x[j + k_qk / 2] - lo) * id + 0.5f));
-      b[i].qs[j] = static_cast<std::uint8_t>(q0 | (q1 << 4));
-    }
+    int level[k_qk];
+    const range_fit f = fit_range(x, 15, level);
+    b[i].d = fp32_to_fp16(f.d);
+    b[i].m = fp32_to_fp16(f.lo);
+    for (int j = 0; j < k_qk / 2; ++j) b[i].qs[j] = static_cast<std::uint8_t>(level[j] | (level[j + k_qk / 2] << 4));
   }
 }
 
@@ -228,20 +234,12 @@ void quant_q5_0(const float* x, block_q5_0* b, std::int64_t nb) {
   }
 }
 
-/// As quant_q4_1 with 32 levels: d = (hi - lo) / 31, m = lo, the level of x is (x - lo) / d
-/// rounded to nearest (ties up), at most 31.
 void quant_q5_1(const float* x, block_q5_1* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    float lo = x[0], hi = x[0];
-    for (int j = 1; j < k_qk; ++j) {
-      lo = std::min(lo, x[j]);
-      hi = std::max(hi, x[j]);
-    }
-    const float d = (hi - lo) / 31.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    b[i].d = fp32_to_fp16(d);
-    b[i].m = fp32_to_fp16(lo);
     int level[k_qk];
-    for (int j = 0; j < k_qk; ++j) level[j] = std::min(31, static_cast<int>((x[j] - lo) * id + 0.5f));
+    const range_fit f = fit_range(x, 31, level);
+    b[i].d = fp32_to_fp16(f.d);
+    b[i].m = fp32_to_fp16(f.lo);
     put_q5_levels(level, b[i].qs, b[i].qh);
   }
 }
