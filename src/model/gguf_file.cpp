@@ -303,8 +303,10 @@ result<void> gguf_file::load() {
   if (tensors_.empty()) return {};
   if (data_start > size_) return fail(errc::corrupt_data, "truncated file: the data section would start at byte ", data_start, " past the end (", size_, " bytes)");
   std::uint64_t data_size = size_ - data_start;
-  std::vector<std::pair<std::uint64_t, std::size_t>> spans;
-  spans.reserve(tensors_.size());
+  // llama.cpp's layout rule: the tensors lie in the order of the table, each at the end of the one
+  // before rounded up to the alignment. So the bytes a tensor owns are exactly what its type and
+  // shape take, and a type that does not match them shows as a gap, an overlap or leftover bytes.
+  std::uint64_t expected = 0;
   for (std::size_t i = 0; i < tensors_.size(); ++i) {
     gguf_tensor& t = tensors_[i];
     if (t.offset > data_size)
@@ -312,15 +314,22 @@ result<void> gguf_file::load() {
     if (t.n_bytes > data_size - t.offset)
       return fail(errc::corrupt_data, "tensor '", t.name, "': data ends at byte ", data_start + t.offset + t.n_bytes,
                   " past the end of the file (", size_, " bytes)");
+    if (t.offset != expected) {
+      if (i == 0) return fail(errc::corrupt_data, "tensor '", t.name, "': data starts at offset ", t.offset, ", expected 0 (the first tensor)");
+      const gguf_tensor& prev = tensors_[i - 1];
+      if (t.offset < expected)
+        return fail(errc::corrupt_data, "tensors '", prev.name, "' and '", t.name, "' overlap: '", prev.name, "' (", kernels::ggml_type_name(prev.type),
+                    ", ", prev.n_bytes, " bytes) ends at offset ", prev.offset + prev.n_bytes, ", '", t.name, "' starts at ", t.offset);
+      return fail(errc::corrupt_data, "tensor '", prev.name, "': type ", kernels::ggml_type_name(prev.type), " does not match its ",
+                  t.offset - prev.offset, " bytes (its shape takes ", prev.n_bytes, "; the next tensor '", t.name, "' starts at offset ", t.offset, ")");
+    }
     t.data = base_ + data_start + t.offset;
-    spans.emplace_back(t.offset, i);
+    expected = (t.offset + t.n_bytes + alignment_ - 1) / alignment_ * alignment_;
   }
-  std::sort(spans.begin(), spans.end());
-  for (std::size_t i = 1; i < spans.size(); ++i) {
-    const gguf_tensor& prev = tensors_[spans[i - 1].second];
-    if (prev.offset + prev.n_bytes > spans[i].first)
-      return fail(errc::corrupt_data, "tensors '", prev.name, "' and '", tensors_[spans[i].second].name, "' overlap");
-  }
+  const gguf_tensor& last = tensors_.back();
+  if (data_size > expected)
+    return fail(errc::corrupt_data, "tensor '", last.name, "': type ", kernels::ggml_type_name(last.type), " does not match its ",
+                data_size - last.offset, " bytes (its shape takes ", last.n_bytes, "; the file goes on past it)");
   return {};
 }
 

@@ -1,6 +1,7 @@
 #include "src/model/hparams.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "kernels/attention.hpp"
 
@@ -20,6 +21,26 @@ const char* arch_name(arch a) {
 
 namespace {
 
+/// An optional float key: absent leaves `out` as it is; present, it must be a number within
+/// (0, hi] (finite); NaN, infinities, zero and negatives are refused, naming the key.
+result<void> positive_float(const gguf_file& f, const std::string& key, float& out, double hi = 1e30) {
+  if (!f.has(key)) return {};
+  auto v = f.get_float(key);
+  if (!v) return fail(errc::corrupt_data, "metadata key ", key, " is not a number");
+  if (!std::isfinite(*v) || !(*v > 0) || *v > hi) return fail(errc::corrupt_data, "metadata key ", key, " = ", *v, " must be a positive finite number");
+  out = static_cast<float>(*v);
+  return {};
+}
+
+/// An optional soft-cap: absent leaves `out`; present, a finite number >= 0 (0 turns it off).
+result<void> softcap(const gguf_file& f, const std::string& key, float& out) {
+  if (!f.has(key)) return {};
+  auto v = f.get_float(key);
+  if (!v || !std::isfinite(*v) || *v < 0) return fail(errc::corrupt_data, "metadata key ", key, " must be a finite number >= 0");
+  out = static_cast<float>(*v);
+  return {};
+}
+
 /// Gemma 3's additions: which layers slide and their rotary base, its attention scale, the
 /// embedding scale, and a final soft-cap only where the file gives one (no attention soft-cap).
 result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
@@ -27,8 +48,7 @@ result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
   // models with the head length; the files carry no key for it.
   if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
   h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
-  if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
-  if (h.final_softcap < 0) return fail(errc::corrupt_data, a, ".final_logit_softcapping is negative");
+  if (auto r = softcap(f, a + ".final_logit_softcapping", h.final_softcap); !r) return r;
 
   // Without a window every layer is global. With one, the layers that slide are listed per layer
   // (an array of booleans) or follow a period p: of every p layers the first p - 1 slide and the
@@ -59,8 +79,7 @@ result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
   }
   // Sliding layers rotate with their own base (10000 unless the file says) and no scaling.
   h.rope_freq_base_swa = 10000.0f;
-  if (auto v = f.get_float(a + ".rope.freq_base_swa")) h.rope_freq_base_swa = static_cast<float>(*v);
-  if (!(h.rope_freq_base_swa > 0)) return fail(errc::corrupt_data, a, ".rope.freq_base_swa must be positive");
+  if (auto r = positive_float(f, a + ".rope.freq_base_swa", h.rope_freq_base_swa); !r) return r;
   h.rope_freq_scale_swa = 1.0f;
   return {};
 }
@@ -115,18 +134,20 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   if (f.has(a + ".context_length")) {
     if (auto r = need_int("context_length", h.n_ctx_train, 1, 1 << 24); !r) return std::move(r).err();
   }
-  if (auto v = f.get_float(a + ".rope.freq_base")) h.rope_freq_base = static_cast<float>(*v);
+  if (auto r = positive_float(f, a + ".rope.freq_base", h.rope_freq_base); !r) return std::move(r).err();
   // Linear scaling; gemma3 files from older converters give the factor alone, which llama.cpp
   // also takes as linear.
   const auto scaling = f.get_string(a + ".rope.scaling.type");
   if ((scaling && *scaling == "linear") || (!scaling && h.architecture == arch::gemma3)) {
-    if (auto v = f.get_float(a + ".rope.scaling.factor"); v && *v > 0) h.rope_freq_scale = static_cast<float>(1.0 / *v);
+    float factor = 1.0f;
+    if (auto r = positive_float(f, a + ".rope.scaling.factor", factor); !r) return std::move(r).err();
+    h.rope_freq_scale = 1.0f / factor;
   }
   h.rope_freq_base_swa = h.rope_freq_base;
   h.rope_freq_scale_swa = h.rope_freq_scale;
-  auto eps = f.get_float(a + ".attention.layer_norm_rms_epsilon");
-  if (!eps || !(*eps > 0) || *eps > 1) return fail(errc::corrupt_data, "metadata key ", a, ".attention.layer_norm_rms_epsilon is missing or invalid");
-  h.norm_eps = static_cast<float>(*eps);
+  const std::string eps_key = a + ".attention.layer_norm_rms_epsilon";
+  if (!f.has(eps_key)) return fail(errc::corrupt_data, "metadata key ", eps_key, " is missing");
+  if (auto r = positive_float(f, eps_key, h.norm_eps, 1.0); !r) return std::move(r).err();
 
   if (h.head_dim > kernels::k_attention_max_head_dim)
     return fail(errc::unsupported, a, ".attention.key_length = ", h.head_dim, " exceeds the longest head supported (",
@@ -145,22 +166,27 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     // The soft-caps Gemma 2 was trained with, unless the file says otherwise (0 turns one off).
     h.attn_softcap = 50.0f;
     h.final_softcap = 30.0f;
-    if (auto v = f.get_float(a + ".attn_logit_softcapping")) h.attn_softcap = static_cast<float>(*v);
-    if (auto v = f.get_float(a + ".final_logit_softcapping")) h.final_softcap = static_cast<float>(*v);
-    if (h.attn_softcap < 0 || h.final_softcap < 0) return fail(errc::corrupt_data, a, ": a logit soft-cap is negative");
+    if (auto r = softcap(f, a + ".attn_logit_softcapping", h.attn_softcap); !r) return std::move(r).err();
+    if (auto r = softcap(f, a + ".final_logit_softcapping", h.final_softcap); !r) return std::move(r).err();
     h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
   } else if (h.architecture == arch::gemma3) {
     if (auto r = read_gemma3(f, a, h); !r) return std::move(r).err();
   }
 
   auto tokens = f.array_size("tokenizer.ggml.tokens");
-  if (auto v = f.get_int(a + ".vocab_size")) h.n_vocab = static_cast<std::int32_t>(*v);
+  if (f.has(a + ".vocab_size")) {
+    if (auto r = need_int("vocab_size", h.n_vocab, 1, std::numeric_limits<std::int32_t>::max()); !r) return std::move(r).err();
+  }
   else if (tokens) h.n_vocab = static_cast<std::int32_t>(*tokens);
   const gguf_tensor* embd = f.find_tensor("token_embd.weight");
   if (!embd) return fail(errc::corrupt_data, "tensor 'token_embd.weight' is missing");
   if (h.n_vocab == 0) h.n_vocab = static_cast<std::int32_t>(embd->ne[1]);
   if (embd->ne[1] != h.n_vocab)
     return fail(errc::corrupt_data, "tensor 'token_embd.weight' has ", embd->ne[1], " rows but the vocabulary has ", h.n_vocab, " tokens");
+  // Every id the model can produce must have a token, and every token an embedding row.
+  if (tokens && *tokens != static_cast<std::uint64_t>(h.n_vocab))
+    return fail(errc::corrupt_data, "metadata key tokenizer.ggml.tokens has ", *tokens, " entries but the model's vocabulary has ", h.n_vocab,
+                " (token_embd.weight rows)");
   return h;
 }
 

@@ -58,13 +58,21 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   }
   t.offsets_.push_back(static_cast<std::uint32_t>(t.text_.size()));
 
+  // Scores and types are optional, but when present they must be arrays of one number per token.
   t.scores_.assign(n, 0.0f);
-  if (auto sc = f.get_float_array("tokenizer.ggml.scores")) {
+  if (f.has("tokenizer.ggml.scores")) {
+    auto elem = f.array_type("tokenizer.ggml.scores");
+    auto sc = f.get_float_array("tokenizer.ggml.scores");
+    if (!sc || (elem != model::gguf_type::f32 && elem != model::gguf_type::f64))
+      return fail(errc::corrupt_data, "tokenizer.ggml.scores must be an array of f32");
     if (sc->size() != n) return fail(errc::corrupt_data, "tokenizer.ggml.scores has ", sc->size(), " entries for ", n, " tokens");
     t.scores_ = std::move(*sc);
   }
   t.types_.assign(n, token_type::normal);
-  if (auto ty = f.get_int_array("tokenizer.ggml.token_type")) {
+  if (f.has("tokenizer.ggml.token_type")) {
+    auto ty = f.get_int_array("tokenizer.ggml.token_type");
+    if (!ty || f.array_type("tokenizer.ggml.token_type") == model::gguf_type::boolean)
+      return fail(errc::corrupt_data, "tokenizer.ggml.token_type must be an array of integers");
     if (ty->size() != n) return fail(errc::corrupt_data, "tokenizer.ggml.token_type has ", ty->size(), " entries for ", n, " tokens");
     for (std::size_t i = 0; i < n; ++i) {
       std::int64_t v = (*ty)[i];
@@ -74,10 +82,19 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   t.index_.reserve(n);
   for (std::size_t i = 0; i < n; ++i) t.index_[t.token_text(static_cast<std::int32_t>(i))] = static_cast<std::int32_t>(i);  // a repeated string maps to its last id
 
-  // SentencePiece vocabularies follow LLaMA's conventions unless the metadata says otherwise.
+  // A special id the metadata gives must name a token (-1: none); a file that says otherwise is
+  // corrupt. SentencePiece vocabularies follow LLaMA's conventions unless the metadata says otherwise.
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
+                          "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id", "tokenizer.ggml.padding_token_id"}) {
+    if (!f.has(key)) continue;
+    auto v = f.get_int(key);
+    if (!v || f.type_of(key) == model::gguf_type::boolean) return fail(errc::corrupt_data, key, " is not an integer");
+    if (*v < -1 || *v >= static_cast<std::int64_t>(n))
+      return fail(errc::corrupt_data, key, " = ", *v, " is outside the vocabulary of ", n, " tokens");
+  }
   auto id_of = [&](const char* key, std::int32_t fallback) {
     auto v = f.get_int(key);
-    std::int32_t id = v ? static_cast<std::int32_t>(std::clamp<std::int64_t>(*v, -1, std::numeric_limits<std::int32_t>::max())) : fallback;
+    std::int32_t id = v ? static_cast<std::int32_t>(*v) : fallback;
     return id >= 0 && static_cast<std::size_t>(id) < n ? id : -1;
   };
   t.bos_ = id_of("tokenizer.ggml.bos_token_id", spm ? 1 : -1);
