@@ -83,9 +83,11 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   for (std::size_t i = 0; i < n; ++i) t.index_[t.token_text(static_cast<std::int32_t>(i))] = static_cast<std::int32_t>(i);  // a repeated string maps to its last id
 
   // A special id the metadata gives must name a token (-1: none); a file that says otherwise is
-  // corrupt. SentencePiece vocabularies follow LLaMA's conventions unless the metadata says otherwise.
+  // corrupt. The padding id is the exception, as in llama.cpp: nothing is generated or parsed
+  // with it, and one outside the vocabulary means none. SentencePiece vocabularies follow LLaMA's
+  // conventions unless the metadata says otherwise.
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
-                          "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id", "tokenizer.ggml.padding_token_id"}) {
+                          "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
     if (!f.has(key)) continue;
     auto v = f.get_int(key);
     if (!v || f.type_of(key) == model::gguf_type::boolean) return fail(errc::corrupt_data, key, " is not an integer");
