@@ -67,6 +67,15 @@ std::string what(const std::exception_ptr& e) {
   }
 }
 
+/// Writes the access-log line of a request that began at `t0`, with the tokens its handler reported.
+void log_access(const request_context& ctx, std::string_view method, std::string_view target, int status,
+                std::chrono::steady_clock::time_point t0) {
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const request_usage& u = *ctx.usage;
+  log::access(ctx.request_id, method, target, status, u.prompt_tokens.load(), u.cached_tokens.load(),
+              u.generated_tokens.load(), ms);
+}
+
 }  // namespace
 
 http_session::http_session(std::shared_ptr<http_server> server, std::uint64_t id, beast::tcp_stream stream,
@@ -188,7 +197,7 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   }
 
   http_request req = reader.release();
-  request_context ctx{log::new_request_id(), remote_, stream_.get_executor()};
+  request_context ctx{log::new_request_id(), remote_, stream_.get_executor(), std::make_shared<request_usage>()};
   auto t0 = std::chrono::steady_clock::now();
   handler_result result;
   try {
@@ -221,16 +230,17 @@ net::awaitable<bool> http_session::serve_one(bool first) {
     status = static_cast<int>(res->result_int());
     co_await write(std::move(*res));
   } else {
-    // The connection becomes a WebSocket; the session ends here and the socket moves on.
-    log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 101, 0, 0, 0.0);
+    // The connection becomes a WebSocket; the session ends here and the socket moves on. Its line
+    // is written when the socket closes, with the tokens of every request made over it.
     count(101);
     upgraded_ = true;
+    std::string method(req.method_string()), target(req.target());
     co_await run_websocket(std::move(stream_), std::move(req), std::get<websocket_accept>(std::move(result)),
                            ctx.request_id);
+    log_access(ctx, method, target, 101, t0);
     co_return false;
   }
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), status, 0, 0, ms);
+  log_access(ctx, std::string(req.method_string()), std::string(req.target()), status, t0);
   count(status);
   co_return keep && !server_->stopping();
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The HTTP vocabulary shared by the server, its sessions and the API's handlers.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -38,12 +39,25 @@ struct http_options {
   std::function<void(int status)> on_response;
 };
 
+/// The tokens a request used, for its access-log line: the handler's sinks add what the
+/// response's usage reports when it is complete, from whichever thread finishes it, and the session
+/// reads the totals once the response is written. A WebSocket's requests all add to the one record
+/// of its upgrade request.
+struct request_usage {
+  std::atomic<std::int64_t> prompt_tokens{0};
+  /// Of the prompt tokens, those reused from the prefix cache.
+  std::atomic<std::int64_t> cached_tokens{0};
+  std::atomic<std::int64_t> generated_tokens{0};
+};
+
 /// What a handler learns about the request beyond the message itself.
 struct request_context {
   std::string request_id;
   std::string remote;
   /// The connection's strand: a stream_channel for this request is consumed there.
   boost::asio::any_io_executor executor;
+  /// Where the handler reports the request's tokens (null when nobody logs them).
+  std::shared_ptr<request_usage> usage;
 };
 
 /// A response whose body is a stream: `head` (status and headers) goes first, then every item

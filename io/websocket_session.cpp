@@ -47,8 +47,9 @@ net::awaitable<void> run_websocket(beast::tcp_stream stream, http_request req, w
   auto ws = std::make_shared<ws_stream>(std::move(stream));
   // Idle pings from the server and a timeout for peers that stop answering them.
   ws->set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
-  ws->set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
+  ws->set_option(websocket::stream_base::decorator([request_id](websocket::response_type& res) {
     res.set(http::field::server, "strata");
+    res.set("x-request-id", request_id);  // as on every response: it finds the socket's log line
   }));
   ws->read_message_max(accept.max_message);
   auto [ec] = co_await ws->async_accept(req, nothrow);

@@ -5,6 +5,7 @@
 
 #include "src/api/json_reader.hpp"
 #include "src/api/sampling_reader.hpp"
+#include "src/api/tool_fields.hpp"
 
 namespace strata::api::schema {
 namespace {
@@ -161,16 +162,14 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
     if (key == "tools") {
       json::value tools;
       if (auto e = read_json(v, 2, tools)) return e;
-      if (!tools.is_null() && !tools.is_array()) return invalid_request("tools", "tools must be an array");
+      if (auto e = check_tools(tools)) return e;
       req.tools = std::move(tools);
       return std::nullopt;
     }
     if (key == "tool_choice") {
       json::value choice;
       if (auto e = read_json(v, 2, choice)) return e;
-      if (!choice.is_null() && !choice.is_string() && !choice.is_object())
-        return invalid_request("tool_choice", "tool_choice must be a string or an object");
-      req.tool_choice = std::move(choice);
+      req.tool_choice = std::move(choice);  // checked against the tools once both are read
       return std::nullopt;
     }
     bool handled = false;
@@ -180,6 +179,7 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
   if (st) return std::move(*st);
   if (!has_messages) return invalid_request("messages", "messages is required");
   if (req.messages.empty()) return invalid_request("messages", "messages must hold at least one message");
+  if (auto e = check_tool_choice(req.tool_choice, req.tools)) return std::move(*e);
   auto params = sampling.finish();
   if (!params) return std::move(params).err();
   req.sampling = std::move(params).value();

@@ -37,7 +37,7 @@ struct chat_request {
   /// The same messages as JSON for the chat template: each message object as given, except that
   /// array content is replaced by the joined string and absent content by null.
   boost::json::array messages_json;
-  /// `tools` and `tool_choice` as given (null when absent), for the template.
+  /// `tools` and `tool_choice` as given (null when absent), checked (tool_fields.hpp), for the template.
   boost::json::value tools;
   boost::json::value tool_choice;
   sampling_params sampling;

@@ -82,6 +82,68 @@ TEST(chat_request, refuses_missing_and_malformed_messages) {
   EXPECT_EQ(error_of(with(R"("tool_choice":3)")).param, "tool_choice");
 }
 
+const std::string weather_tool =
+    R"({"type":"function","function":{"name":"get_weather-2","description":"d","parameters":{"type":"object"},"strict":true}})";
+
+TEST(chat_request, accepts_well_formed_tools_and_every_tool_choice) {
+  for (std::string choice : {R"("none")", R"("auto")", R"("required")", "null",
+                             R"({"type":"function","function":{"name":"get_weather-2"}})"}) {
+    auto r = parse_chat_request(with(R"("tools":[)" + weather_tool + R"(],"tool_choice":)" + choice + R"(,"parallel_tool_calls":true)"));
+    EXPECT_TRUE(r.has_value()) << choice << ": " << r.err().message;
+  }
+  // Optional members may be absent or null, and the name may be 64 characters long.
+  EXPECT_TRUE(parse_chat_request(with(R"("tools":[{"type":"function","function":{"name":")" + std::string(64, 'a') +
+                                      R"(","description":null}}])")).has_value());
+  // The named function may come before the tools.
+  EXPECT_TRUE(parse_chat_request(with(R"("tool_choice":{"type":"function","function":{"name":"get_weather-2"}},"tools":[)" +
+                                      weather_tool + "]")).has_value());
+}
+
+TEST(chat_request, names_the_field_of_every_ill_formed_tool) {
+  const struct {
+    std::string member;
+    const char* param;
+    bool with_a_tool;  // the body also carries one valid tool
+  } cases[] = {
+      {R"("tools":"f")", "tools", false},
+      {R"("tools":[1])", "tools[0]", false},
+      {R"("tools":[{"function":{"name":"f"}}])", "tools[0].type", false},
+      {R"("tools":[{"type":"retrieval","function":{"name":"f"}}])", "tools[0].type", false},
+      {R"("tools":[{"type":"function"}])", "tools[0].function", false},
+      {R"("tools":[{"type":"function","function":"f"}])", "tools[0].function", false},
+      {R"("tools":[{"type":"function","function":{}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":7}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":""}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":"get weather"}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":"f.g"}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":")" + std::string(65, 'a') + R"("}}])", "tools[0].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":"f","description":5}}])", "tools[0].function.description", false},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":"{}"}}])", "tools[0].function.parameters", false},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])", "tools[0].function.parameters", false},
+      {R"("tools":[{"type":"function","function":{"name":"f","strict":"yes"}}])", "tools[0].function.strict", false},
+      {R"("tools":[)" + weather_tool + R"(,{"type":"function","function":{"name":1}}])", "tools[1].function.name", false},
+      {R"("tool_choice":3)", "tool_choice", true},
+      {R"("tool_choice":"sometimes")", "tool_choice", true},
+      {R"("tool_choice":[])", "tool_choice", true},
+      {R"("tool_choice":{"function":{"name":"get_weather-2"}})", "tool_choice.type", true},
+      {R"("tool_choice":{"type":"tool","function":{"name":"get_weather-2"}})", "tool_choice.type", true},
+      {R"("tool_choice":{"type":"function"})", "tool_choice.function", true},
+      {R"("tool_choice":{"type":"function","function":{}})", "tool_choice.function.name", true},
+      {R"("tool_choice":{"type":"function","function":{"name":false}})", "tool_choice.function.name", true},
+      {R"("tool_choice":{"type":"function","function":{"name":"elsewhere"}})", "tool_choice.function.name", true},
+      // A named function needs tools that hold it.
+      {R"("tool_choice":{"type":"function","function":{"name":"get_weather-2"}})", "tool_choice.function.name", false},
+      {R"("parallel_tool_calls":"yes")", "parallel_tool_calls", true},
+  };
+  for (const auto& c : cases) {
+    auto e = error_of(with(c.with_a_tool ? c.member + R"(,"tools":[)" + weather_tool + "]" : c.member));
+    EXPECT_EQ(e.status, 400) << c.member;
+    EXPECT_EQ(e.type, "invalid_request_error") << c.member;
+    EXPECT_EQ(e.param, c.param) << c.member;
+    EXPECT_NE(e.message.find(c.param), std::string::npos) << c.member << ": " << e.message;
+  }
+}
+
 struct range_case {
   const char* member;
   const char* param;

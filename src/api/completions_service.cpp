@@ -108,6 +108,7 @@ io::handler_result completions_service::generate(io::http_request& req, const io
   auto ids = new_ids(r.n);
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
                      r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
+  meta.usage = ctx.usage;
   spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
   auto scheduler = engine_.scheduler();
   if (r.stream) {
@@ -165,7 +166,10 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
   auto scheduler = engine_.scheduler();
   io::websocket_accept accept;
   std::string request_id = ctx.request_id;
-  accept.on_message = [this, state, scheduler, request_id](std::string message, const std::shared_ptr<io::stream_channel>& outbox) {
+  // Every request over the socket adds to the upgrade request's record: its access-log line,
+  // written when the socket closes, sums them.
+  auto usage = ctx.usage;
+  accept.on_message = [this, state, scheduler, request_id, usage](std::string message, const std::shared_ptr<io::stream_channel>& outbox) {
     schema::ws_envelope env;
     auto fail = [&](const api_error& e) { outbox->push(schema::ws_error_frame(env.id_json, e)); };
     if (auto e = schema::parse_ws_envelope(message, env)) return fail(*e);
@@ -196,6 +200,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
                          if (auto it = state->running.find(key); it != state->running.end() && it->second[0] == first)
                            state->running.erase(it);
                        }};
+    meta.usage = usage;
     auto sink = std::make_unique<chunk_sink>(meta, outbox, chunk_sink::framing::websocket, env.id_json);
     sink->start();
     submit(r, std::move(sink), ids);

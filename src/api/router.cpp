@@ -6,11 +6,17 @@ namespace strata::api {
 
 namespace http = io::http;
 
-bool constant_time_equal(std::string_view a, std::string_view b) {
-  // Length differences are not secret (keys have public formats); contents are.
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  std::size_t n = a.size() < b.size() ? a.size() : b.size();
-  for (std::size_t i = 0; i < n; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+bool constant_time_equal(std::string_view given, std::string_view secret) {
+  // The loop runs over the client's string only and walks the secret cyclically, so the time
+  // depends on what the client sent, never on the secret; the lengths enter as one more difference.
+  std::size_t diff = given.size() ^ secret.size();
+  if (secret.empty()) return diff == 0;
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < given.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i]) ^ static_cast<unsigned char>(secret[j]);
+    ++j;
+    j *= static_cast<std::size_t>(j != secret.size());  // wraps to 0 without a branch
+  }
   return diff == 0;
 }
 
@@ -57,10 +63,15 @@ bool router::authorized(const io::http_request& req) const {
   constexpr std::string_view bearer = "Bearer ";
   if (header.size() <= bearer.size() || header.substr(0, bearer.size()) != bearer) return false;
   std::string_view key(header.data() + bearer.size(), header.size() - bearer.size());
-  bool ok = false;
-  // Check every key so the time taken does not reveal which one matched.
-  for (const auto& k : status_.api_keys) ok |= constant_time_equal(key, k);
-  return ok;
+  // Every key is compared and the matches counted, so the time taken does not reveal whether,
+  // or which, key matched.
+  unsigned matches = 0;
+  for (const auto& k : status_.api_keys) matches += static_cast<unsigned>(constant_time_equal(key, k));
+  return matches != 0;
+}
+
+bool router::is_public(std::string_view path) const {
+  return path == "/health" || (path == "/metrics" && status_.metrics_public);
 }
 
 io::handler_result router::handle(io::http_request& req, const io::request_context& ctx) const {
@@ -72,7 +83,7 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
                           "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
                           "invalid_request_error", "not_found");
   }
-  if ((path.starts_with("/v1/") || path.starts_with("/admin/")) && !authorized(req)) {
+  if (!is_public(path) && !authorized(req)) {
     auto res = io::make_error(req.version(), http::status::unauthorized,
                               "missing or invalid API key: send 'Authorization: Bearer KEY'", "invalid_request_error",
                               "invalid_api_key");

@@ -1,6 +1,7 @@
 #pragma once
 // router: maps a request's method and path to the endpoint that answers it, and enforces the
-// API keys. Plain code with no I/O; `strata serve` owns one and the HTTP sessions call it.
+// API keys on every route but /health (and /metrics when it is public). Plain code with no I/O;
+// `strata serve` owns one and the HTTP sessions call it.
 
 #include <atomic>
 #include <cstdint>
@@ -20,7 +21,10 @@ struct server_status {
   std::atomic<bool> ready{false};
   std::string model_id;
   std::int64_t created = 0;
+  /// Bearer keys; when any is set, every route but /health needs one.
   std::vector<std::string> api_keys;
+  /// /metrics answers without a key (for a scraper on a trusted network).
+  bool metrics_public = false;
 };
 
 /// An endpoint: gets the request (its body may be moved from) and returns the reply.
@@ -30,7 +34,8 @@ class router {
  public:
   router(const server_status& status, metrics::registry& metrics);
 
-  /// Registers `fn` for METHOD PATH. /v1/* paths require an API key when keys are configured.
+  /// Registers `fn` for METHOD PATH. When keys are configured, it answers only requests that carry
+  /// one (`Authorization: Bearer KEY`); others get a 401.
   void add(io::http::verb method, std::string path, endpoint fn);
 
   io::handler_result handle(io::http_request& req, const io::request_context& ctx) const;
@@ -39,13 +44,16 @@ class router {
   io::http_response health(const io::http_request& req) const;
   io::http_response models(const io::http_request& req) const;
   bool authorized(const io::http_request& req) const;
+  /// Whether `path` answers without a key: /health, and /metrics when metrics_public.
+  bool is_public(std::string_view path) const;
 
   const server_status& status_;
   metrics::registry& metrics_;
   std::map<std::string, std::map<io::http::verb, endpoint>, std::less<>> routes_;
 };
 
-/// Compares in time that does not depend on where the strings differ.
-bool constant_time_equal(std::string_view a, std::string_view b);
+/// Whether `given` equals `secret`, in time that depends only on `given`'s length: neither where
+/// the strings differ nor the secret's length shows in it.
+bool constant_time_equal(std::string_view given, std::string_view secret);
 
 }  // namespace strata::api

@@ -1,5 +1,8 @@
 #include "src/api/router.hpp"
 
+#include <string>
+#include <utility>
+
 #include <gtest/gtest.h>
 
 namespace strata::api {
@@ -46,8 +49,57 @@ TEST(router, v1_paths_need_one_of_the_configured_keys) {
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-firs").result(), http::status::unauthorized);
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "sk-first").result(), http::status::unauthorized);
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-second").result(), http::status::ok);
-  // Health and metrics stay open for probes.
+  // Health stays open for probes.
   EXPECT_NE(call(r, http::verb::get, "/health").result(), http::status::unauthorized);
+}
+
+TEST(router, every_route_but_health_needs_a_key_when_keys_are_set) {
+  server_status st;
+  st.api_keys = {"k1"};
+  st.ready = true;
+  metrics::registry m;
+  router r(st, m);
+  auto ok = [](io::http_request& req, const io::request_context&) -> io::handler_result {
+    return io::make_json(req.version(), http::status::ok, "{}");
+  };
+  r.add(http::verb::post, "/tokenize", ok);
+  r.add(http::verb::post, "/detokenize", ok);
+  r.add(http::verb::get, "/admin/api/stats", ok);
+  r.add(http::verb::post, "/v1/chat/completions", ok);
+  const std::pair<http::verb, const char*> routes[] = {
+      {http::verb::get, "/metrics"},         {http::verb::get, "/v1/models"},
+      {http::verb::post, "/tokenize"},       {http::verb::post, "/detokenize"},
+      {http::verb::get, "/admin/api/stats"}, {http::verb::post, "/v1/chat/completions"},
+      {http::verb::head, "/metrics"},
+  };
+  for (const auto& [verb, path] : routes) {
+    auto refused = call(r, verb, path);
+    EXPECT_EQ(refused.result(), http::status::unauthorized) << path;
+    EXPECT_EQ(refused[http::field::www_authenticate], "Bearer") << path;
+    EXPECT_EQ(call(r, verb, path, "Bearer k2").result(), http::status::unauthorized) << path;
+    EXPECT_EQ(call(r, verb, path, "Bearer k1").result(), http::status::ok) << path;
+  }
+  EXPECT_EQ(call(r, http::verb::get, "/health").result(), http::status::ok);
+  EXPECT_EQ(call(r, http::verb::get, "/health", "Bearer wrong").result(), http::status::ok);
+}
+
+TEST(router, metrics_answer_without_a_key_only_when_public) {
+  server_status st;
+  st.api_keys = {"k1"};
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/metrics").result(), http::status::unauthorized);
+  st.metrics_public = true;
+  EXPECT_EQ(call(r, http::verb::get, "/metrics").result(), http::status::ok);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models").result(), http::status::unauthorized);
+}
+
+TEST(router, without_keys_every_route_is_open) {
+  server_status st;
+  metrics::registry m;
+  router r(st, m);
+  EXPECT_EQ(call(r, http::verb::get, "/metrics").result(), http::status::ok);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models").result(), http::status::ok);
 }
 
 TEST(router, models_lists_the_loaded_model) {
@@ -74,7 +126,16 @@ TEST(router, constant_time_equal_compares_exactly) {
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
   EXPECT_FALSE(constant_time_equal("abc", "abcd"));
+  EXPECT_FALSE(constant_time_equal("abcd", "abc"));
   EXPECT_FALSE(constant_time_equal("", "a"));
+  EXPECT_FALSE(constant_time_equal("a", ""));
+  EXPECT_TRUE(constant_time_equal("", ""));
+  // The secret is walked cyclically over the given string: a repetition of it is still unequal.
+  EXPECT_FALSE(constant_time_equal("abcabc", "abc"));
+  EXPECT_FALSE(constant_time_equal("xbc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abx", "abc"));
+  EXPECT_TRUE(constant_time_equal(std::string(300, 'k'), std::string(300, 'k')));
+  EXPECT_FALSE(constant_time_equal(std::string(256, 'k') + "a", std::string(256, 'k') + "b"));
 }
 
 }  // namespace

@@ -31,6 +31,14 @@ void add_usage(schema::usage_counts& u, const sched::request_done& d) {
   u.completion_tokens += d.completion_tokens;
 }
 
+/// Adds a complete response's usage to the request's access-log record.
+void report_usage(const response_meta& meta, const schema::usage_counts& u) {
+  if (!meta.usage) return;
+  meta.usage->prompt_tokens += u.prompt_tokens;
+  meta.usage->cached_tokens += u.cached_tokens;
+  meta.usage->generated_tokens += u.completion_tokens;
+}
+
 }  // namespace
 
 schema::api_error rejection_error(const sched::request_rejected& r) {
@@ -79,6 +87,7 @@ void chunk_sink::on_done(const sched::request_done& d) {
 }
 
 void chunk_sink::finish_stream() {
+  report_usage(meta_, usage_);
   if (meta_.include_usage)
     send(meta_.chat ? schema::write_chat_usage_chunk(meta_.head, usage_) : schema::write_text_usage_chunk(meta_.head, usage_));
   if (framing_ == framing::sse) {
@@ -137,6 +146,7 @@ void full_sink::on_done(const sched::request_done& d) {
     }
     body = schema::write_text_completion(meta_.head, out, usage_);
   }
+  report_usage(meta_, usage_);
   slot_->set(io::make_json(version_, io::http::status::ok, std::move(body)));
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "io/http_types.hpp"
 #include "io/response_slot.hpp"
 #include "io/stream_channel.hpp"
 #include "src/api/response_writer.hpp"
@@ -29,6 +30,8 @@ struct response_meta {
   sched::scheduler_address scheduler;
   /// Called once when the stream has ended, whichever way (WebSocket bookkeeping).
   std::function<void()> on_end;
+  /// Where the usage goes for the access log once the response is complete (may be null).
+  std::shared_ptr<io::request_usage> usage;
 };
 
 /// Streams chunks: SSE (`data: {...}\n\n`, then `data: [DONE]\n\n`) or WebSocket frames

@@ -148,6 +148,7 @@ int serve(const serve_options& opts) {
   actors::actor_system system({.threads = cfg.server.threads == 0 ? -1 : cfg.server.threads});
   api::server_status status;
   status.api_keys = cfg.server.api_keys;
+  status.metrics_public = cfg.server.metrics_public;
   status.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   api::router router(status, metrics);

@@ -26,8 +26,10 @@ std::string new_request_id();
 /// Escapes s for a JSON string body (no quotes added).
 std::string json_escape(std::string_view s);
 
-/// The access-log line for a finished request: method, path, status, tokens, milliseconds.
+/// The access-log line for a finished request: method, path, status, its tokens as its usage
+/// reported them (`tokens=PROMPT+GENERATED cached=CACHED`, cached being the prompt tokens reused
+/// from the prefix cache) and milliseconds.
 void access(std::string_view request_id, std::string_view method, std::string_view path, int status,
-            std::int64_t prompt_tokens, std::int64_t completion_tokens, double ms);
+            std::int64_t prompt_tokens, std::int64_t cached_tokens, std::int64_t completion_tokens, double ms);
 
 }  // namespace strata::log

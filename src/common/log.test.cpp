@@ -26,14 +26,14 @@ TEST(log, json_mode_writes_one_object_per_line_with_the_request_id) {
   sink->set_formatter(make_formatter(true));
   auto logger = spdlog::default_logger();
   logger->sinks().push_back(sink);
-  access("req-0123456789abcdef", "POST", "/v1/chat/completions", 200, 12, 34, 56.78);
+  access("req-0123456789abcdef", "POST", "/v1/chat/completions", 200, 12, 8, 34, 56.78);
   spdlog::warn("plain \"quoted\"\nline");
   logger->sinks().pop_back();
   std::string text = out.str();
   auto first = text.substr(0, text.find('\n'));
   EXPECT_NE(first.find("\"level\":\"info\""), std::string::npos) << first;
   EXPECT_NE(first.find("\"request_id\":\"req-0123456789abcdef\""), std::string::npos) << first;
-  EXPECT_NE(first.find("\"msg\":\"POST /v1/chat/completions 200 tokens=12+34 ms=56.8\""), std::string::npos) << first;
+  EXPECT_NE(first.find("\"msg\":\"POST /v1/chat/completions 200 tokens=12+34 cached=8 ms=56.8\""), std::string::npos) << first;
   auto second = text.substr(first.size() + 1);
   EXPECT_NE(second.find("\"msg\":\"plain \\\"quoted\\\"\\nline\""), std::string::npos) << second;
   EXPECT_EQ(second.find("request_id"), std::string::npos);

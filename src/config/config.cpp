@@ -171,6 +171,7 @@ const std::map<std::string, setter, std::less<>>& setters() {
          c.server.api_keys = std::move(keys);
          return {};
        }},
+      {"server.metrics_public", bool_key("server.metrics_public", [](server_config& c, bool v) { c.server.metrics_public = v; })},
       {"model.path", with_string("model.path", [](const std::string& v, server_config& c) -> result<void> {
          c.model.path = v;
          return {};

@@ -32,8 +32,10 @@ struct server_section {
   std::uint16_t port = 8080;
   /// Actor and network threads; 0 means one per core.
   int threads = 0;
-  /// Bearer keys accepted on /v1/*; empty means no authentication.
+  /// Bearer keys; when any is set, every route but /health needs one. Empty: no authentication.
   std::vector<std::string> api_keys;
+  /// /metrics answers without a key even when api_keys is set (a scraper on a trusted network).
+  bool metrics_public = false;
 };
 
 struct model_section {

@@ -25,6 +25,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.server.port, d.server.port);
   EXPECT_EQ(c.server.threads, d.server.threads);
   EXPECT_EQ(c.server.api_keys, d.server.api_keys);
+  EXPECT_EQ(c.server.metrics_public, d.server.metrics_public);
   EXPECT_EQ(c.model.path, d.model.path);
   EXPECT_EQ(c.model.ctx, d.model.ctx);
   EXPECT_EQ(c.model.compute_threads, d.model.compute_threads);
@@ -92,6 +93,14 @@ TEST(config, keys_present_override_the_defaults_and_others_stay) {
   EXPECT_EQ(c->server.host, "127.0.0.1");
 }
 
+TEST(config, metrics_are_private_by_default_and_public_when_set) {
+  EXPECT_FALSE(server_config{}.server.metrics_public);
+  auto c = parse_toml("[server]\napi_keys = [\"k1\"]\nmetrics_public = true\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_TRUE(c->server.metrics_public);
+  EXPECT_EQ(c->server.api_keys, std::vector<std::string>{"k1"});
+}
+
 void expect_error_naming(std::string_view toml, std::string_view key) {
   auto c = parse_toml(toml, "t");
   ASSERT_FALSE(c) << toml;
@@ -112,6 +121,8 @@ TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
   expect_error_naming("[limits]\nidle_timeout = 60\n", "limits.idle_timeout");
   expect_error_naming("[log]\nlevel = \"loud\"\n", "log.level");
   expect_error_naming("[server]\napi_keys = [1, 2]\n", "server.api_keys");
+  expect_error_naming("[server]\nmetrics_public = \"yes\"\n", "server.metrics_public");
+  expect_error_naming("[server]\nmetrics_public = 1\n", "server.metrics_public");
   expect_error_naming("[scheduler]\ntoken_budget = 4\nmax_running = 16\n", "scheduler.token_budget");
 }
 

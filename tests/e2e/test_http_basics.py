@@ -2,8 +2,8 @@
 
 The server runs the built-in demo model with an API key: /health answers without the key, the
 /v1 endpoints refuse a missing or wrong key with an OpenAI-shaped 401, one curl connection is kept
-alive across a 200, a 404 and a 405, and /metrics is Prometheus text that counts responses by
-status.
+alive across a 200, a 404 and a 405, and /metrics (with the key) is Prometheus text that counts
+responses by status.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_curl_sees_keep_alive_404_and_405_as_documented(server):
 
 def test_metrics_are_prometheus_text_and_count_responses_by_status(server):
     def count_404() -> float:
-        res = httpx.get(f"{server.base_url}/metrics", timeout=60)
+        res = httpx.get(f"{server.base_url}/metrics", headers={"Authorization": "Bearer sk-test-key"}, timeout=60)
         assert res.status_code == 200
         assert re.search(r"text/plain", res.headers["content-type"])
         text = res.text
