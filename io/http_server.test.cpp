@@ -180,6 +180,7 @@ struct streaming_handler {
   };
   int count;
   std::chrono::milliseconds gap;
+  std::chrono::milliseconds keepalive = 100ms;
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::atomic<int>> refused = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<producers> running = std::make_shared<producers>();
@@ -200,7 +201,7 @@ struct streaming_handler {
     http_response head{http::status::ok, req.version()};
     head.set(http::field::content_type, "text/event-stream");
     stream_reply sr{std::move(head), ch};
-    sr.keepalive = 100ms;
+    sr.keepalive = keepalive;
     return sr;
   }
   void join() const {
@@ -244,6 +245,92 @@ TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
   for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_GT(h.refused->load(), 0) << "pushes after the cancel must be refused";
   h.join();
+}
+
+TEST(http_server, a_client_that_leaves_while_a_stream_waits_for_its_first_event_cancels_it_at_once) {
+  // Nothing is written for seconds (a request waiting in the queue): only reading the socket can
+  // tell that the client has gone.
+  streaming_handler h{1, 4s, 10s};
+  running_server s({}, h);
+  {
+    client c(s.port());
+    http::request<http::string_body> req{http::verb::post, "/stream", 11};
+    req.set(http::field::host, "x");
+    http::write(c.stream, req);
+    http::response_parser<http::string_body> p;
+    http::read_header(c.stream, c.buffer, p);
+    c.stream.socket().close();
+  }
+  for (int i = 0; i < 300 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(h.cancelled->load()) << "not cancelled before the first event";
+  h.join();
+}
+
+/// Answers /slow with a deferred response that the test sets (or not); anything else with echo.
+struct deferred_handler {
+  struct pending {
+    std::mutex mu;
+    std::vector<std::shared_ptr<response_slot>> slots;
+  };
+  std::shared_ptr<pending> made = std::make_shared<pending>();
+  std::shared_ptr<std::atomic<int>> cancelled = std::make_shared<std::atomic<int>>(0);
+  handler_result operator()(http_request& req, const request_context& rc) const {
+    if (req.target() != "/slow") return echo(req, rc);
+    auto slot = std::make_shared<response_slot>(rc.executor);
+    slot->on_cancel([c = cancelled] { c->fetch_add(1); });
+    std::lock_guard lock(made->mu);
+    made->slots.push_back(slot);
+    return deferred_reply{slot};
+  }
+  /// The slot of the i-th /slow request, once the handler has made it (null after 5 s).
+  std::shared_ptr<response_slot> slot(std::size_t i) const {
+    for (int k = 0; k < 500; ++k) {
+      {
+        std::lock_guard lock(made->mu);
+        if (made->slots.size() > i) return made->slots[i];
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return nullptr;
+  }
+};
+
+TEST(http_server, a_client_that_leaves_before_a_deferred_response_cancels_it_at_once) {
+  deferred_handler h;
+  running_server s({}, h);
+  {
+    client c(s.port());
+    http::request<http::string_body> req{http::verb::post, "/slow", 11};
+    req.set(http::field::host, "x");
+    http::write(c.stream, req);
+    ASSERT_TRUE(h.slot(0));
+    c.stream.socket().close();
+  }
+  // The response would come in ten minutes: the slot must not wait for it.
+  for (int i = 0; i < 300 && h.cancelled->load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(h.cancelled->load(), 1);
+  EXPECT_TRUE(h.slot(0)->cancelled());
+  EXPECT_FALSE(h.slot(0)->set(make_json(11, http::status::ok, "{}"))) << "a late answer has nowhere to go";
+}
+
+TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_served_after_it) {
+  deferred_handler h;
+  running_server s({}, h);
+  client c(s.port());
+  net::write(c.stream, net::buffer(std::string("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")));
+  auto slot = h.slot(0);
+  ASSERT_TRUE(slot);
+  // Sent while the first waits: the session reads it then, and keeps it for after the answer.
+  net::write(c.stream, net::buffer(std::string("POST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz")));
+  std::this_thread::sleep_for(50ms);  // lets the bytes reach the session before the answer
+  ASSERT_TRUE(slot->set(make_json(11, http::status::ok, "{\"slow\":1}")));
+  for (const char* body : {"{\"slow\":1}", "{\"echo\":4}"}) {
+    http::response<http::string_body> res;
+    http::read(c.stream, c.buffer, res);
+    EXPECT_EQ(res.result(), http::status::ok);
+    EXPECT_EQ(res.body(), body);
+  }
+  EXPECT_EQ(h.cancelled->load(), 0);
 }
 
 TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {

@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http.hpp>
@@ -22,6 +24,7 @@ namespace strata::io {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
+using namespace boost::asio::experimental::awaitable_operators;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 namespace {
@@ -218,7 +221,16 @@ net::awaitable<bool> http_session::serve_one(bool first) {
     status = static_cast<int>(sr->head.result_int());
     keep = co_await write_stream(*sr, ctx, keep);
   } else if (auto* dr = std::get_if<deferred_reply>(&result)) {
-    auto res = co_await dr->slot->wait(dr->timeout);
+    auto outcome = co_await (dr->slot->wait(dr->timeout) || watch_peer());
+    if (outcome.index() == 1) {
+      // The client left before its answer: the request stops at the scheduler's next step.
+      spdlog::info("[{}] client went away before the response", ctx.request_id);
+      dr->slot->cancel();
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 499, 0, 0, ms);
+      co_return false;
+    }
+    auto res = std::get<0>(std::move(outcome));
     if (!res) {
       dr->slot->cancel();
       res = make_error(req.version(), http::status::gateway_timeout, "the response was not ready in time",
@@ -254,14 +266,11 @@ net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_
   http::response_serializer<http::empty_body> serializer{head};
   stream_.expires_after(server_->opts_.write_timeout);
   auto [ec, n] = co_await http::async_write_header(stream_, serializer, nothrow);
-  while (!ec) {
-    bool timed_out = false;
-    auto item = co_await sr.channel->next(sr.keepalive, timed_out);
-    if (!item && !timed_out) break;
-    const std::string& data = item ? *item : sr.keepalive_data;
-    // A reader that takes longer than write_timeout for one chunk is treated as gone.
-    stream_.expires_after(server_->opts_.write_timeout);
-    std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow);
+  if (!ec) {
+    // A client who leaves is noticed at once, even while its request waits in the queue and
+    // nothing is written to it.
+    auto outcome = co_await (write_chunks(sr) || watch_peer());
+    ec = outcome.index() == 0 ? std::get<0>(outcome) : beast::error_code(net::error::eof);
   }
   if (ec) {
     spdlog::info("[{}] client went away mid-stream: {}", ctx.request_id, ec.message());
@@ -272,6 +281,33 @@ net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_
   std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk_last(), nothrow);
   if (ec) sr.channel->cancel();
   co_return !ec && keep;
+}
+
+net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr) {
+  for (;;) {
+    bool timed_out = false;
+    auto item = co_await sr.channel->next(sr.keepalive, timed_out);
+    if (!item && !timed_out) co_return beast::error_code{};
+    const std::string& data = item ? *item : sr.keepalive_data;
+    // A reader that takes longer than write_timeout for one chunk is treated as gone.
+    stream_.expires_after(server_->opts_.write_timeout);
+    auto [ec, n] = co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow);
+    if (ec) co_return ec;
+  }
+}
+
+net::awaitable<void> http_session::watch_peer() {
+  while (buffer_.size() < read_size) {
+    // The socket itself, not the tcp_stream: the stream's timeout would close a connection whose
+    // answer is only slow to come.
+    auto [ec, n] = co_await stream_.socket().async_read_some(buffer_.prepare(read_size), nothrow);
+    // End of stream or reset: the client is gone. (Cancelled: the response came first, and `||`
+    // has taken the wait's result already.)
+    if (ec) co_return;
+    buffer_.commit(n);
+  }
+  net::steady_timer never(stream_.get_executor(), net::steady_timer::time_point::max());
+  co_await never.async_wait(nothrow);
 }
 
 }  // namespace strata::io

@@ -40,6 +40,14 @@ class http_session : public std::enable_shared_from_this<http_session> {
   boost::asio::awaitable<void> write(http_response res);
   /// Writes a streamed response; returns whether the connection may be kept.
   boost::asio::awaitable<bool> write_stream(stream_reply& sr, const request_context& ctx, bool keep);
+  /// Writes every item of the stream (and keep-alives between them) as a chunk until it ends.
+  boost::asio::awaitable<boost::system::error_code> write_chunks(stream_reply& sr);
+  /// While a response is pending, reads the socket so that a client who leaves is noticed at once
+  /// (not at the next write): completes when the peer has closed or the socket failed. Bytes that
+  /// arrive meanwhile (a pipelined request) go to the read buffer for the next request; past
+  /// read_size of them it stops reading and only waits. Run it against the wait with `||`, which
+  /// cancels it when the response comes first.
+  boost::asio::awaitable<void> watch_peer();
 
   std::shared_ptr<http_server> server_;
   std::uint64_t id_;

@@ -314,6 +314,29 @@ TEST(batch_planner, cancelling_releases_every_block) {
   EXPECT_EQ(d.planner.running(), 0u);
 }
 
+TEST(batch_planner, cancelling_a_waiting_sequence_takes_it_out_of_the_queue_with_nothing_held) {
+  driver d({.token_budget = 16, .max_running = 1, .block_tokens = 4, .max_context = 64}, 32);
+  for (std::uint64_t i = 1; i <= 3; ++i) d.planner.submit(make_seq(i, 10, 20));
+  for (int step = 0; step < 3; ++step) d.step();
+  ASSERT_EQ(d.planner.running(), 1u);
+  ASSERT_EQ(d.planner.waiting(), 2u);
+  const int held_by_first = static_cast<int>(d.planner.find(1)->blocks.size());
+  EXPECT_EQ(d.pool.in_use(), held_by_first);
+
+  EXPECT_TRUE(d.planner.cancel(2));
+  EXPECT_EQ(d.planner.waiting(), 1u);
+  EXPECT_FALSE(d.planner.find(2));
+  EXPECT_EQ(d.pool.in_use(), held_by_first) << "the running sequence keeps its blocks, the queue held none";
+
+  // The cancelled one never runs; the others finish and everything is free again.
+  for (int step = 0; step < 200 && d.finished.size() < 2; ++step) {
+    for (const auto& item : d.step().items) EXPECT_NE(item.seq, 2u);
+  }
+  EXPECT_EQ(d.finished, (std::set<std::uint64_t>{1, 3}));
+  EXPECT_EQ(d.pool.available(), 32);
+  EXPECT_FALSE(d.planner.cancel(2));
+}
+
 TEST(batch_planner, running_out_of_blocks_preempts_and_everyone_still_finishes) {
   // 12 blocks of 4 tokens = 48 positions for 4 sequences that each grow to 10 + 20 = 30 (their
   // prompts differ, so the prefix cache cannot save the day).

@@ -262,6 +262,40 @@ TEST(scheduler_actor, cancelled_requests_leave_the_batch_and_return_their_blocks
   EXPECT_EQ(f.m.running->value(), 0.0);
 }
 
+TEST(scheduler_actor, a_cancelled_waiting_request_leaves_the_queue_at_once_and_the_others_finish) {
+  pipeline_fixture f({.token_budget = 32, .max_running = 1});
+  // The gate holds the first step: request 1 runs (its blocks taken), 2 and 3 wait behind it.
+  f.gate->store(false);
+  f.submit(1, {10, 11, 12, 13, 14, 15}, 6);
+  f.submit(2, {20, 21, 22, 23, 24, 25, 26, 27, 28}, 6);
+  f.submit(3, {30, 31, 32}, 6);
+  for (int i = 0; i < 2000 && f.m.waiting->value() < 2; ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(f.m.waiting->value(), 2.0);
+  ASSERT_EQ(f.m.running->value(), 1.0);
+  const double blocks_of_first = f.m.kv_blocks_used->value();
+  EXPECT_GT(blocks_of_first, 0.0);
+
+  // Answered while the step is still held: the queue does not wait for the batch.
+  f.scheduler.tell(cancel{2});
+  ASSERT_TRUE(f.wait_done({2}));
+  auto second = f.get(2);
+  EXPECT_EQ(second.done->reason, finish_reason::cancelled);
+  EXPECT_EQ(second.done->completion_tokens, 0);
+  EXPECT_TRUE(second.tokens.empty());
+  for (int i = 0; i < 2000 && f.m.waiting->value() > 1; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(f.m.waiting->value(), 1.0);
+  EXPECT_EQ(f.m.kv_blocks_used->value(), blocks_of_first);
+
+  f.gate->store(true);
+  ASSERT_TRUE(f.wait_done({1, 3}));
+  EXPECT_EQ(f.get(1).done->reason, finish_reason::length);
+  EXPECT_EQ(f.get(3).done->reason, finish_reason::length);
+  EXPECT_EQ(f.get(3).done->completion_tokens, 6);
+  for (int i = 0; i < 2000 && f.m.kv_blocks_used->value() > 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
+  EXPECT_EQ(f.m.waiting->value(), 0.0);
+}
+
 TEST(scheduler_actor, a_full_queue_rejects_with_429) {
   pipeline_fixture f({.token_budget = 8, .max_running = 1, .max_queued = 1}, 0);
   f.submit(1, {10, 11, 12}, 4);

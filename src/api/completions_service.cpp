@@ -82,7 +82,17 @@ std::optional<api_error> completions_service::prepare(generation_request& r) {
                                std::to_string(engine_.max_context()),
                            "context_length_exceeded");
   const std::int64_t room = engine_.max_context() - n_prompt;
-  r.settings.max_tokens = static_cast<std::int32_t>(r.max_tokens ? std::min(*r.max_tokens, room) : room);
+  // A limit the context cannot hold is refused, as OpenAI does, rather than cut short in silence.
+  if (r.max_tokens && *r.max_tokens > room) {
+    const char* part = r.chat ? "messages" : "prompt";
+    return invalid_request(r.max_tokens_key,
+                           "This model's maximum context length is " + std::to_string(engine_.max_context()) +
+                               " tokens. However, you requested " + std::to_string(n_prompt + *r.max_tokens) + " tokens (" +
+                               std::to_string(n_prompt) + " in the " + part + ", " + std::to_string(*r.max_tokens) +
+                               " in the completion). Please reduce the length of the " + part + " or the completion.",
+                           "context_length_exceeded");
+  }
+  r.settings.max_tokens = static_cast<std::int32_t>(r.max_tokens ? *r.max_tokens : room);
   return std::nullopt;
 }
 

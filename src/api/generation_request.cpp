@@ -36,6 +36,7 @@ void apply_sampling(const schema::sampling_params& p, generation_request& out) {
   out.logprobs = p.logprobs;
   out.top_logprobs = p.top_logprobs;
   out.max_tokens = p.max_tokens;
+  out.max_tokens_key = p.max_tokens_key;
   out.kv_bits = p.kv_bits;
 }
 

@@ -29,6 +29,8 @@ struct generation_request {
   int top_logprobs = 0;
   /// The client's limit; empty means up to the context.
   std::optional<std::int64_t> max_tokens;
+  /// The key the client gave it under ("max_tokens" or "max_completion_tokens").
+  std::string max_tokens_key = "max_tokens";
   int kv_bits = 0;  // 4, 8, 16, or 0: the server's kv.default_bits
   sched::generation_settings settings;
   boost::json::array messages;  // chat: as the template sees them

@@ -22,6 +22,8 @@ struct sampling_params {
   /// The completion-token limit. `max_completion_tokens` (chat's newer name) takes precedence over
   /// `max_tokens` whenever both are given, whatever their order in the body. Empty: up to the context.
   std::optional<std::int64_t> max_tokens;
+  /// The key max_tokens came from, to name it in an error: "max_tokens" or "max_completion_tokens".
+  const char* max_tokens_key = "max_tokens";
   /// [0, 2]; 0 means greedy.
   double temperature = 1.0;
   /// (0, 1].

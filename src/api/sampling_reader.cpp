@@ -195,6 +195,7 @@ api_status sampling_reader::read_response_format(od::value& value) {
 
 api_result<sampling_params> sampling_reader::finish() {
   params_.max_tokens = max_completion_tokens_ ? max_completion_tokens_ : max_tokens_;
+  if (max_completion_tokens_) params_.max_tokens_key = "max_completion_tokens";
   if (endpoint_ == endpoint::chat && top_logprobs_given_ && !params_.logprobs)
     return invalid_request("top_logprobs", "top_logprobs requires logprobs to be true");
   return params_;

@@ -179,7 +179,8 @@ def running_requests(server) -> float:
 
 
 def test_a_client_that_goes_away_mid_stream_frees_its_sequence(server):
-    body = {"model": "m", "messages": MESSAGES, "max_tokens": 100000, "ignore_eos": True, "stream": True}
+    # No max_tokens: the completion may run to the end of the context.
+    body = {"model": "m", "messages": MESSAGES, "ignore_eos": True, "stream": True}
     with httpx.Client(timeout=300) as http:
         with http.stream("POST", f"{server.base_url}/v1/chat/completions", content=json.dumps(body)) as res:
             reads = res.iter_raw()
