@@ -176,7 +176,7 @@ void register_all() {
   const dtype types[] = {dtype::q8_0, dtype::q4_k, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1,
                          dtype::iq4_nl, dtype::q5_k, dtype::q6_k, dtype::f16,  dtype::bf16, dtype::f32};
   for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     for (dtype t : types) {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
       benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t, false)->UseRealTime()->MinTime(1.0);

@@ -74,7 +74,7 @@ using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, 
 void merge_attention(const float* const* outs, const float* const* lses, int n_parts, int n_head, int head_dim, float* out,
                      float* lse = nullptr);
 
-/// The variant for a SIMD level (the caller checks cpu_supports).
+/// The variant for a SIMD level (the caller checks simd_level_enabled).
 attention_fn attention_for(simd_level level);
 
 /// Runs the variant matching active_kernels().level.

@@ -176,7 +176,7 @@ TEST(attention, simd_variants_match_the_scalar_kernel) {
   std::mt19937 rng(std::random_device{}());
   int tested = 0;
   for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     ++tested;
     attention_fn fn = attention_for(level);
     for (dtype f : k_formats)
@@ -213,8 +213,8 @@ TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
       {2, 2, 32, 8, 200, 33, 4, 0, 2, 0.0f},       // a tiny window: rows far apart share no tile
   };
   for (attention_fn fn : {attention_for(simd_level::scalar), attention_for(simd_level::avx2), attention_for(simd_level::avx512)}) {
-    if (fn == attention_for(simd_level::avx2) && !cpu_supports(simd_level::avx2)) continue;
-    if (fn == attention_for(simd_level::avx512) && !cpu_supports(simd_level::avx512)) continue;
+    if (fn == attention_for(simd_level::avx2) && !simd_level_enabled(simd_level::avx2)) continue;
+    if (fn == attention_for(simd_level::avx512) && !simd_level_enabled(simd_level::avx512)) continue;
     for (dtype f : k_formats)
     for (const auto& c : cases) {
       if (f != dtype::f16 && c.head_dim % 32 != 0) continue;
@@ -250,8 +250,8 @@ TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
 TEST(attention, ranges_attended_apart_and_merged_match_the_whole_range) {
   std::mt19937 rng(std::random_device{}());
   for (attention_fn fn : {attention_for(simd_level::scalar), attention_for(simd_level::avx2), attention_for(simd_level::avx512)}) {
-    if (fn == attention_for(simd_level::avx2) && !cpu_supports(simd_level::avx2)) continue;
-    if (fn == attention_for(simd_level::avx512) && !cpu_supports(simd_level::avx512)) continue;
+    if (fn == attention_for(simd_level::avx2) && !simd_level_enabled(simd_level::avx2)) continue;
+    if (fn == attention_for(simd_level::avx512) && !simd_level_enabled(simd_level::avx512)) continue;
     for (dtype f : k_formats)
     for (const auto& c : k_cases) {
       if (!fits(c, f) || c.last - c.first + 1 < 5) continue;

@@ -1,5 +1,5 @@
 // The AVX2 + FMA + F16C attention variant. The target is set for this file's own code only
-// (standard headers are included before it), and it runs only where cpu_supports(avx2) said so.
+// (standard headers are included before it), and it runs only where simd_level_enabled(avx2) said so.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

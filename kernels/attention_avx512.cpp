@@ -1,6 +1,6 @@
 // The AVX-512 attention variant (F and F16C conversions). The target is set for this file's own
 // code only (standard headers are included before it), and it runs only where
-// cpu_supports(avx512) said so.
+// simd_level_enabled(avx512) said so.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -1,10 +1,19 @@
-// AVX2 + FMA + F16C variants (this file is compiled with those flags; it runs only where
-// cpu_supports(avx2) said so).
+// AVX2 + FMA + F16C variants. The target is set for the kernels only, between push_options and
+// pop_options: the headers above it (whose inline functions the linker may share with other
+// files) and fill_table below it are compiled for the baseline CPU, so that filling the table
+// runs on any CPU; the kernels run only where simd_level_enabled(avx2) said so.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include <immintrin.h>
 
-#include <algorithm>
-
+#include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
 #include "kernels/x86_row_dots.hpp"
 
 namespace strata::kernels::avx2 {
@@ -125,6 +134,11 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
 }
 
 }  // namespace
+}  // namespace strata::kernels::avx2
+
+#pragma GCC pop_options
+
+namespace strata::kernels::avx2 {
 
 void fill_table(kernel_table& t) {
   t.sum_words[0] = sum_words<1>;

@@ -1,13 +1,22 @@
-// AVX-512 (F, BW, VL, DQ, VNNI) variants (this file is compiled with those flags; it runs
-// only where cpu_supports(avx512) said so). Tails use masked loads, so every length takes the
-// vector path. Byte products use vpdpbusd.
-#include <immintrin.h>
-
+// AVX-512 (F, BW, VL, DQ, VNNI) variants. Tails use masked loads, so every length takes the
+// vector path. Byte products use vpdpbusd. The target is set for the kernels only, between
+// push_options and pop_options: the headers above it (whose inline functions the linker may share
+// with other files) and fill_table below it are compiled for the baseline CPU, so that filling the
+// table runs on any CPU (compiled for AVX-512, the fill stored its pointers with zmm moves and
+// died of SIGILL where AVX-512 is missing); the kernels run only where
+// simd_level_enabled(avx512) said so.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+
+#include <immintrin.h>
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
+
 #include "kernels/x86_row_dots.hpp"
 
 namespace strata::kernels::avx512 {
@@ -833,6 +842,11 @@ std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
 }
 
 }  // namespace
+}  // namespace strata::kernels::avx512
+
+#pragma GCC pop_options
+
+namespace strata::kernels::avx512 {
 
 void fill_table(kernel_table& t) {
   t.sum_words[0] = sum_words<1>;

@@ -88,7 +88,7 @@ TEST_P(matmul_types, every_simd_level_matches_the_scalar_kernels) {
   const dtype t = GetParam();
   compute_pool pool(2);
   for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     for (std::int64_t m : {1, 2, 5, 16, 23}) {
       const std::int64_t rows = 45, k = 768;
       problem p = make_problem(t, rows, k, m, gen);
@@ -145,7 +145,7 @@ TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
 /// back every row exactly, the scalar kernels' products, the same result for a row alone or in a
 /// batch, and the same on one thread or two.
 TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
-  if (!cpu_supports(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
+  if (!simd_level_enabled(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
   const unsigned seed = std::random_device{}();
   std::mt19937 gen(seed);
   const kernel_table& kt = kernels_for(simd_level::avx512);
@@ -238,7 +238,7 @@ TEST(matmul, an_odd_number_of_32_value_blocks_matches_the_scalar_kernels) {
   compute_pool pool(2);
   for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl}) {
     for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-      if (!cpu_supports(level)) continue;
+      if (!simd_level_enabled(level)) continue;
       for (std::int64_t m : {1, 3, 7}) {
         const std::int64_t rows = 19, k = 32 * 23;
         problem p = make_problem(t, rows, k, m, gen);
@@ -292,7 +292,7 @@ TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {
     };
     quantize_activations(kernels_for(simd_level::scalar), fmt, x.data(), k, align(want));
     for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-      if (!cpu_supports(level)) continue;
+      if (!simd_level_enabled(level)) continue;
       std::fill(got.begin(), got.end(), std::byte{0});
       quantize_activations(kernels_for(level), fmt, x.data(), k, align(got));
       EXPECT_EQ(0, std::memcmp(align(want), align(got), act_row_bytes(fmt, k)))

@@ -34,7 +34,7 @@ TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
   x[1] = -100.0f;
   x[2] = 0.0f;
   for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     for (bool gelu_form : {false, true}) {
       auto want = x, got = x;
       const kernel_table& s = kernels_for(simd_level::scalar);
@@ -61,7 +61,7 @@ TEST(ops, simd_f16_conversion_matches_the_scalar_one) {
   x[4] = -0.0f;
   x[5] = std::numeric_limits<float>::infinity();
   for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     std::vector<std::uint16_t> want(x.size()), got(x.size());
     kernels_for(simd_level::scalar).f32_to_f16(x.data(), want.data(), static_cast<std::int64_t>(x.size()));
     kernels_for(level).f32_to_f16(x.data(), got.data(), static_cast<std::int64_t>(x.size()));
@@ -79,7 +79,7 @@ TEST(ops, every_read_loop_sums_the_words_as_the_scalar_one_does) {
   std::uint64_t edge = 0;  // the first and last 32 words
   for (int i = 0; i < 32; ++i) edge += words[static_cast<std::size_t>(i)] + words[words.size() - 32 + i];
   for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
-    if (!cpu_supports(level)) continue;
+    if (!simd_level_enabled(level)) continue;
     for (int loop = 0; loop < k_read_loops; ++loop) {
       EXPECT_EQ(kernels_for(level).sum_words[loop](words.data(), n), plain) << simd_level_name(level) << " loop " << loop;
       EXPECT_EQ(kernels_for(level).sum_words[loop](words.data() + 32, n - 64), plain - edge)

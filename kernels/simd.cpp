@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/quants.hpp"
 
@@ -146,18 +148,48 @@ const kernel_table& kernels_for(simd_level level) {
   return tables.t[static_cast<int>(level)];
 }
 
+simd_level best_simd_level() {
+  if (cpu_supports(simd_level::avx512)) return simd_level::avx512;
+  if (cpu_supports(simd_level::avx2)) return simd_level::avx2;
+  return simd_level::scalar;
+}
+
+simd_choice choose_simd_level(const char* forced, simd_level best) {
+  if (!forced || !*forced) return {best, {}};
+  std::string have;
+  for (auto l : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
+    if (l > best) break;
+    have += have.empty() ? "" : ", ";
+    have += simd_level_name(l);
+  }
+  for (auto l : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
+    if (std::strcmp(forced, simd_level_name(l)) != 0) continue;
+    if (l > best) return {l, std::string("STRATA_ISA=") + forced + ": this CPU lacks it (it has " + have + ")"};
+    return {l, {}};
+  }
+  return {best, std::string("STRATA_ISA=") + forced + ": not a level (scalar, avx2 or avx512; this CPU has " + have + ")"};
+}
+
+simd_choice configured_simd_level() {
+  const char* forced = std::getenv("STRATA_ISA");
+  if (!forced || !*forced) forced = std::getenv("STRATA_KERNELS");
+  return choose_simd_level(forced, best_simd_level());
+}
+
 const kernel_table& active_kernels() {
   static const kernel_table& table = []() -> const kernel_table& {
-    simd_level best = simd_level::scalar;
-    if (cpu_supports(simd_level::avx2)) best = simd_level::avx2;
-    if (cpu_supports(simd_level::avx512)) best = simd_level::avx512;
-    if (const char* forced = std::getenv("STRATA_KERNELS")) {
-      for (auto l : {simd_level::scalar, simd_level::avx2, simd_level::avx512})
-        if (std::strcmp(forced, simd_level_name(l)) == 0 && cpu_supports(l)) best = l;
+    const simd_choice choice = configured_simd_level();
+    if (!choice.error.empty()) {
+      // No caller can go on without kernels, and running another level than the one asked for
+      // would hide the mistake.
+      std::fprintf(stderr, "strata: %s\n", choice.error.c_str());
+      std::_Exit(2);
     }
-    return kernels_for(best);
+    return kernels_for(choice.level);
   }();
   return table;
 }
+
+bool simd_level_enabled(simd_level level) { return level <= active_kernels().level; }
 
 }  // namespace strata::kernels

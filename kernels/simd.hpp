@@ -1,6 +1,6 @@
 #pragma once
 // The per-CPU kernel table: the scalar reference and the AVX2 / AVX-512 variants of the inner
-// loops, picked once at start from cpuid (STRATA_KERNELS=scalar|avx2|avx512 forces a level).
+// loops, picked once at start from cpuid (STRATA_ISA=scalar|avx2|avx512 forces a lower level).
 //
 // Two product paths sit behind matmul():
 //  - row dots (GEMV, small m): a weight row in its GGUF layout against one activation row. For
@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kernels/types.hpp"
 
@@ -126,12 +127,30 @@ void row_gemm_by_dots(const void* w, std::size_t w_stride, int nr, const act_row
       y[c * ldy + r] = dot(static_cast<const std::byte*>(w) + static_cast<std::size_t>(r) * w_stride, x[c], k);
 }
 
+/// A level's table. Filling the tables runs no SIMD code, so this is safe on any CPU; calling a
+/// kernel of a level is not where simd_level_enabled(level) is false.
 const kernel_table& kernels_for(simd_level level);
-/// The table in use: the best level this CPU supports, unless STRATA_KERNELS says otherwise.
+/// The table in use: the level of configured_simd_level(). Where STRATA_ISA is refused, prints
+/// the error and ends the process (strata itself checks configured_simd_level() at start).
 const kernel_table& active_kernels();
 const char* simd_level_name(simd_level level);
-/// Whether this CPU can run a level.
+/// Whether this CPU can run a level (cpuid).
 bool cpu_supports(simd_level level);
+/// The best level this CPU supports.
+simd_level best_simd_level();
+/// The level to run, or why there is none (error not empty; the level is then meaningless).
+struct simd_choice {
+  simd_level level = simd_level::scalar;
+  std::string error;
+};
+/// The level to run given the value of STRATA_ISA (null or empty: not set) and the best level the
+/// CPU supports: that best level, or the named one at or below it. An unknown name, or a level
+/// above `best`, is an error that says which levels this CPU has.
+simd_choice choose_simd_level(const char* forced, simd_level best);
+/// choose_simd_level for this CPU and $STRATA_ISA (or STRATA_KERNELS, its older name).
+simd_choice configured_simd_level();
+/// Whether code of a level may run: the CPU has it and STRATA_ISA does not ask for a lower one.
+bool simd_level_enabled(simd_level level);
 
 namespace scalar {
 float dot(const float* a, const float* b, std::int64_t n);

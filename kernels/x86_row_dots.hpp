@@ -1,8 +1,9 @@
 #pragma once
 // Row dots over GGUF weight blocks with 256-bit integer arithmetic, shared by the AVX2 and the
-// AVX-512 kernel files. Each including file is compiled with its own target flags and gets its
-// own copy (everything here has internal linkage): with AVX-512 VNNI the byte products use
-// vpdpbusd, otherwise vpmaddubsw + vpmaddwd. Include after <immintrin.h>.
+// AVX-512 kernel files. Each including file includes it inside its own #pragma GCC target and gets
+// its own copy (everything here has internal linkage): with AVX-512 VNNI the byte products use
+// vpdpbusd, otherwise vpmaddubsw + vpmaddwd. Include after <immintrin.h>, <cstring> and the
+// kernels headers below, so that those are compiled for the baseline CPU.
 
 #include <cstring>
 

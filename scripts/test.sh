@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test:
 #   1. the whole project under AddressSanitizer + UndefinedBehaviorSanitizer, all CTest tests;
-#   2. the actor and cache tests (CTest label "tsan") under ThreadSanitizer;
-#   3. the fuzz targets for a short run each (clang/libFuzzer).
+#      then the kernel and golden tests again on each lower SIMD level this CPU has (STRATA_ISA);
+#   2. the kernel tests under valgrind (a Release build; its virtual CPU lacks AVX-512), when
+#      valgrind is installed;
+#   3. the actor and cache tests (CTest label "tsan") under ThreadSanitizer;
+#   4. the fuzz targets for a short run each (clang/libFuzzer).
 # Build trees live in build/ and are reused; ccache keeps its cache outside the checkout
 # (~/.cache/strata/ccache), so a fresh clone on the same machine rebuilds from it.
 set -euo pipefail
@@ -58,6 +61,30 @@ step "ASan+UBSan: all tests"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_ctest build/asan -j "$jobs" --timeout 900
+
+# The default run above took the best level; each lower one this CPU has runs the kernel tests
+# and, to stay cheap (scalar under ASan is slow), the golden logits of two tiny models again.
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+has() { for f in "$@"; do [[ " $flags " == *" $f "* ]] || return 1; done; }
+lower_isas=()
+if has avx2 fma f16c; then
+  lower_isas+=(scalar)
+  if has avx512f avx512bw avx512vl avx512dq avx512_vnni; then lower_isas+=(avx2); fi
+fi
+for isa in "${lower_isas[@]}"; do
+  step "ASan+UBSan: kernel and golden tests with STRATA_ISA=$isa"
+  STRATA_ISA=$isa build/asan/kernels/strata_kernels_tests --gtest_brief=1 || failed=1
+  STRATA_ISA=$isa build/asan/tests/golden/strata_golden_tests --gtest_brief=1 \
+    --gtest_filter='*/golden.logits_are*/tiny_llama_spm_f16:*/golden.logits_are*/tiny_qwen2_gpt2_f16' || failed=1
+done
+
+if command -v valgrind >/dev/null; then
+  step "Release build (kernel tests under valgrind)"
+  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BENCH=OFF >/dev/null
+  cmake --build build/release -j "$jobs" --target strata_kernels_tests
+  step "valgrind: kernel tests"
+  run_ctest build/release -L valgrind --timeout 600
+fi
 
 step "TSan build (actor and cache tests)"
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATA_SANITIZE=thread -DSTRATA_BENCH=OFF >/dev/null

@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/simd.hpp"
 #include "src/commands/command_registry.hpp"
 
 namespace strata::commands {
@@ -31,6 +32,11 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  // A STRATA_ISA the CPU cannot honour stops every command at once, before any work.
+  if (const auto isa = strata::kernels::configured_simd_level(); !isa.error.empty()) {
+    std::fprintf(stderr, "strata: %s\n", isa.error.c_str());
+    return 2;
   }
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) return run();
