@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <limits>
 
@@ -19,6 +20,20 @@ constexpr std::string_view k_space_marker = "\xE2\x96\x81";  // U+2581, Sentence
 constexpr std::string_view k_end_of_turn[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
     "<|end_of_text|>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|return|>", "<|call|>"};
+
+/// Texts of end-of-generation tokens that llama.cpp treats as control tokens whatever type the
+/// file gives them: they stay text unless parse_special (phi-3's "</s>" is user-defined in the
+/// file, yet llama.cpp matches it only with parse_special).
+constexpr std::string_view k_control_by_text[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+    "<|end_of_text|>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|return|>", "<|call|>",
+    "</s>", "[EOT]", "[EOS]", "<end_of_utterance>"};
+
+/// Phi-3 vocabularies (by general.name, as llama.cpp decides it) drop the whitespace after a
+/// special token matched in text, except after these.
+constexpr std::string_view k_phi3_keeps_space_after[] = {"<unk>", "<s>", "<|endoftext|>"};
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -134,12 +149,22 @@ result<tokenizer> tokenizer::from_gguf(const model::gguf_file& f) {
   t.add_bos_ = f.get_bool("tokenizer.ggml.add_bos_token").value_or(default_add_bos);
   t.add_eos_ = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
 
+  for (std::string_view name : k_control_by_text)
+    if (std::int32_t id = t.find(name); id >= 0) t.types_[static_cast<std::size_t>(id)] = token_type::control;
+
   // Special tokens, matched in text before the rest is tokenized: bucketed by first byte, longest first.
+  t.rstrip_.assign(n, false);
+  std::string name(f.get_string("general.name").value_or(""));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool phi3 = name.find("phi-3") != std::string::npos || name.find("phi3") != std::string::npos;
   for (std::size_t i = 0; i < n; ++i) {
     token_type ty = t.types_[i];
     auto text = t.token_text(static_cast<std::int32_t>(i));
-    if ((ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown) && !text.empty())
+    if ((ty == token_type::control || ty == token_type::user_defined || ty == token_type::unknown) && !text.empty()) {
       t.specials_[static_cast<unsigned char>(text[0])].push_back(static_cast<std::int32_t>(i));
+      t.rstrip_[i] = phi3 && std::find(std::begin(k_phi3_keeps_space_after), std::end(k_phi3_keeps_space_after), text) ==
+                                 std::end(k_phi3_keeps_space_after);
+    }
   }
   for (auto& bucket : t.specials_)
     std::stable_sort(bucket.begin(), bucket.end(), [&](std::int32_t a, std::int32_t b) { return t.token_text(a).size() > t.token_text(b).size(); });
@@ -235,6 +260,8 @@ std::vector<std::int32_t> tokenizer::encode(std::string_view text, bool add_spec
     if (pos > start) encode_fragment(text.substr(start, pos - start), out);
     out.push_back(id);
     pos += token_text(id).size();
+    if (rstrip_[static_cast<std::size_t>(id)])
+      while (pos < text.size() && is_space(text[pos])) ++pos;
     start = pos;
   }
   if (start < text.size()) encode_fragment(text.substr(start), out);

@@ -90,6 +90,7 @@ class tokenizer {
   std::unordered_map<std::string_view, std::int32_t> index_;  // views into text_
   std::unordered_map<std::uint64_t, merge> merges_;           // (left id << 32 | right id) -> merge
   std::array<std::vector<std::int32_t>, 256> specials_;       // by first byte, longest first
+  std::vector<bool> rstrip_;                                  // whitespace after this special token is dropped
   std::vector<std::int32_t> eog_;
   std::int32_t bos_ = -1, eos_ = -1, eot_ = -1, pad_ = -1, unk_ = -1;
   bool add_bos_ = false, add_eos_ = false, add_space_prefix_ = false, ignore_merges_ = false;
