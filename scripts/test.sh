@@ -80,10 +80,10 @@ done
 
 if command -v valgrind >/dev/null; then
   step "Release build (kernel tests under valgrind)"
-  cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BENCH=OFF >/dev/null
-  cmake --build build/release -j "$jobs" --target strata_kernels_tests
+  cmake -S . -B build/valgrind -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_BENCH=OFF >/dev/null
+  cmake --build build/valgrind -j "$jobs" --target strata_kernels_tests
   step "valgrind: kernel tests"
-  run_ctest build/release -L valgrind --timeout 600
+  run_ctest build/valgrind -L valgrind --timeout 600
 fi
 
 step "TSan build (actor and cache tests)"
