@@ -226,8 +226,7 @@ net::awaitable<bool> http_session::serve_one(bool first) {
       // The client left before its answer: the request stops at the scheduler's next step.
       spdlog::info("[{}] client went away before the response", ctx.request_id);
       dr->slot->cancel();
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      log::access(ctx.request_id, std::string(req.method_string()), std::string(req.target()), 499, 0, 0, ms);
+      log_access(ctx, req.method_string(), req.target(), 499, t0);
       co_return false;
     }
     auto res = std::get<0>(std::move(outcome));
