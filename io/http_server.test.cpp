@@ -293,6 +293,11 @@ struct deferred_handler {
     }
     return nullptr;
   }
+  /// Drops the slots: their timers belong to the server's io_context, which they must not outlive.
+  void release() const {
+    std::lock_guard lock(made->mu);
+    made->slots.clear();
+  }
 };
 
 TEST(http_server, a_client_that_leaves_before_a_deferred_response_cancels_it_at_once) {
@@ -311,6 +316,7 @@ TEST(http_server, a_client_that_leaves_before_a_deferred_response_cancels_it_at_
   EXPECT_EQ(h.cancelled->load(), 1);
   EXPECT_TRUE(h.slot(0)->cancelled());
   EXPECT_FALSE(h.slot(0)->set(make_json(11, http::status::ok, "{}"))) << "a late answer has nowhere to go";
+  h.release();
 }
 
 TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_served_after_it) {
@@ -331,6 +337,8 @@ TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_serv
     EXPECT_EQ(res.body(), body);
   }
   EXPECT_EQ(h.cancelled->load(), 0);
+  slot.reset();
+  h.release();
 }
 
 TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {
