@@ -15,6 +15,7 @@
 #include <boost/beast/http.hpp>
 #include <spdlog/spdlog.h>
 
+#include "io/cors.hpp"
 #include "io/http_server.hpp"
 #include "io/request_reader.hpp"
 #include "io/websocket_session.hpp"
@@ -49,6 +50,16 @@ std::optional<http_response> reply_to_read_error(const beast::error_code& ec, un
   if (ec == read_errc::trailers_too_large) {
     return make_error(version, http::status::request_header_fields_too_large, "request trailers too large",
                       "invalid_request_error", "headers_too_large");
+  }
+  if (ec == read_errc::unsupported_transfer_coding) {
+    return make_error(version, http::status::not_implemented,
+                      "unsupported Transfer-Encoding: only \"chunked\" is accepted", "invalid_request_error",
+                      "unsupported_transfer_encoding");
+  }
+  if (ec == read_errc::transfer_encoding_with_content_length || ec == read_errc::transfer_encoding_in_http10 ||
+      ec == read_errc::missing_host || ec == read_errc::repeated_host) {
+    return make_error(version, http::status::bad_request, "bad request framing: " + ec.message(),
+                      "invalid_request_error", "bad_framing");
   }
   if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == beast::error::timeout ||
       ec == net::error::eof || ec == net::error::operation_aborted || ec == net::error::connection_reset ||
@@ -105,6 +116,7 @@ void http_session::count(int status) const {
 
 net::awaitable<void> http_session::write(http_response res) {
   responded_ = true;
+  if (!cors_origin_.empty()) allow_origin(res, cors_origin_);
   stream_.expires_after(server_->opts_.write_timeout);
   co_await http::async_write(stream_, res, nothrow);
 }
@@ -182,6 +194,7 @@ net::awaitable<bool> http_session::serve_one(bool first) {
 
   idle_ = true;
   responded_ = false;
+  cors_origin_.clear();
   if (server_->stopping()) co_return false;
   // A new connection gets header_timeout for its first request; a kept-alive one idle_timeout.
   stream_.expires_after(first ? opts.header_timeout : opts.idle_timeout);
@@ -201,10 +214,11 @@ net::awaitable<bool> http_session::serve_one(bool first) {
 
   http_request req = reader.release();
   request_context ctx{log::new_request_id(), remote_, stream_.get_executor(), std::make_shared<request_usage>()};
+  cors_origin_ = allowed_origin_of(req, opts.cors_origins);
   auto t0 = std::chrono::steady_clock::now();
   handler_result result;
   try {
-    result = server_->handler_(req, ctx);
+    result = respond(req, ctx);
   } catch (...) {
     spdlog::error("[{}] handler failed: {}", ctx.request_id, what(std::current_exception()));
     result = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");
@@ -256,19 +270,34 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   co_return keep && !server_->stopping();
 }
 
+handler_result http_session::respond(http_request& req, const request_context& ctx) {
+  const auto& origins = server_->opts_.cors_origins;
+  if (auto preflight = answer_preflight(req, origins)) return std::move(*preflight);
+  auto result = server_->handler_(req, ctx);
+  if (std::holds_alternative<websocket_accept>(result)) {
+    if (auto refusal = refuse_upgrade(req, origins)) return std::move(*refusal);
+  }
+  return result;
+}
+
 net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_context& ctx, bool keep) {
   http::response<http::empty_body> head{sr.head.result(), sr.head.version()};
   for (const auto& field : sr.head) head.set(field.name_string(), field.value());
   head.set("x-request-id", ctx.request_id);
+  if (!cors_origin_.empty()) allow_origin(head, cors_origin_);
+  // HTTP/1.0 has no chunked coding: the body is the items as they are, ended by closing.
+  const bool chunked = head.version() >= 11;
+  if (!chunked) keep = false;
+  head.erase(http::field::content_length);
   head.keep_alive(keep);
-  head.chunked(true);
+  head.chunked(chunked);
   http::response_serializer<http::empty_body> serializer{head};
   stream_.expires_after(server_->opts_.write_timeout);
   auto [ec, n] = co_await http::async_write_header(stream_, serializer, nothrow);
   if (!ec) {
     // A client who leaves is noticed at once, even while its request waits in the queue and
     // nothing is written to it.
-    auto outcome = co_await (write_chunks(sr) || watch_peer());
+    auto outcome = co_await (write_chunks(sr, chunked) || watch_peer());
     ec = outcome.index() == 0 ? std::get<0>(outcome) : beast::error_code(net::error::eof);
   }
   if (ec) {
@@ -276,13 +305,14 @@ net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_
     sr.channel->cancel();
     co_return false;
   }
+  if (!chunked) co_return false;
   stream_.expires_after(server_->opts_.write_timeout);
   std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk_last(), nothrow);
   if (ec) sr.channel->cancel();
   co_return !ec && keep;
 }
 
-net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr) {
+net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr, bool chunked) {
   for (;;) {
     bool timed_out = false;
     auto item = co_await sr.channel->next(sr.keepalive, timed_out);
@@ -290,7 +320,8 @@ net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr) {
     const std::string& data = item ? *item : sr.keepalive_data;
     // A reader that takes longer than write_timeout for one chunk is treated as gone.
     stream_.expires_after(server_->opts_.write_timeout);
-    auto [ec, n] = co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow);
+    auto [ec, n] = chunked ? co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow)
+                           : co_await net::async_write(stream_, net::buffer(data), nothrow);
     if (ec) co_return ec;
   }
 }

@@ -33,6 +33,9 @@ class http_session : public std::enable_shared_from_this<http_session> {
   /// Serves requests until the connection ends; run() catches what it throws.
   boost::asio::awaitable<void> serve();
   boost::asio::awaitable<bool> serve_one(bool first);
+  /// The reply to a complete request: a CORS preflight is answered here, and an upgrade the
+  /// endpoint accepts is refused here when its handshake must not go on.
+  handler_result respond(http_request& req, const request_context& ctx);
   /// Feeds the reader from the buffer and the socket until the request is complete or refused.
   boost::asio::awaitable<boost::system::error_code> read_request(request_reader& reader);
   /// Reports a response status to the server options' on_response hook.
@@ -41,7 +44,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   /// Writes a streamed response; returns whether the connection may be kept.
   boost::asio::awaitable<bool> write_stream(stream_reply& sr, const request_context& ctx, bool keep);
   /// Writes every item of the stream (and keep-alives between them) as a chunk until it ends.
-  boost::asio::awaitable<boost::system::error_code> write_chunks(stream_reply& sr);
+  boost::asio::awaitable<boost::system::error_code> write_chunks(stream_reply& sr, bool chunked);
   /// While a response is pending, reads the socket so that a client who leaves is noticed at once
   /// (not at the next write): completes when the peer has closed or the socket failed. Bytes that
   /// arrive meanwhile (a pipelined request) go to the read buffer for the next request; past
@@ -58,6 +61,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
   bool idle_ = true;        // touched only on the strand
   bool responded_ = false;  // a response to the current request has begun
   bool upgraded_ = false;   // the socket moved to a WebSocket session
+  std::string cors_origin_;  // the current request's allowed Origin, named in its response
   /// Bytes asked of the socket per read.
   static constexpr std::size_t read_size = 64 * 1024;
 };

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <variant>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <string>
@@ -34,6 +35,10 @@ struct http_options {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
+  /// Origins whose web pages may use the API (CORS) and open WebSockets, such as
+  /// "https://app.example"; "*" admits any. Empty: no CORS headers, and a WebSocket handshake
+  /// that carries an Origin is refused (403). Requests without an Origin are not affected.
+  std::vector<std::string> cors_origins;
   /// Called with the status of every response the server sends (101 for a WebSocket upgrade),
   /// from the connection's thread: counts responses by status for the metrics.
   std::function<void(int status)> on_response;

@@ -14,6 +14,11 @@ class read_category_impl final : public boost::system::error_category {
       case read_errc::trailers_too_large: return "request trailers too large";
       case read_errc::chunk_line_too_long: return "chunk-size line too long";
       case read_errc::unreadable: return "the request could not be parsed";
+      case read_errc::unsupported_transfer_coding: return "unsupported transfer coding";
+      case read_errc::transfer_encoding_with_content_length: return "both Transfer-Encoding and Content-Length";
+      case read_errc::transfer_encoding_in_http10: return "Transfer-Encoding on an HTTP/1.0 request";
+      case read_errc::missing_host: return "no Host header";
+      case read_errc::repeated_host: return "more than one Host header";
     }
     return "unknown request read error";
   }
@@ -40,7 +45,40 @@ bool starts_last_chunk(std::string_view pending) {
   return !hex;
 }
 
+/// Whether every Transfer-Encoding field of `req`, taken as one list, is the single coding
+/// `chunked` (codings are case-insensitive; empty list elements do not count).
+bool only_chunked(const http_request& req) {
+  std::size_t codings = 0;
+  bool chunked = false;
+  for (const auto& f : req) {
+    if (f.name() != http::field::transfer_encoding) continue;
+    std::string_view list = f.value();
+    while (!list.empty()) {
+      auto comma = list.find(',');
+      std::string_view item = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+      while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+      if (item.empty()) continue;
+      ++codings;
+      chunked = boost::beast::iequals(item, "chunked");
+    }
+  }
+  return codings == 1 && chunked;
+}
+
 }  // namespace
+
+boost::system::error_code check_framing(const http_request& header) {
+  bool has_te = header.count(http::field::transfer_encoding) > 0;
+  if (has_te && header.version() < 11) return read_errc::transfer_encoding_in_http10;
+  if (has_te && header.count(http::field::content_length) > 0) return read_errc::transfer_encoding_with_content_length;
+  if (has_te && !only_chunked(header)) return read_errc::unsupported_transfer_coding;
+  auto hosts = header.count(http::field::host);
+  if (hosts > 1) return read_errc::repeated_host;
+  if (hosts == 0 && header.version() >= 11) return read_errc::missing_host;
+  return {};
+}
 
 const boost::system::error_category& read_category() noexcept {
   static const read_category_impl category;
@@ -91,6 +129,14 @@ std::size_t request_reader::put(std::string_view data, boost::system::error_code
       std::string_view slice = between_chunks ? rest.substr(0, limits_.max_header) : rest;
       std::size_t n = parser_.put(boost::asio::const_buffer(slice.data(), slice.size()), ec);
       used += n;
+      if ((!ec || ec == http::error::need_more) && !framing_checked_ && parser_.is_header_done()) {
+        // The header is whole and none of the body is read yet (the parser is not eager).
+        framing_checked_ = true;
+        if (auto bad = check_framing(parser_.get())) {
+          ec = bad;
+          break;
+        }
+      }
       if (ec == http::error::need_more && slice.size() < rest.size()) {
         ec = starts_last_chunk(rest) ? read_errc::trailers_too_large : read_errc::chunk_line_too_long;
       }
@@ -104,6 +150,9 @@ std::size_t request_reader::put(std::string_view data, boost::system::error_code
       const auto& req = parser_.get();
       std::uint64_t trailer_bytes = field_bytes(req) - field_bytes_before_trailers_;
       if (req.body().size() + extension_bytes_ + trailer_bytes > limits_.max_body) ec = http::error::body_limit;
+      // Trailers join the header's fields: a Host among them is one Host too many. (Beast itself
+      // refuses a Transfer-Encoding or Content-Length there.)
+      if (!ec) ec = check_framing(req);
     }
   } catch (const std::exception& e) {
     failure_ = e.what();

@@ -24,6 +24,18 @@ enum class read_errc {
   chunk_line_too_long,
   /// The parser threw on the bytes; the request cannot be read (400).
   unreadable,
+  /// A Transfer-Encoding other than exactly `chunked` (gzip, "gzip, chunked", ...): the body's
+  /// length cannot be known without a coding the server does not implement (501).
+  unsupported_transfer_coding,
+  /// Both Transfer-Encoding and Content-Length: two framings that a proxy in front may read
+  /// differently, the ground of request smuggling (400).
+  transfer_encoding_with_content_length,
+  /// Transfer-Encoding on an HTTP/1.0 request, which has no transfer codings (400).
+  transfer_encoding_in_http10,
+  /// An HTTP/1.1 request without a Host field (400).
+  missing_host,
+  /// More than one Host field (400).
+  repeated_host,
 };
 
 const boost::system::error_category& read_category() noexcept;
@@ -41,11 +53,18 @@ struct request_limits {
 /// The limits of a server with these options.
 request_limits limits_of(const http_options& opts);
 
+/// Whether a complete request header frames its message in a way the server accepts: no
+/// Transfer-Encoding but exactly `chunked` (and none on HTTP/1.0), never with a Content-Length,
+/// and one Host field (required on HTTP/1.1). Beast's parser takes the rest of these requests
+/// and reads their bodies in a way another server on the path may not.
+boost::system::error_code check_framing(const http_request& header);
+
 /// Reads one request. Beast's parser bounds the header by `max_header` and the decoded body by
 /// `max_body`, but nothing bounds the framing of a chunked body: a chunk-size line and the
 /// trailer section wait in the caller's buffer until complete, however long, and a trailer field
 /// over 64 KiB makes the fields container throw. This reader bounds both by `max_header`, counts
-/// extensions and trailers against `max_body`, and turns any exception into an error code.
+/// extensions and trailers against `max_body`, turns any exception into an error code, and
+/// refuses a header that check_framing() refuses before any of its body is read.
 ///
 /// Feed it as Beast's parser: put() the bytes not yet consumed, followed by new ones, until
 /// done(); on `http::error::need_more` add bytes and put again, on any other error give up.
@@ -77,6 +96,7 @@ class request_reader {
   std::uint64_t announced_ = 0;  // the sizes of the chunks begun so far
   std::uint64_t extension_bytes_ = 0;
   std::uint64_t field_bytes_before_trailers_ = 0;
+  bool framing_checked_ = false;
   std::string failure_;
 };
 

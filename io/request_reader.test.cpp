@@ -144,6 +144,38 @@ TEST(request_reader, turns_what_the_parser_throws_into_an_error) {
   EXPECT_FALSE(reader.failure().empty());
 }
 
+TEST(request_reader, refuses_a_header_with_two_framings_before_reading_its_body_however_it_arrives) {
+  struct refused {
+    std::string header;
+    read_errc why;
+  };
+  const refused cases[] = {
+      {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", read_errc::unsupported_transfer_coding},
+      {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", read_errc::unsupported_transfer_coding},
+      {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", read_errc::unsupported_transfer_coding},
+      {"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\n",
+       read_errc::transfer_encoding_with_content_length},
+      {"POST /x HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", read_errc::transfer_encoding_in_http10},
+      {"POST /x HTTP/1.1\r\nContent-Length: 5\r\n\r\n", read_errc::missing_host},
+      {"POST /x HTTP/1.1\r\nHost: a\r\nHost: a\r\nContent-Length: 5\r\n\r\n", read_errc::repeated_host},
+  };
+  for (const auto& c : cases) {
+    for (std::size_t step : {std::size_t{1}, std::size_t{7}, std::size_t{1} << 20}) {
+      request_reader reader({});
+      // The body that follows is never looked at: its bytes stay with the caller.
+      std::string raw = c.header + "5\r\nhello\r\n0\r\n\r\n";
+      auto r = feed(reader, raw, step);
+      EXPECT_EQ(r.ec, c.why) << c.header << "step " << step << ": " << r.ec.message();
+      EXPECT_TRUE(reader.get().body().empty()) << c.header;
+    }
+  }
+}
+
+TEST(request_reader, refuses_a_host_field_among_the_trailers) {
+  request_reader reader({});
+  EXPECT_EQ(feed(reader, chunked("hello", 5, "", "Host: y\r\n"), 1).ec, read_errc::repeated_host);
+}
+
 TEST(request_reader, takes_its_limits_from_the_server_options) {
   http_options opts;
   opts.max_header = 1234;

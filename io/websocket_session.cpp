@@ -9,6 +9,8 @@
 #include <boost/beast/websocket.hpp>
 #include <spdlog/spdlog.h>
 
+#include "io/cors.hpp"
+
 namespace strata::io {
 
 namespace net = boost::asio;
@@ -38,7 +40,41 @@ net::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws, std::shared_ptr<s
   }
 }
 
+bool is_base64_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+}
+
 }  // namespace
+
+bool valid_websocket_key(std::string_view key) {
+  // 16 bytes are 128 bits: 21 full characters and one with 2 bits (its low 4 bits zero), then "==".
+  if (key.size() != 24 || !key.ends_with("==")) return false;
+  for (std::size_t i = 0; i < 22; ++i) {
+    if (!is_base64_char(key[i])) return false;
+  }
+  static constexpr std::string_view last_chars = "AQgw";  // the values 0, 16, 32 and 48
+  return last_chars.find(key[21]) != std::string_view::npos;
+}
+
+std::optional<http_response> refuse_upgrade(const http_request& req, const std::vector<std::string>& allowed_origins) {
+  // A refused handshake closes the connection: the client may already be sending frames.
+  auto refuse = [](http_response res) {
+    res.keep_alive(false);
+    return res;
+  };
+  if (req.count(http::field::sec_websocket_key) != 1 || !valid_websocket_key(req[http::field::sec_websocket_key])) {
+    return refuse(make_error(req.version(), http::status::bad_request,
+                             "Sec-WebSocket-Key must be one header of 16 bytes in base64 (24 characters)",
+                             "invalid_request_error", "bad_websocket_key"));
+  }
+  if (req.count(http::field::origin) > 0 && allowed_origin_of(req, allowed_origins).empty()) {
+    return refuse(make_error(req.version(), http::status::forbidden,
+                             "origin '" + std::string(req[http::field::origin]) +
+                                 "' may not open this WebSocket; list it in server.cors_origins",
+                             "invalid_request_error", "origin_not_allowed"));
+  }
+  return std::nullopt;
+}
 
 net::awaitable<void> run_websocket(beast::tcp_stream stream, http_request req, websocket_accept accept,
                                    std::string request_id) {

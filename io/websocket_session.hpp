@@ -3,6 +3,10 @@
 // loop hands text messages to the API's handler, a writer loop sends what the outbox yields.
 
 #include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -10,6 +14,16 @@
 #include "io/http_types.hpp"
 
 namespace strata::io {
+
+/// Whether `key` is a Sec-WebSocket-Key as RFC 6455 has it: 16 bytes in base64, that is 22
+/// base64 characters and "==".
+bool valid_websocket_key(std::string_view key);
+
+/// Why an upgrade request that an endpoint would accept must be refused, as the response to send
+/// instead of 101: 400 for a Sec-WebSocket-Key that is missing, repeated or not 16 bytes of
+/// base64; 403 for a browser (an Origin header) whose origin is not in `allowed_origins`.
+/// Nothing when the handshake may go on.
+std::optional<http_response> refuse_upgrade(const http_request& req, const std::vector<std::string>& allowed_origins);
 
 /// Runs the upgraded connection until either side closes it. `req` is the upgrade request.
 boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream, http_request req, websocket_accept accept,

@@ -204,6 +204,7 @@ int serve(const serve_options& opts) {
   http_opts.max_connections = cfg.limits.max_connections;
   http_opts.header_timeout = cfg.limits.header_timeout;
   http_opts.idle_timeout = cfg.limits.idle_timeout;
+  http_opts.cors_origins = cfg.server.cors_origins;
   http_opts.on_response = response_counter(metrics);
   auto server = std::make_shared<io::http_server>(
       system.context(), http_opts,

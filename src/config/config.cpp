@@ -150,6 +150,22 @@ setter duration_key(std::string key, std::function<void(server_config&, std::chr
   };
 }
 
+/// Whether `s` is "*" or an origin as browsers send it: http or https, "://", then a host and an
+/// optional port, with no path, no trailing slash and no whitespace.
+bool is_origin(std::string_view s) {
+  if (s == "*") return true;
+  std::string_view rest;
+  if (s.starts_with("https://")) rest = s.substr(8);
+  else if (s.starts_with("http://")) rest = s.substr(7);
+  else return false;
+  if (rest.empty()) return false;
+  for (char ch : rest) {
+    auto u = static_cast<unsigned char>(ch);
+    if (ch == '/' || ch == '?' || ch == '#' || ch == '@' || u <= ' ' || u >= 0x7f) return false;
+  }
+  return true;
+}
+
 const std::map<std::string, setter, std::less<>>& setters() {
   static const std::map<std::string, setter, std::less<>> table = {
       {"server.host", with_string("server.host", [](const std::string& v, server_config& c) -> result<void> {
@@ -172,6 +188,21 @@ const std::map<std::string, setter, std::less<>>& setters() {
          return {};
        }},
       {"server.metrics_public", bool_key("server.metrics_public", [](server_config& c, bool v) { c.server.metrics_public = v; })},
+      {"server.cors_origins", [](const toml::node& n, server_config& c) -> result<void> {
+         const auto* arr = n.as_array();
+         if (!arr) return bad("server.cors_origins", "expected an array of strings");
+         std::vector<std::string> origins;
+         for (const auto& e : *arr) {
+           auto s = e.value<std::string>();
+           if (!e.is_string() || !s || !is_origin(*s)) {
+             return bad("server.cors_origins", "expected \"*\" or origins such as \"https://app.example:8443\" "
+                                               "(scheme and host, no path), got " + (s ? "\"" + *s + "\"" : std::string("a non-string")));
+           }
+           origins.push_back(*s);
+         }
+         c.server.cors_origins = std::move(origins);
+         return {};
+       }},
       {"model.path", with_string("model.path", [](const std::string& v, server_config& c) -> result<void> {
          c.model.path = v;
          return {};

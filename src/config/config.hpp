@@ -36,6 +36,10 @@ struct server_section {
   std::vector<std::string> api_keys;
   /// /metrics answers without a key even when api_keys is set (a scraper on a trusted network).
   bool metrics_public = false;
+  /// Origins ("https://app.example", or "*" for any) whose web pages may call the API (CORS) and
+  /// open /v1/ws; empty means no CORS headers, and WebSocket handshakes from browsers (with an
+  /// Origin header) are refused. Clients that send no Origin are not affected.
+  std::vector<std::string> cors_origins;
 };
 
 struct model_section {

@@ -26,6 +26,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.server.threads, d.server.threads);
   EXPECT_EQ(c.server.api_keys, d.server.api_keys);
   EXPECT_EQ(c.server.metrics_public, d.server.metrics_public);
+  EXPECT_EQ(c.server.cors_origins, d.server.cors_origins);
   EXPECT_EQ(c.model.path, d.model.path);
   EXPECT_EQ(c.model.ctx, d.model.ctx);
   EXPECT_EQ(c.model.compute_threads, d.model.compute_threads);
@@ -124,6 +125,21 @@ TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
   expect_error_naming("[server]\nmetrics_public = \"yes\"\n", "server.metrics_public");
   expect_error_naming("[server]\nmetrics_public = 1\n", "server.metrics_public");
   expect_error_naming("[scheduler]\ntoken_budget = 4\nmax_running = 16\n", "scheduler.token_budget");
+}
+
+TEST(config, reads_cors_origins_and_refuses_what_is_not_an_origin) {
+  auto c = parse_toml("[server]\ncors_origins = [\"https://app.example\", \"http://localhost:3000\", \"*\"]\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->server.cors_origins,
+            (std::vector<std::string>{"https://app.example", "http://localhost:3000", "*"}));
+  EXPECT_TRUE(server_config{}.server.cors_origins.empty());
+  expect_error_naming("[server]\ncors_origins = \"*\"\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [1]\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [\"\"]\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [\"app.example\"]\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [\"https://app.example/\"]\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [\"https://app.example/path\"]\n", "server.cors_origins");
+  expect_error_naming("[server]\ncors_origins = [\"https://\"]\n", "server.cors_origins");
 }
 
 TEST(config, malformed_toml_reports_the_line) {

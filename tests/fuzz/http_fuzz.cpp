@@ -3,7 +3,8 @@
 // under tight ones that the fuzzer reaches quickly. Each input is fed whole, a byte at a time and
 // in 7-byte pieces, as reads from a socket would split it. The reader must answer every input
 // with requests or an error code: never crash, throw, hang, or hold more than the header limit
-// of unconsumed bytes while it waits for more.
+// of unconsumed bytes while it waits for more; and a request it accepts must be framed in only
+// one way (check_framing: Transfer-Encoding exactly chunked, never with Content-Length).
 
 #include <algorithm>
 #include <cstddef>
@@ -54,6 +55,7 @@ void read_all(std::string_view wire, std::size_t step, const request_limits& lim
     if (ec) return;  // refused: the session answers and closes
     auto req = reader.release();
     if (req.body().size() > lim.max_body) std::abort();
+    if (strata::io::check_framing(req)) std::abort();
   }
 }
 

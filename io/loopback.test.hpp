@@ -1,0 +1,114 @@
+#pragma once
+// Test support for the io/ tests that talk to a real server: a server on a loopback port with its
+// own threads, and a client that sends raw bytes and reads back the answer and whether the
+// server then closed the connection. Every exchange has a deadline, so a server that neither
+// answers nor closes fails the test instead of hanging it.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+
+#include "io/http_server.hpp"
+
+namespace strata::io::testing {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+using tcp = net::ip::tcp;
+using namespace std::chrono_literals;
+
+/// A server on a loopback port, run by two threads until the object goes.
+class loopback_server {
+ public:
+  loopback_server(http_options opts, request_handler handler) {
+    opts.host = "127.0.0.1";
+    opts.port = 0;
+    server_ = std::make_shared<http_server>(ctx_, opts, std::move(handler));
+    auto started = server_->start();
+    EXPECT_TRUE(started) << (started ? "" : started.err().message);
+    work_.emplace(ctx_.get_executor());
+    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ctx_.run(); });
+  }
+  ~loopback_server() {
+    server_->stop();
+    for (int i = 0; i < 200 && server_->connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+    work_.reset();
+    ctx_.stop();
+    for (auto& t : threads_) t.join();
+  }
+  std::uint16_t port() const { return server_->port(); }
+
+ private:
+  net::io_context ctx_;
+  std::shared_ptr<http_server> server_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+};
+
+/// What the server did with one raw request.
+struct raw_reply {
+  /// The response it sent; nothing when it closed the connection without one.
+  std::optional<http::response<http::string_body>> res;
+  /// It closed the connection after the response (or instead of one).
+  bool closed = false;
+};
+
+/// Sends `raw` on a new connection, reads one response, then waits up to `close_wait` for the
+/// server to close (not at all when zero). The whole exchange has 30 s.
+inline raw_reply raw_exchange(std::uint16_t port, const std::string& raw,
+                              std::chrono::milliseconds close_wait = std::chrono::seconds(5)) {
+  net::io_context ctx;
+  beast::tcp_stream stream(ctx);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  stream.expires_after(30s);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  raw_reply out;
+  char byte = 0;
+  // The write may fail once the server closes; only the answer matters.
+  net::async_write(stream, net::buffer(raw), [](beast::error_code, std::size_t) {});
+  http::async_read(stream, buffer, res, [&](beast::error_code ec, std::size_t) {
+    if (ec) {
+      out.closed = ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset;
+      return;
+    }
+    out.res = std::move(res);
+    if (buffer.size() > 0 || close_wait.count() == 0) return;  // more than one response: not closed
+    stream.expires_after(close_wait);
+    stream.async_read_some(net::buffer(&byte, 1), [&](beast::error_code ec2, std::size_t) {
+      out.closed = ec2 == net::error::eof || ec2 == net::error::connection_reset;
+    });
+  });
+  ctx.run();
+  return out;
+}
+
+/// Everything the server sends in answer to `raw` until it closes the connection, and whether it
+/// closed it within 30 s.
+inline std::pair<std::string, bool> raw_until_close(std::uint16_t port, const std::string& raw) {
+  net::io_context ctx;
+  beast::tcp_stream stream(ctx);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  stream.expires_after(30s);
+  std::string received;
+  bool closed = false;
+  net::async_write(stream, net::buffer(raw), [](beast::error_code, std::size_t) {});
+  net::async_read(stream, net::dynamic_buffer(received), [&](beast::error_code ec, std::size_t) {
+    closed = ec == net::error::eof || ec == net::error::connection_reset;
+  });
+  ctx.run();
+  return {received, closed};
+}
+
+}  // namespace strata::io::testing
