@@ -18,6 +18,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 
 #include "io/http_server.hpp"
 
@@ -38,6 +39,10 @@ class loopback_server {
     auto started = server_->start();
     EXPECT_TRUE(started) << (started ? "" : started.err().message);
     work_.emplace(ctx_.get_executor());
+    // spdlog's registry is made on first use; made here, before the server threads log, its
+    // construction happens-before their reads (the library is not built for ThreadSanitizer,
+    // which cannot see the guard of its static).
+    spdlog::default_logger_raw();
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ctx_.run(); });
   }
   ~loopback_server() {
