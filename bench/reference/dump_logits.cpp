@@ -4,7 +4,7 @@
 // top-N logits, then a greedy continuation of exactly G tokens (as `strata logits --greedy G`
 // writes it: an end-of-generation token does not stop it). Built and run by bench/reference_dumps.sh; never part of strata's build.
 //
-//   llama_dump MODEL.gguf PROMPTS.txt OUT.json [TOP=20] [GREEDY=64] [THREADS=2]
+//   dump_logits MODEL.gguf PROMPTS.txt OUT.json [TOP=20] [GREEDY=64] [THREADS=2]
 
 #include <algorithm>
 #include <cmath>
