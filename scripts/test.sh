@@ -18,8 +18,9 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(pwd)} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 
 scripts/install-deps.sh
-# The default model (SmolLM2-135M-Instruct) for the tests on a real model.
-scripts/fetch-model.sh >/dev/null
+# The real models (SmolLM2-135M-Instruct, the default, and Gemma 3 270M) for the tests on them.
+scripts/fetch-model.sh smollm2 >/dev/null
+scripts/fetch-model.sh gemma3 >/dev/null
 
 if [ ! -d ../shared ]; then
   echo "test.sh: ../shared (models, vocabularies, goldens, templates) is missing beside the project" >&2
