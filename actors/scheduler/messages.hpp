@@ -12,6 +12,7 @@
 #include "actors/runtime/address.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
+#include "src/sampling/generation_settings.hpp"
 
 namespace strata::sched {
 
@@ -70,14 +71,7 @@ struct open_stream {
 using stream_inbox = std::variant<token_event, request_done, request_rejected, open_stream>;
 using stream_address = actors::address<stream_inbox>;
 
-struct generation_settings {
-  sampling::sampling_params sampling;
-  std::int32_t max_tokens = 256;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
-  /// The format of the request's KV blocks (kv_bits).
-  kv::kv_format kv_format = kv::kv_format::f16;
-};
+using sampling::generation_settings;
 
 /// A new request. The scheduler answers on reply_to: token_event*, then request_done (or one
 /// request_rejected).

@@ -12,8 +12,8 @@
 #include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 
-#include "actors/scheduler/messages.hpp"
 #include "src/api/api_error.hpp"
+#include "src/sampling/generation_settings.hpp"
 
 namespace strata::api {
 
@@ -32,7 +32,7 @@ struct generation_request {
   /// The key the client gave it under ("max_tokens" or "max_completion_tokens").
   std::string max_tokens_key = "max_tokens";
   int kv_bits = 0;  // 4, 8, 16, or 0: the server's kv.default_bits
-  sched::generation_settings settings;
+  sampling::generation_settings settings;
   boost::json::array messages;  // chat: as the template sees them
   boost::json::value tools;     // chat: null when absent
   std::string prompt_text;      // completions

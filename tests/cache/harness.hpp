@@ -16,7 +16,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "src/config/config.hpp"
-#include "src/engine/engine.hpp"
+#include "server/engine/engine.hpp"
 #include "src/kv/kv_format.hpp"
 
 namespace strata::cache_test {

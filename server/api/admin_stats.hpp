@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "src/engine/engine.hpp"
+#include "server/engine/engine.hpp"
 
 namespace strata::api {
 

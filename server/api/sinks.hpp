@@ -12,10 +12,14 @@
 #include "io/response_slot.hpp"
 #include "io/stream_channel.hpp"
 #include "src/api/response_writer.hpp"
-#include "src/api/stream_hub.hpp"
+#include "actors/stream/stream_hub.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 
 namespace strata::api {
+
+using sched::open_stream;
+using sched::stream_sink;
+using stream::hub_address;
 
 /// What every chunk and response of one request repeats, and what its sinks need to know.
 struct response_meta {

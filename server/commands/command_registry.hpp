@@ -1,5 +1,5 @@
 #pragma once
-// The `strata <subcommand>` registry: each src/commands/*_command.cpp registers itself.
+// The `strata <subcommand>` registry: each server/commands/*_command.cpp registers itself.
 
 #include <functional>
 #include <string>

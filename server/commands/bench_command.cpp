@@ -20,7 +20,7 @@
 
 #include "kernels/compute_pool.hpp"
 #include "kernels/simd.hpp"
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 

@@ -14,7 +14,7 @@
 #include "actors/runtime/actor.hpp"
 #include "actors/scheduler/messages.hpp"
 
-namespace strata::api {
+namespace strata::stream {
 
 using sched::open_stream;
 using sched::stream_sink;
@@ -41,4 +41,4 @@ class stream_hub final : public actors::actor<hub_inbox> {
   std::unordered_map<std::uint64_t, route> routes_;
 };
 
-}  // namespace strata::api
+}  // namespace strata::stream

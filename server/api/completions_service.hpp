@@ -9,11 +9,14 @@
 
 #include "io/http_types.hpp"
 #include "src/api/generation_request.hpp"
-#include "src/api/stream_hub.hpp"
+#include "actors/stream/stream_hub.hpp"
 #include "src/common/metrics.hpp"
-#include "src/engine/engine.hpp"
+#include "server/engine/engine.hpp"
 
 namespace strata::api {
+
+using sched::stream_sink;
+using stream::hub_address;
 
 class completions_service {
  public:

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 #include "src/model/gguf_file.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 

@@ -18,14 +18,14 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "io/http_server.hpp"
-#include "src/api/admin_stats.hpp"
-#include "src/api/router.hpp"
-#include "src/commands/command_registry.hpp"
+#include "server/api/admin_stats.hpp"
+#include "server/api/router.hpp"
+#include "server/commands/command_registry.hpp"
 #include "src/common/log.hpp"
 #include "src/config/config.hpp"
-#include "src/api/completions_service.hpp"
-#include "src/api/stream_hub.hpp"
-#include "src/engine/engine.hpp"
+#include "server/api/completions_service.hpp"
+#include "actors/stream/stream_hub.hpp"
+#include "server/engine/engine.hpp"
 #include "src/model/synth.hpp"
 
 namespace strata::commands {
@@ -182,7 +182,7 @@ int serve(const serve_options& opts) {
     eng = std::move(*loaded);
     eng->start(system, metrics);
     status.model_id = eng->model_id();
-    auto hub = system.spawn<api::stream_hub>("stream-hub", actors::supervision::stop_system);
+    auto hub = system.spawn<stream::stream_hub>("stream-hub", actors::supervision::stop_system);
     completions = std::make_unique<api::completions_service>(*eng, hub, metrics);
     using io::http::verb;
     auto* c = completions.get();

@@ -1,4 +1,4 @@
-#include "src/api/sinks.hpp"
+#include "server/api/sinks.hpp"
 
 #include "io/http_types.hpp"
 #include "src/api/stream_framing.hpp"

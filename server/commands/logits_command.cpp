@@ -14,7 +14,7 @@
 #include <boost/json.hpp>
 
 #include "kernels/compute_pool.hpp"
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernels/simd.hpp"
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 
 namespace strata::commands {
 std::vector<command_entry>& command_list() {

@@ -1,4 +1,4 @@
-#include "src/api/router.hpp"
+#include "server/api/router.hpp"
 
 #include <string>
 #include <utility>

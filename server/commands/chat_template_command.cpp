@@ -13,7 +13,7 @@
 #include <boost/json.hpp>
 
 #include "src/chat/chat_template.hpp"
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 
 namespace {
 

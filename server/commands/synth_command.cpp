@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "src/commands/command_registry.hpp"
+#include "server/commands/command_registry.hpp"
 #include "src/model/synth.hpp"
 
 namespace strata::commands {

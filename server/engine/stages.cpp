@@ -1,4 +1,4 @@
-#include "src/engine/stages.hpp"
+#include "server/engine/stages.hpp"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "src/api/completions_service.hpp"
+#include "server/api/completions_service.hpp"
 
 #include <chrono>
 #include <mutex>
@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "src/api/response_writer.hpp"
-#include "src/api/sinks.hpp"
+#include "server/api/sinks.hpp"
 #include "src/api/stream_framing.hpp"
 #include "src/api/tokenize_request.hpp"
 #include "src/api/ws_envelope.hpp"

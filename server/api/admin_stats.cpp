@@ -1,4 +1,4 @@
-#include "src/api/admin_stats.hpp"
+#include "server/api/admin_stats.hpp"
 
 #include <boost/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "src/engine/engine.hpp"
+#include "server/engine/engine.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -11,7 +11,7 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 #include "actors/ssd/ssd_store.hpp"
 #include "io/ssd/segment_store.hpp"
-#include "src/engine/stages.hpp"
+#include "server/engine/stages.hpp"
 #include "src/sampling/text_stream.hpp"
 
 namespace strata::engine {

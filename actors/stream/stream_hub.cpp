@@ -1,6 +1,6 @@
-#include "src/api/stream_hub.hpp"
+#include "actors/stream/stream_hub.hpp"
 
-namespace strata::api {
+namespace strata::stream {
 
 void stream_hub::handle(open_stream o) {
   std::shared_ptr<stream_sink> sink = std::move(o.sink);
@@ -38,4 +38,4 @@ void stream_hub::handle(sched::request_rejected rj) {
   }
 }
 
-}  // namespace strata::api
+}  // namespace strata::stream

@@ -1,0 +1,23 @@
+#pragma once
+// generation_settings: what one request asks of generation once the API has validated it; the
+// API builds it and the scheduler runs it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/kv/kv_format.hpp"
+#include "src/sampling/sampling_params.hpp"
+
+namespace strata::sampling {
+
+struct generation_settings {
+  sampling_params sampling;
+  std::int32_t max_tokens = 256;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  /// The format of the request's KV blocks (kv_bits).
+  kv::kv_format kv_format = kv::kv_format::f16;
+};
+
+}  // namespace strata::sampling
