@@ -61,25 +61,19 @@ double run(int streams, int tokens) {
   metrics::registry registry;
   auto m = sched::scheduler_metrics::create(registry);
   actors::actor_system system({.threads = 2});
-  auto slot = std::make_shared<sched::scheduler_address>();
-  struct relay final : actors::actor<sched::scheduler_inbox> {
-    explicit relay(std::shared_ptr<sched::scheduler_address> t) : t_(std::move(t)) {}
-    void receive(sched::scheduler_inbox msg) override { std::visit([&](auto&& x) { t_->tell(std::move(x)); }, std::move(msg)); }
-    std::shared_ptr<sched::scheduler_address> t_;
-  };
-  auto to_sched = system.spawn<relay>("relay", actors::supervision::stop_system, slot);
-  pipeline::stage_address next = system.spawn<pipeline::output_actor>(
+  const pipeline::stage_address output = system.spawn<pipeline::output_actor>(
       "output", actors::supervision::stop_system, std::shared_ptr<pipeline::output_compute>(std::make_shared<no_output>()),
-      pipeline::sampler_factory([](const pipeline::open_sampler&) { return std::make_unique<first_token>(); }), to_sched);
+      pipeline::sampler_factory([](const pipeline::open_sampler&) { return std::make_unique<first_token>(); }));
+  pipeline::stage_address next = output;
   for (int i = k_layers - 1; i >= 0; --i) {
     next = system.spawn<pipeline::layer_actor>("layer", actors::supervision::stop_system,
                                                std::shared_ptr<pipeline::layer_compute>(std::make_shared<no_layer>()), next);
   }
   sched::text_services text{[](std::int32_t) { return std::string("x"); }, [](std::int32_t) { return false; },
                             [](const std::vector<std::string>&) { return std::make_unique<pass_text>(); }};
-  *slot = system.spawn<sched::scheduler_actor>(
+  const auto scheduler = system.spawn<sched::scheduler_actor>(
       "scheduler", actors::supervision::stop_system,
-      sched::scheduler_config{{.token_budget = 512, .max_running = 64, .max_context = 8192}, 4096}, text, next, m);
+      sched::scheduler_config{{.token_budget = 512, .max_running = 64, .max_context = 8192}, 4096}, text, next, output, m);
   auto all = std::make_shared<std::promise<void>>();
   auto fut = all->get_future();
   auto sink = system.spawn<done_counter>("sink", actors::supervision::stop_system, all, streams);
@@ -88,7 +82,7 @@ double run(int streams, int tokens) {
     sched::generation_settings g;
     g.max_tokens = tokens;
     g.ignore_eos = true;
-    slot->tell(sched::submit{static_cast<std::uint64_t>(i + 1), {1, 2, 3, 4}, g, sink});
+    scheduler.tell(sched::submit{static_cast<std::uint64_t>(i + 1), {1, 2, 3, 4}, g, sink});
   }
   fut.wait();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -23,9 +23,9 @@ struct counting_handler {
   handler_result operator()(http_request& req, const request_context& rc) const {
     calls->fetch_add(1);
     if (req.target() == "/stream") {
-      auto ch = std::make_shared<stream_channel>(rc.executor);
-      ch->push("data: 0\n\n");
-      ch->close();
+      auto ch = reply_queue::create(rc.executor);
+      ch->address().send({"data: 0\n\n"});
+      ch->address().close();
       http_response head{http::status::ok, req.version()};
       head.set(http::field::content_type, "text/event-stream");
       return stream_reply{std::move(head), ch};

@@ -18,9 +18,9 @@ using namespace std::chrono_literals;
 /// Echoes the body's size; POST /stream answers three SSE events as a stream.
 handler_result echo_or_stream(http_request& req, const request_context& rc) {
   if (req.target() == "/stream") {
-    auto ch = std::make_shared<stream_channel>(rc.executor);
-    for (int i = 0; i < 3; ++i) ch->push("data: " + std::to_string(i) + "\n\n");
-    ch->close();
+    auto ch = reply_queue::create(rc.executor);
+    for (int i = 0; i < 3; ++i) ch->address().send({"data: " + std::to_string(i) + "\n\n"});
+    ch->address().close();
     http_response head{http::status::ok, req.version()};
     head.set(http::field::content_type, "text/event-stream");
     return stream_reply{std::move(head), ch};

@@ -171,7 +171,7 @@ TEST(http_server, stop_closes_idle_connections_and_refuses_new_ones) {
 }
 
 /// Streams `count` events from a producer thread, `gap` apart; records whether it saw a cancel.
-/// A producer stops at its first refused push; join() waits for every producer, so that none
+/// A producer stops at its first refused send; join() waits for every producer, so that none
 /// outlives the server whose strand its channel holds.
 struct streaming_handler {
   struct producers {
@@ -185,22 +185,24 @@ struct streaming_handler {
   std::shared_ptr<std::atomic<int>> refused = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<producers> running = std::make_shared<producers>();
   handler_result operator()(http_request& req, const request_context& rc) const {
-    auto ch = std::make_shared<stream_channel>(rc.executor);
-    ch->on_cancel([c = cancelled] { c->store(true); });
+    auto queue = reply_queue::create(rc.executor);
+    queue->on_cancel([c = cancelled] { c->store(true); });
+    // The first part (empty, as an admitted request's may be) lets the head go out.
+    queue->address().send({});
     std::lock_guard lock(running->mu);
-    running->threads.emplace_back([ch, n = count, gap = gap, refused = refused] {
+    running->threads.emplace_back([out = queue->address(), n = count, gap = gap, refused = refused] {
       for (int i = 0; i < n; ++i) {
         std::this_thread::sleep_for(gap);
-        if (!ch->push("data: " + std::to_string(i) + "\n\n")) {
+        if (!out.send({"data: " + std::to_string(i) + "\n\n"})) {
           refused->fetch_add(1);
           break;
         }
       }
-      ch->close();
+      out.close();
     });
     http_response head{http::status::ok, req.version()};
     head.set(http::field::content_type, "text/event-stream");
-    stream_reply sr{std::move(head), ch};
+    stream_reply sr{std::move(head), queue};
     sr.keepalive = keepalive;
     return sr;
   }
@@ -243,7 +245,7 @@ TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
   for (int i = 0; i < 500 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(h.cancelled->load());
   for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_GT(h.refused->load(), 0) << "pushes after the cancel must be refused";
+  EXPECT_GT(h.refused->load(), 0) << "sends after the cancel must be refused";
   h.join();
 }
 
@@ -270,20 +272,21 @@ TEST(http_server, a_client_that_leaves_while_a_stream_waits_for_its_first_event_
 struct deferred_handler {
   struct pending {
     std::mutex mu;
-    std::vector<std::shared_ptr<response_slot>> slots;
+    std::vector<std::shared_ptr<reply_queue>> slots;
   };
   std::shared_ptr<pending> made = std::make_shared<pending>();
   std::shared_ptr<std::atomic<int>> cancelled = std::make_shared<std::atomic<int>>(0);
   handler_result operator()(http_request& req, const request_context& rc) const {
     if (req.target() != "/slow") return echo(req, rc);
-    auto slot = std::make_shared<response_slot>(rc.executor);
+    auto slot = reply_queue::create(rc.executor);
     slot->on_cancel([c = cancelled] { c->fetch_add(1); });
     std::lock_guard lock(made->mu);
     made->slots.push_back(slot);
     return deferred_reply{slot};
   }
-  /// The slot of the i-th /slow request, once the handler has made it (null after 5 s).
-  std::shared_ptr<response_slot> slot(std::size_t i) const {
+  /// The queue of the i-th /slow request, once the handler has made it (null after 5 s). Only its
+  /// address may be used from the test's thread.
+  std::shared_ptr<reply_queue> slot(std::size_t i) const {
     for (int k = 0; k < 500; ++k) {
       {
         std::lock_guard lock(made->mu);
@@ -314,9 +317,15 @@ TEST(http_server, a_client_that_leaves_before_a_deferred_response_cancels_it_at_
   // The response would come in ten minutes: the slot must not wait for it.
   for (int i = 0; i < 300 && h.cancelled->load() == 0; ++i) std::this_thread::sleep_for(10ms);
   EXPECT_EQ(h.cancelled->load(), 1);
-  EXPECT_TRUE(h.slot(0)->cancelled());
-  EXPECT_FALSE(h.slot(0)->set(make_json(11, http::status::ok, "{}"))) << "a late answer has nowhere to go";
+  auto late = h.slot(0)->address();
   h.release();
+  // Once the session has let go of the queue (right after the cancel), an answer has nowhere to go.
+  bool refused = false;
+  for (int i = 0; i < 300 && !refused; ++i) {
+    refused = !late.send({"{}", 200});
+    if (!refused) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(refused) << "a late answer has nowhere to go";
 }
 
 TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_served_after_it) {
@@ -329,7 +338,7 @@ TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_serv
   // Sent while the first waits: the session reads it then, and keeps it for after the answer.
   net::write(c.stream, net::buffer(std::string("POST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz")));
   std::this_thread::sleep_for(50ms);  // lets the bytes reach the session before the answer
-  ASSERT_TRUE(slot->set(make_json(11, http::status::ok, "{\"slow\":1}")));
+  ASSERT_TRUE(slot->address().send({"{\"slow\":1}", 200}));
   for (const char* body : {"{\"slow\":1}", "{\"echo\":4}"}) {
     http::response<http::string_body> res;
     http::read(c.stream, c.buffer, res);
@@ -341,23 +350,31 @@ TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_serv
   h.release();
 }
 
-TEST(stream_channel, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {
+TEST(reply_queue, signals_pressure_past_the_high_watermark_and_relief_below_the_low_one) {
   net::io_context ctx;
-  auto ch = std::make_shared<stream_channel>(ctx.get_executor(), 4, 1);
+  auto queue = reply_queue::create(ctx.get_executor(), 4, 1);
   std::vector<bool> signals;
-  ch->on_pressure([&](bool paused) { signals.push_back(paused); });
-  for (int i = 0; i < 6; ++i) EXPECT_TRUE(ch->push(std::to_string(i)));
+  queue->on_pressure([&](bool paused) { signals.push_back(paused); });
+  auto out = queue->address();
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(out.send({std::to_string(i)}));
+  EXPECT_TRUE(signals.empty()) << "parts arrive as messages, on the queue's strand, not in send()";
+  ctx.poll();
+  ctx.restart();
   EXPECT_EQ(signals, std::vector<bool>{true});
+  EXPECT_EQ(queue->queued(), 6u);
   std::vector<std::string> got;
   net::co_spawn(ctx, [&]() -> net::awaitable<void> {
     bool timed_out = false;
-    while (auto item = co_await ch->next(1000ms, timed_out)) got.push_back(*item);
+    while (auto part = co_await queue->next(1000ms, timed_out)) {
+      got.push_back(part->data);
+      if (got.size() == 6) queue->cancel();
+    }
   }, net::detached);
   ctx.run_for(50ms);
-  EXPECT_EQ(got.size(), 6u);
+  EXPECT_EQ(got, (std::vector<std::string>{"0", "1", "2", "3", "4", "5"}));
   EXPECT_EQ(signals, (std::vector<bool>{true, false}));
-  ch->cancel();
-  EXPECT_FALSE(ch->push("late"));
+  queue.reset();
+  EXPECT_FALSE(out.send({"late"})) << "the queue is gone";
 }
 
 TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_outbox) {
@@ -365,9 +382,9 @@ TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_
   running_server s({}, [closed](http_request& req, const request_context&) -> handler_result {
     if (!beast::websocket::is_upgrade(req)) return make_json(req.version(), http::status::bad_request, "{}");
     websocket_accept accept;
-    accept.on_message = [](std::string msg, const std::shared_ptr<stream_channel>& out) {
-      out->push("got:" + msg);
-      out->push("again:" + msg);
+    accept.on_message = [](websocket_message m) {
+      m.outbox.send({"got:" + m.text});
+      m.outbox.send({"again:" + m.text});
     };
     accept.on_close = [closed] { closed->store(true); };
     return accept;

@@ -83,11 +83,16 @@ std::string what(const std::exception_ptr& e) {
 
 /// Writes the access-log line of a request that began at `t0`, with the tokens its handler reported.
 void log_access(const request_context& ctx, std::string_view method, std::string_view target, int status,
-                std::chrono::steady_clock::time_point t0) {
+                std::chrono::steady_clock::time_point t0, const request_usage& u) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const request_usage& u = *ctx.usage;
-  log::access(ctx.request_id, method, target, status, u.prompt_tokens.load(), u.cached_tokens.load(),
-              u.generated_tokens.load(), ms);
+  log::access(ctx.request_id, method, target, status, u.prompt_tokens, u.cached_tokens, u.generated_tokens, ms);
+}
+
+/// The response a whole-response part stands for.
+http_response response_of(unsigned version, reply_part&& part) {
+  auto res = make_json(version, static_cast<http::status>(part.status), std::move(part.data));
+  if (part.status == 429) res.set(http::field::retry_after, "1");
+  return res;
 }
 
 }  // namespace
@@ -213,7 +218,8 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   }
 
   http_request req = reader.release();
-  request_context ctx{log::new_request_id(), remote_, stream_.get_executor(), std::make_shared<request_usage>()};
+  request_context ctx{log::new_request_id(), remote_, stream_.get_executor()};
+  request_usage usage;
   cors_origin_ = allowed_origin_of(req, opts.cors_origins);
   auto t0 = std::chrono::steady_clock::now();
   handler_result result;
@@ -232,40 +238,50 @@ net::awaitable<bool> http_session::serve_one(bool first) {
     status = static_cast<int>(res->result_int());
     co_await write(std::move(*res));
   } else if (auto* sr = std::get_if<stream_reply>(&result)) {
-    status = static_cast<int>(sr->head.result_int());
-    keep = co_await write_stream(*sr, ctx, keep);
+    auto [kept, st] = co_await write_stream(*sr, req, ctx, keep, usage);
+    keep = kept;
+    status = st;
+    if (status == 499) {
+      log_access(ctx, req.method_string(), req.target(), status, t0, usage);
+      co_return false;
+    }
   } else if (auto* dr = std::get_if<deferred_reply>(&result)) {
-    auto outcome = co_await (dr->slot->wait(dr->timeout) || watch_peer());
+    bool timed_out = false;
+    auto outcome = co_await (dr->queue->next(dr->timeout, timed_out) || watch_peer());
     if (outcome.index() == 1) {
       // The client left before its answer: the request stops at the scheduler's next step.
       spdlog::info("[{}] client went away before the response", ctx.request_id);
-      dr->slot->cancel();
-      log_access(ctx, req.method_string(), req.target(), 499, t0);
+      dr->queue->cancel();
+      log_access(ctx, req.method_string(), req.target(), 499, t0, usage);
       co_return false;
     }
-    auto res = std::get<0>(std::move(outcome));
-    if (!res) {
-      dr->slot->cancel();
+    auto part = std::get<0>(std::move(outcome));
+    http_response res;
+    if (part && part->status != 0) {
+      usage += part->usage;
+      res = response_of(req.version(), std::move(*part));
+    } else {
+      dr->queue->cancel();
       res = make_error(req.version(), http::status::gateway_timeout, "the response was not ready in time",
                        "server_error", "timeout");
     }
-    keep = keep && res->keep_alive();
-    res->keep_alive(keep);
-    res->set("x-request-id", ctx.request_id);
-    status = static_cast<int>(res->result_int());
-    co_await write(std::move(*res));
+    keep = keep && res.keep_alive();
+    res.keep_alive(keep);
+    res.set("x-request-id", ctx.request_id);
+    status = static_cast<int>(res.result_int());
+    co_await write(std::move(res));
   } else {
     // The connection becomes a WebSocket; the session ends here and the socket moves on. Its line
     // is written when the socket closes, with the tokens of every request made over it.
     count(101);
     upgraded_ = true;
     std::string method(req.method_string()), target(req.target());
-    co_await run_websocket(std::move(stream_), std::move(req), std::get<websocket_accept>(std::move(result)),
-                           ctx.request_id);
-    log_access(ctx, method, target, 101, t0);
+    usage = co_await run_websocket(std::move(stream_), std::move(req), std::get<websocket_accept>(std::move(result)),
+                                   ctx.request_id);
+    log_access(ctx, method, target, 101, t0, usage);
     co_return false;
   }
-  log_access(ctx, std::string(req.method_string()), std::string(req.target()), status, t0);
+  log_access(ctx, std::string(req.method_string()), std::string(req.target()), status, t0, usage);
   count(status);
   co_return keep && !server_->stopping();
 }
@@ -280,49 +296,78 @@ handler_result http_session::respond(http_request& req, const request_context& c
   return result;
 }
 
-net::awaitable<bool> http_session::write_stream(stream_reply& sr, const request_context& ctx, bool keep) {
+net::awaitable<std::pair<bool, int>> http_session::write_stream(stream_reply& sr, const http_request& req,
+                                                               const request_context& ctx, bool keep, request_usage& usage) {
+  // Nothing is written before the first part: a request the scheduler refuses is answered with
+  // its status (429), not with a 200 and an error inside the stream.
+  bool timed_out = false;
+  auto first = co_await (sr.queue->next(std::chrono::hours(24), timed_out) || watch_peer());
+  if (first.index() == 1 || !std::get<0>(first)) {
+    spdlog::info("[{}] client went away before the stream began", ctx.request_id);
+    sr.queue->cancel();
+    co_return std::pair{false, 499};
+  }
+  reply_part part = *std::get<0>(std::move(first));
+  if (part.status != 0) {
+    usage += part.usage;
+    auto res = response_of(req.version(), std::move(part));
+    keep = keep && res.keep_alive();
+    res.keep_alive(keep);
+    res.set("x-request-id", ctx.request_id);
+    const int status = static_cast<int>(res.result_int());
+    co_await write(std::move(res));
+    co_return std::pair{keep, status};
+  }
   http::response<http::empty_body> head{sr.head.result(), sr.head.version()};
   for (const auto& field : sr.head) head.set(field.name_string(), field.value());
   head.set("x-request-id", ctx.request_id);
   if (!cors_origin_.empty()) allow_origin(head, cors_origin_);
-  // HTTP/1.0 has no chunked coding: the body is the items as they are, ended by closing.
+  // HTTP/1.0 has no chunked coding: the body is the parts as they are, ended by closing.
   const bool chunked = head.version() >= 11;
   if (!chunked) keep = false;
   head.erase(http::field::content_length);
   head.keep_alive(keep);
   head.chunked(chunked);
+  const int status = static_cast<int>(head.result_int());
   http::response_serializer<http::empty_body> serializer{head};
+  responded_ = true;
   stream_.expires_after(server_->opts_.write_timeout);
   auto [ec, n] = co_await http::async_write_header(stream_, serializer, nothrow);
   if (!ec) {
     // A client who leaves is noticed at once, even while its request waits in the queue and
     // nothing is written to it.
-    auto outcome = co_await (write_chunks(sr, chunked) || watch_peer());
+    auto outcome = co_await (write_chunks(sr, std::move(part), chunked, usage) || watch_peer());
     ec = outcome.index() == 0 ? std::get<0>(outcome) : beast::error_code(net::error::eof);
   }
   if (ec) {
     spdlog::info("[{}] client went away mid-stream: {}", ctx.request_id, ec.message());
-    sr.channel->cancel();
-    co_return false;
+    sr.queue->cancel();
+    co_return std::pair{false, status};
   }
-  if (!chunked) co_return false;
+  if (!chunked) co_return std::pair{false, status};
   stream_.expires_after(server_->opts_.write_timeout);
   std::tie(ec, n) = co_await net::async_write(stream_, http::make_chunk_last(), nothrow);
-  if (ec) sr.channel->cancel();
-  co_return !ec && keep;
+  if (ec) sr.queue->cancel();
+  co_return std::pair{!ec && keep, status};
 }
 
-net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr, bool chunked) {
+net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr, reply_part first, bool chunked,
+                                                             request_usage& usage) {
+  std::optional<reply_part> part = std::move(first);
   for (;;) {
     bool timed_out = false;
-    auto item = co_await sr.channel->next(sr.keepalive, timed_out);
-    if (!item && !timed_out) co_return beast::error_code{};
-    const std::string& data = item ? *item : sr.keepalive_data;
-    // A reader that takes longer than write_timeout for one chunk is treated as gone.
-    stream_.expires_after(server_->opts_.write_timeout);
-    auto [ec, n] = chunked ? co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow)
-                           : co_await net::async_write(stream_, net::buffer(data), nothrow);
-    if (ec) co_return ec;
+    if (!part) part = co_await sr.queue->next(sr.keepalive, timed_out);
+    if (!part && !timed_out) co_return beast::error_code{};
+    if (part) usage += part->usage;
+    const std::string& data = part ? part->data : sr.keepalive_data;
+    if (!data.empty()) {
+      // A reader that takes longer than write_timeout for one chunk is treated as gone.
+      stream_.expires_after(server_->opts_.write_timeout);
+      auto [ec, n] = chunked ? co_await net::async_write(stream_, http::make_chunk(net::buffer(data)), nothrow)
+                             : co_await net::async_write(stream_, net::buffer(data), nothrow);
+      if (ec) co_return ec;
+    }
+    part.reset();
   }
 }
 

@@ -41,10 +41,14 @@ class http_session : public std::enable_shared_from_this<http_session> {
   /// Reports a response status to the server options' on_response hook.
   void count(int status) const;
   boost::asio::awaitable<void> write(http_response res);
-  /// Writes a streamed response; returns whether the connection may be kept.
-  boost::asio::awaitable<bool> write_stream(stream_reply& sr, const request_context& ctx, bool keep);
-  /// Writes every item of the stream (and keep-alives between them) as a chunk until it ends.
-  boost::asio::awaitable<boost::system::error_code> write_chunks(stream_reply& sr, bool chunked);
+  /// Writes a streamed response (or the whole response its first part stands for); returns whether
+  /// the connection may be kept, and the status sent (499: the client left before anything was).
+  boost::asio::awaitable<std::pair<bool, int>> write_stream(stream_reply& sr, const http_request& req,
+                                                            const request_context& ctx, bool keep, request_usage& usage);
+  /// Writes `first` and every later part of the stream (and keep-alives between them) as a chunk
+  /// until it ends, adding the usage the parts carry.
+  boost::asio::awaitable<boost::system::error_code> write_chunks(stream_reply& sr, reply_part first, bool chunked,
+                                                                 request_usage& usage);
   /// While a response is pending, reads the socket so that a client who leaves is noticed at once
   /// (not at the next write): completes when the peer has closed or the socket failed. Bytes that
   /// arrive meanwhile (a pipelined request) go to the read buffer for the next request; past

@@ -14,8 +14,7 @@
 
 #include <boost/beast/http.hpp>
 
-#include "io/response_slot.hpp"
-#include "io/stream_channel.hpp"
+#include "io/reply_queue.hpp"
 
 namespace strata::io {
 
@@ -44,54 +43,59 @@ struct http_options {
   std::function<void(int status)> on_response;
 };
 
-/// The tokens a request used, for its access-log line: the handler's sinks add what the
-/// response's usage reports when it is complete, from whichever thread finishes it, and the session
-/// reads the totals once the response is written. A WebSocket's requests all add to the one record
-/// of its upgrade request.
-struct request_usage {
-  std::atomic<std::int64_t> prompt_tokens{0};
-  /// Of the prompt tokens, those reused from the prefix cache.
-  std::atomic<std::int64_t> cached_tokens{0};
-  std::atomic<std::int64_t> generated_tokens{0};
-};
-
 /// What a handler learns about the request beyond the message itself.
 struct request_context {
   std::string request_id;
   std::string remote;
-  /// The connection's strand: a stream_channel for this request is consumed there.
+  /// The connection's strand: a reply_queue for this request lives there.
   boost::asio::any_io_executor executor;
-  /// Where the handler reports the request's tokens (null when nobody logs them).
-  std::shared_ptr<request_usage> usage;
 };
 
-/// A response whose body is a stream: `head` (status and headers) goes first, then every item
-/// the channel yields as one chunk (chunked transfer encoding), until the channel ends. While
-/// nothing arrives for `keepalive`, `keepalive_data` is written (an SSE comment line) so proxies
-/// and clients keep the connection through a long prefill.
+/// A response whose body is a stream. The queue's first part decides it: a part with a status is
+/// a whole response instead (the request was refused before its stream began: 429 when the
+/// scheduler's queue is full), written with that status and nothing else; otherwise `head`
+/// (status and headers) goes first, then that part and every later one as a chunk (chunked
+/// transfer encoding), until the queue ends. While nothing arrives for `keepalive` after the head,
+/// `keepalive_data` is written (an SSE comment line) so proxies and clients keep the connection
+/// through a long prefill.
 struct stream_reply {
   http_response head;
-  std::shared_ptr<stream_channel> channel;
+  std::shared_ptr<reply_queue> queue;
   std::chrono::milliseconds keepalive{5000};
   std::string keepalive_data = ": keep-alive\n\n";
 };
 
-/// Accept the request as a WebSocket upgrade. For each text message the client sends,
-/// `on_message` runs on the connection's strand with the connection's outbox: every item pushed
-/// there becomes one text frame, in order. The outbox is one bounded stream_channel per socket,
-/// so its watermarks give per-socket backpressure; it is cancelled when the socket closes.
-struct websocket_accept {
-  std::function<void(std::string message, const std::shared_ptr<stream_channel>& outbox)> on_message;
-  /// Called once when the socket has closed (after the outbox was cancelled).
-  std::function<void()> on_close;
-  std::size_t max_message = 1 << 20;
+/// What a WebSocket's handler is given for each text message the client sends, on the
+/// connection's strand.
+struct websocket_message {
+  std::string text;
+  /// The socket's outbox: every part sent there becomes one text frame, in order.
+  reply_address outbox;
 };
 
-/// A complete response that another thread delivers later (a non-streamed completion): the
-/// session waits on the slot for up to `timeout`, then answers 504; if the client goes away
-/// meanwhile the slot is cancelled at the next write.
+/// Accept the request as a WebSocket upgrade. The socket has one outbox (a bounded reply_queue):
+/// past its high watermark on_pressure(true) runs (the handler pauses the socket's streams) and
+/// the server stops reading the client's messages until it has drained; if it stays that full for
+/// `stall_timeout`, the socket is closed with 1013 (try again later) and a reason. Every callback
+/// runs on the connection's strand.
+struct websocket_accept {
+  std::function<void(websocket_message message)> on_message;
+  /// A request's last part was written (reply_part::ended).
+  std::function<void(std::uint64_t ended)> on_ended;
+  std::function<void(bool paused)> on_pressure;
+  /// Called once when the socket has closed.
+  std::function<void()> on_close;
+  std::size_t max_message = 1 << 20;
+  std::size_t outbox_high = 256;
+  std::size_t outbox_low = 64;
+  std::chrono::milliseconds stall_timeout{30'000};
+};
+
+/// A complete response that comes later (a non-streamed completion): the session waits for the
+/// queue's one part (its status and JSON body) for up to `timeout`, then answers 504; if the client
+/// goes away meanwhile the queue is cancelled.
 struct deferred_reply {
-  std::shared_ptr<response_slot> slot;
+  std::shared_ptr<reply_queue> queue;
   std::chrono::milliseconds timeout{600'000};
 };
 

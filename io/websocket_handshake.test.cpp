@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 /// Accepts every request as a WebSocket that echoes its messages.
 handler_result accept_websocket(http_request&, const request_context&) {
   websocket_accept accept;
-  accept.on_message = [](std::string msg, const std::shared_ptr<stream_channel>& out) { out->push(msg); };
+  accept.on_message = [](websocket_message m) { m.outbox.send({std::move(m.text)}); };
   return accept;
 }
 

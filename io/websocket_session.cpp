@@ -3,6 +3,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -21,24 +23,6 @@ constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 namespace {
 
 using ws_stream = websocket::stream<beast::tcp_stream>;
-
-/// Sends every outbox item as a text frame until the outbox is cancelled.
-net::awaitable<void> write_loop(std::shared_ptr<ws_stream> ws, std::shared_ptr<stream_channel> outbox) {
-  for (;;) {
-    bool timed_out = false;
-    auto item = co_await outbox->next(std::chrono::hours(24), timed_out);
-    if (!item) {
-      if (timed_out) continue;
-      co_return;
-    }
-    ws->text(true);
-    auto [ec, n] = co_await ws->async_write(net::buffer(*item), nothrow);
-    if (ec) {
-      outbox->cancel();
-      co_return;
-    }
-  }
-}
 
 bool is_base64_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
@@ -76,9 +60,131 @@ std::optional<http_response> refuse_upgrade(const http_request& req, const std::
   return std::nullopt;
 }
 
-net::awaitable<void> run_websocket(beast::tcp_stream stream, http_request req, websocket_accept accept,
-                                   std::string request_id) {
-  auto executor = stream.get_executor();
+namespace {
+
+/// One upgraded connection: its stream, its outbox and the reader and writer loops, all on the
+/// connection's strand.
+class websocket_connection : public std::enable_shared_from_this<websocket_connection> {
+ public:
+  websocket_connection(std::shared_ptr<ws_stream> ws, websocket_accept accept, std::string request_id)
+      : ws_(std::move(ws)),
+        accept_(std::move(accept)),
+        request_id_(std::move(request_id)),
+        outbox_(reply_queue::create(ws_->get_executor(), accept_.outbox_high, accept_.outbox_low)),
+        resume_(ws_->get_executor()),
+        stall_(ws_->get_executor()) {
+    outbox_->on_pressure([this](bool paused) { on_pressure(paused); });
+  }
+
+  net::awaitable<request_usage> run() {
+    using namespace boost::asio::experimental::awaitable_operators;
+    auto self = shared_from_this();
+    co_await (read_loop() && write_loop());
+    co_return usage_;
+  }
+
+ private:
+  /// Hands each text message to the handler; stops reading while the outbox is full.
+  net::awaitable<void> read_loop() {
+    beast::flat_buffer buffer;
+    for (;;) {
+      while (outbox_->paused() && !closing_) {
+        // The client reads too slowly: its own further requests wait in the network's buffers.
+        resume_.expires_at(net::steady_timer::time_point::max());
+        co_await resume_.async_wait(nothrow);
+      }
+      auto [rec, n] = co_await ws_->async_read(buffer, nothrow);
+      if (rec) {
+        if (rec == websocket::error::message_too_big) {
+          outbox_->address().send({R"({"type":"error","id":null,"error":{"message":"message too large","type":"invalid_request_error","param":null,"code":"message_too_large"}})"});
+        }
+        break;
+      }
+      if (!ws_->got_text()) {
+        outbox_->address().send({R"({"type":"error","id":null,"error":{"message":"binary frames are not supported; send JSON text","type":"invalid_request_error","param":null,"code":"binary_frame"}})"});
+        buffer.consume(buffer.size());
+        continue;
+      }
+      std::string text = beast::buffers_to_string(buffer.data());
+      buffer.consume(buffer.size());
+      try {
+        accept_.on_message(websocket_message{std::move(text), outbox_->address()});
+      } catch (const std::exception& e) {
+        spdlog::error("[{}] websocket handler failed: {}", request_id_, e.what());
+      }
+    }
+    outbox_->cancel();
+    stall_.cancel();
+    if (accept_.on_close) accept_.on_close();
+  }
+
+  /// Sends every outbox part as a text frame until the outbox ends or the socket fails.
+  net::awaitable<void> write_loop() {
+    for (;;) {
+      bool timed_out = false;
+      auto part = co_await outbox_->next(std::chrono::hours(24), timed_out);
+      if (!part) {
+        if (timed_out) continue;
+        break;
+      }
+      usage_ += part->usage;
+      if (!part->data.empty()) {
+        ws_->text(true);
+        auto [ec, n] = co_await ws_->async_write(net::buffer(part->data), nothrow);
+        if (ec) break;
+      }
+      if (part->ended != 0 && accept_.on_ended) accept_.on_ended(part->ended);
+      if (closing_) {
+        // The client stalled past stall_timeout and has now taken a frame: tell it why it is closed.
+        auto [ec] = co_await ws_->async_close(
+            websocket::close_reason(websocket::close_code::try_again_later, "the client did not read its replies"), nothrow);
+        break;
+      }
+    }
+    outbox_->cancel();
+    beast::error_code ignored;
+    beast::get_lowest_layer(*ws_).socket().close(ignored);  // ends the reader
+  }
+
+  void on_pressure(bool paused) {
+    if (accept_.on_pressure) accept_.on_pressure(paused);
+    if (!paused) {
+      resume_.cancel();
+      stall_.cancel();
+      return;
+    }
+    stall_.expires_after(accept_.stall_timeout);
+    stall_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->outbox_->paused()) return;
+      spdlog::warn("[{}] websocket: the client read nothing for {} ms with its outbox full; closing (1013)",
+                   self->request_id_, self->accept_.stall_timeout.count());
+      self->closing_ = true;
+      self->resume_.cancel();
+      // A frame the client never takes cannot carry the close reason: past a grace period the
+      // connection is dropped.
+      self->stall_.expires_after(std::chrono::seconds(5));
+      self->stall_.async_wait([self](beast::error_code ec2) {
+        if (ec2) return;
+        beast::error_code ignored;
+        beast::get_lowest_layer(*self->ws_).socket().close(ignored);
+      });
+    });
+  }
+
+  std::shared_ptr<ws_stream> ws_;
+  websocket_accept accept_;
+  std::string request_id_;
+  std::shared_ptr<reply_queue> outbox_;
+  net::steady_timer resume_;  // the reader waits on it while the outbox is full
+  net::steady_timer stall_;   // how long the outbox has been full
+  bool closing_ = false;
+  request_usage usage_;
+};
+
+}  // namespace
+
+net::awaitable<request_usage> run_websocket(beast::tcp_stream stream, http_request req, websocket_accept accept,
+                                            std::string request_id) {
   beast::get_lowest_layer(stream).expires_never();
   auto ws = std::make_shared<ws_stream>(std::move(stream));
   // Idle pings from the server and a timeout for peers that stop answering them.
@@ -91,37 +197,10 @@ net::awaitable<void> run_websocket(beast::tcp_stream stream, http_request req, w
   auto [ec] = co_await ws->async_accept(req, nothrow);
   if (ec) {
     spdlog::info("[{}] websocket handshake failed: {}", request_id, ec.message());
-    co_return;
+    co_return request_usage{};
   }
-  auto outbox = std::make_shared<stream_channel>(executor, 256, 64);
-  net::co_spawn(executor, write_loop(ws, outbox), net::detached);
-
-  beast::flat_buffer buffer;
-  for (;;) {
-    auto [rec, n] = co_await ws->async_read(buffer, nothrow);
-    if (rec) {
-      if (rec == websocket::error::message_too_big) {
-        outbox->push(R"({"type":"error","id":null,"error":{"message":"message too large","type":"invalid_request_error","param":null,"code":"message_too_large"}})");
-      }
-      break;
-    }
-    if (!ws->got_text()) {
-      outbox->push(R"({"type":"error","id":null,"error":{"message":"binary frames are not supported; send JSON text","type":"invalid_request_error","param":null,"code":"binary_frame"}})");
-      buffer.consume(buffer.size());
-      continue;
-    }
-    std::string message = beast::buffers_to_string(buffer.data());
-    buffer.consume(buffer.size());
-    try {
-      accept.on_message(std::move(message), outbox);
-    } catch (const std::exception& e) {
-      spdlog::error("[{}] websocket handler failed: {}", request_id, e.what());
-    }
-  }
-  outbox->cancel();
-  if (accept.on_close) accept.on_close();
-  beast::error_code ignored;
-  beast::get_lowest_layer(*ws).socket().close(ignored);
+  auto connection = std::make_shared<websocket_connection>(std::move(ws), std::move(accept), std::move(request_id));
+  co_return co_await connection->run();
 }
 
 }  // namespace strata::io

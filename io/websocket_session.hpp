@@ -1,6 +1,7 @@
 #pragma once
-// websocket_session: one upgraded connection. Owns the WebSocket stream and its outbox; a reader
-// loop hands text messages to the API's handler, a writer loop sends what the outbox yields.
+// websocket_session: one upgraded connection. Owns the WebSocket stream and its outbox (a bounded
+// reply_queue); a reader loop hands text messages to the API's handler, a writer loop sends what
+// the outbox yields. A client that stops reading pauses its own streams, then is closed (1013).
 
 #include <memory>
 #include <optional>
@@ -26,7 +27,8 @@ bool valid_websocket_key(std::string_view key);
 std::optional<http_response> refuse_upgrade(const http_request& req, const std::vector<std::string>& allowed_origins);
 
 /// Runs the upgraded connection until either side closes it. `req` is the upgrade request.
-boost::asio::awaitable<void> run_websocket(boost::beast::tcp_stream stream, http_request req, websocket_accept accept,
+/// Returns the tokens of every request made over it, for its access-log line.
+boost::asio::awaitable<request_usage> run_websocket(boost::beast::tcp_stream stream, http_request req, websocket_accept accept,
                                            std::string request_id);
 
 }  // namespace strata::io

@@ -31,8 +31,9 @@ class layer_actor final : public actors::actor<stage_inbox> {
     if (f.layout.n_rows() > 0) compute_->run(f.layout, f.hidden);
     next_.pass_on(std::move(f));  // the next layer runs on this thread, after this handler
   }
-  void handle(open_sampler m) { next_.tell(std::move(m)); }
-  void handle(close_sampler m) { next_.tell(std::move(m)); }
+  // The samplers live in the output stage, and the scheduler sends these there directly.
+  void handle(open_sampler) {}
+  void handle(close_sampler) {}
 
  private:
   std::shared_ptr<layer_compute> compute_;

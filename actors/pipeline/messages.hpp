@@ -1,6 +1,7 @@
 #pragma once
-// Messages of the compute pipeline: layer[0] -> layer[1] -> ... -> output stage -> scheduler.
-// Every stage has the same inbox; a layer ignores what only the output stage needs.
+// Messages of the compute pipeline: layer[0] -> layer[1] -> ... -> output stage -> the step's
+// reply port (the scheduler). Every stage has the same inbox; the samplers' open and close go
+// straight to the output stage.
 
 #include <cstdint>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "actors/runtime/address.hpp"
+#include "actors/runtime/port.hpp"
 #include "src/sampling/sampling_params.hpp"
 
 namespace strata::pipeline {
@@ -62,12 +64,30 @@ struct batch_layout {
   std::int32_t n_rows() const { return static_cast<std::int32_t>(tokens.size()); }
 };
 
+/// A drawn token with what the API reports about it.
+struct sampled_token {
+  std::uint64_t seq = 0;
+  std::int32_t token = -1;
+  float logprob = 0.0f;
+  std::vector<std::pair<std::int32_t, float>> top_logprobs;
+};
+
+/// The output stage's answer to a step: the tokens drawn, and the blocks the step's layout asked
+/// to save, frozen over every layer.
+struct step_done {
+  std::uint64_t step = 0;
+  std::vector<sampled_token> samples;
+  std::vector<frozen_block> saved;
+};
+
 /// Activations moving down the pipeline: n_rows x hidden floats, owned by the message.
 struct forward {
   batch_layout layout;
   std::vector<float> hidden;
   /// The blocks of layout.save, filled layer by layer.
   std::vector<frozen_block> saved;
+  /// Where the output stage sends the step's step_done (the scheduler that sent the step).
+  actors::port<step_done> reply_to;
 };
 
 /// Output stage: start or stop keeping a sampler for a sequence (penalty counts, RNG).
@@ -84,12 +104,5 @@ struct close_sampler {
 using stage_inbox = std::variant<forward, open_sampler, close_sampler>;
 using stage_address = actors::address<stage_inbox>;
 
-/// A drawn token with what the API reports about it.
-struct sampled_token {
-  std::uint64_t seq = 0;
-  std::int32_t token = -1;
-  float logprob = 0.0f;
-  std::vector<std::pair<std::int32_t, float>> top_logprobs;
-};
 
 }  // namespace strata::pipeline

@@ -11,7 +11,7 @@ void output_actor::handle(forward f) {
   }
   // Restored blocks are in every layer's pages now: their buffers go back for the next ones.
   for (auto& b : f.layout.load) block_buffers::shared().give(std::move(b.bytes));
-  sched::step_done done;
+  step_done done;
   done.step = f.layout.step;
   done.saved = std::move(f.saved);
   if (!rows_.empty()) {
@@ -33,7 +33,7 @@ void output_actor::handle(forward f) {
       done.samples.push_back(std::move(t));
     }
   }
-  scheduler_.pass_on(std::move(done));
+  f.reply_to.pass_on(std::move(done));
 }
 
 }  // namespace strata::pipeline

@@ -1,7 +1,7 @@
 #pragma once
 // output_actor: the last pipeline stage. Owns the final norm and LM head (in its output_compute)
-// and one sampler per open sequence; sends the drawn tokens to the scheduler.
-// Who sends to it: the last layer actor.
+// and one sampler per open sequence; answers each step with its drawn tokens, to the port the step
+// carries. Who sends to it: the last layer actor (steps), the scheduler (open and close a sampler).
 
 #include <memory>
 #include <unordered_map>
@@ -9,14 +9,13 @@
 #include "actors/pipeline/messages.hpp"
 #include "actors/pipeline/stage_compute.hpp"
 #include "actors/runtime/actor.hpp"
-#include "actors/scheduler/messages.hpp"
 
 namespace strata::pipeline {
 
 class output_actor final : public actors::actor<stage_inbox> {
  public:
-  output_actor(std::shared_ptr<output_compute> compute, sampler_factory make_sampler, sched::scheduler_address scheduler)
-      : compute_(std::move(compute)), make_sampler_(std::move(make_sampler)), scheduler_(std::move(scheduler)) {}
+  output_actor(std::shared_ptr<output_compute> compute, sampler_factory make_sampler)
+      : compute_(std::move(compute)), make_sampler_(std::move(make_sampler)) {}
 
   void receive(stage_inbox msg) override { visit_handle(*this, std::move(msg)); }
 
@@ -27,7 +26,6 @@ class output_actor final : public actors::actor<stage_inbox> {
  private:
   std::shared_ptr<output_compute> compute_;
   sampler_factory make_sampler_;
-  sched::scheduler_address scheduler_;
   std::unordered_map<std::uint64_t, std::unique_ptr<token_sampler>> samplers_;
   std::vector<std::int32_t> rows_;  // reused across steps
   std::vector<float> logits_;

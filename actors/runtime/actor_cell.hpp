@@ -17,6 +17,7 @@
 
 #include "actors/runtime/actor.hpp"
 #include "actors/runtime/cell_base.hpp"
+#include "actors/runtime/port.hpp"
 
 namespace strata::actors {
 
@@ -32,7 +33,9 @@ class actor;
 /// Stop drains: messages already queued are delivered, later ones are refused (tell() returns
 /// false); then on_stop() runs and the cell reports itself stopped.
 template <class Inbox>
-class actor_cell final : public cell_base, public std::enable_shared_from_this<actor_cell<Inbox>> {
+class actor_cell final : public cell_base,
+                         public detail::cell_ports<actor_cell<Inbox>, Inbox>,
+                         public std::enable_shared_from_this<actor_cell<Inbox>> {
  public:
   using factory_type = std::function<std::unique_ptr<actor<Inbox>>()>;
 

@@ -41,6 +41,8 @@ class address {
   bool empty() const noexcept { return cell_.expired(); }
 
  private:
+  template <class>
+  friend class port;
   bool send(Inbox&& msg, bool continuation) const;
 
   std::weak_ptr<actor_cell<Inbox>> cell_;

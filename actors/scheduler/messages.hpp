@@ -41,6 +41,14 @@ struct request_done {
   std::string error;  // set when reason == error
 };
 
+/// The request is in the scheduler's queue (or running): it will be answered with tokens and a
+/// request_done. Sent before any other event of the request; a request refused gets a
+/// request_rejected instead and never this.
+struct request_admitted {
+  std::uint64_t request = 0;
+  std::int32_t index = 0;
+};
+
 /// Refused before it started (queue full, too long): the API answers 429 or 400.
 struct request_rejected {
   std::uint64_t request = 0;
@@ -54,6 +62,8 @@ struct request_rejected {
 class stream_sink {
  public:
   virtual ~stream_sink() = default;
+  /// The scheduler took the choice (before its first token).
+  virtual void on_admitted(const request_admitted& a) = 0;
   virtual void on_token(const token_event& e) = 0;
   /// One choice ended; the sink is dropped after the last one.
   virtual void on_done(const request_done& d) = 0;
@@ -68,7 +78,7 @@ struct open_stream {
   std::unique_ptr<stream_sink> sink;
 };
 
-using stream_inbox = std::variant<token_event, request_done, request_rejected, open_stream>;
+using stream_inbox = std::variant<request_admitted, token_event, request_done, request_rejected, open_stream>;
 using stream_address = actors::address<stream_inbox>;
 
 using sampling::generation_settings;
@@ -94,12 +104,7 @@ struct set_paused {
 };
 
 /// From the output stage: the tokens drawn in one step.
-struct step_done {
-  std::uint64_t step = 0;
-  std::vector<pipeline::sampled_token> samples;
-  /// The blocks the step's layout asked to save, frozen over every layer.
-  std::vector<pipeline::frozen_block> saved;
-};
+using pipeline::step_done;
 
 /// From the SSD store: these blocks are now on disk (written), or will never be (not_written:
 /// the disk is full or failing), or have left it (removed: segment evicted, record found corrupt).

@@ -16,6 +16,7 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
                                      {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
   m.batch_sequences = &r.make_histogram("strata_step_sequences", "Sequences per step.", {1, 2, 4, 8, 16, 32, 64});
   m.preemptions = &r.make_counter("strata_preemptions_total", "Sequences preempted when KV blocks ran out.");
+  m.rejected = &r.make_counter("strata_requests_rejected_total", "Requests refused with 429 because the queue was full.");
   m.prompt_tokens = &r.make_counter("strata_prompt_tokens_total", "Prompt tokens of admitted requests.");
   m.generated_tokens = &r.make_counter("strata_generated_tokens_total", "Tokens generated.");
   m.kv_blocks_used = &r.make_gauge("strata_kv_blocks_used", "KV blocks held by running sequences.");
@@ -42,10 +43,11 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
 }
 
 scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipeline::stage_address first_stage,
-                                 scheduler_metrics metrics)
+                                 pipeline::stage_address output, scheduler_metrics metrics)
     : cfg_(cfg),
       text_(std::move(text)),
       first_stage_(std::move(first_stage)),
+      output_(std::move(output)),
       metrics_(metrics),
       pool_(cfg.pool ? kv::block_pool(*cfg.pool) : kv::block_pool(cfg.kv_blocks, cfg.planner.prefix_cache ? -1 : 0)),
       planner_(cfg.planner, pool_) {
@@ -65,6 +67,7 @@ void scheduler_actor::handle(submit s) {
   seq.format = s.settings.kv_format;
   auto admitted = planner_.submit(std::move(seq));
   if (admitted == admit_result::queue_full) {
+    if (metrics_.rejected) metrics_.rejected->inc();
     s.reply_to.tell(request_rejected{s.request, 429, "the server is at capacity; retry shortly", "queue_full"});
     return;
   }
@@ -77,6 +80,7 @@ void scheduler_actor::handle(submit s) {
         "context_length_exceeded"});
     return;
   }
+  s.reply_to.tell(request_admitted{s.request, 0});
   request_state st;
   st.arrived = std::chrono::steady_clock::now();
   st.reply_to = std::move(s.reply_to);
@@ -84,7 +88,7 @@ void scheduler_actor::handle(submit s) {
   st.prompt_tokens = static_cast<std::int32_t>(s.prompt.size());
   st.settings = std::move(s.settings);
   if (metrics_.prompt_tokens) metrics_.prompt_tokens->inc(static_cast<std::uint64_t>(st.prompt_tokens));
-  first_stage_.tell(pipeline::open_sampler{s.request, st.settings.sampling, std::move(s.prompt)});
+  output_.tell(pipeline::open_sampler{s.request, st.settings.sampling, std::move(s.prompt)});
   requests_.emplace(s.request, std::move(st));
   maybe_step();
 }
@@ -116,7 +120,7 @@ void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
   if (const sequence* seq = planner_.find(id)) done.cached_tokens = seq->cached_tokens;
   st.reply_to.tell(std::move(done));
   planner_.finish(id);
-  first_stage_.tell(pipeline::close_sampler{id});
+  output_.tell(pipeline::close_sampler{id});
   requests_.erase(it);
 }
 
@@ -245,7 +249,7 @@ void scheduler_actor::maybe_step() {
   pending_ = std::move(plan);
   in_flight_ = true;
   step_started_ = std::chrono::steady_clock::now();
-  first_stage_.pass_on(pipeline::forward{std::move(layout), {}});
+  first_stage_.pass_on(pipeline::forward{std::move(layout), {}, {}, self()});
 }
 
 void scheduler_actor::publish_gauges() {

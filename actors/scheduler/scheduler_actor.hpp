@@ -28,6 +28,8 @@ struct scheduler_metrics {
   metrics::histogram* batch_tokens = nullptr;
   metrics::histogram* batch_sequences = nullptr;
   metrics::counter* preemptions = nullptr;
+  /// Requests refused with 429 because the queue was full.
+  metrics::counter* rejected = nullptr;
   metrics::counter* prompt_tokens = nullptr;
   metrics::counter* generated_tokens = nullptr;
   metrics::gauge* kv_blocks_used = nullptr;
@@ -67,8 +69,10 @@ struct scheduler_config {
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {
  public:
+  /// Steps go to `first_stage` (layer 0) and come back from the output stage to this actor, as
+  /// each step's reply port; samplers are opened and closed at `output` directly.
   scheduler_actor(scheduler_config cfg, text_services text, pipeline::stage_address first_stage,
-                  scheduler_metrics metrics);
+                  pipeline::stage_address output, scheduler_metrics metrics);
 
   void receive(scheduler_inbox msg) override { visit_handle(*this, std::move(msg)); }
   void handle(submit s);
@@ -99,6 +103,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   scheduler_config cfg_;
   text_services text_;
   pipeline::stage_address first_stage_;
+  pipeline::stage_address output_;
   scheduler_metrics metrics_;
   kv::block_pool pool_;
   batch_planner planner_;

@@ -110,6 +110,8 @@ struct outcome {
   std::string text;
   std::optional<request_done> done;
   std::optional<request_rejected> rejected;
+  bool admitted = false;
+  bool event_before_admission = false;  // a token or done that came before request_admitted
 };
 
 /// Collects every request's events.
@@ -118,15 +120,22 @@ class collector final : public actors::actor<stream_inbox> {
   explicit collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, outcome>> out)
       : mu_(std::move(mu)), out_(std::move(out)) {}
   void receive(stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(request_admitted a) {
+    std::lock_guard lock(*mu_);
+    (*out_)[a.request].admitted = true;
+  }
   void handle(token_event e) {
     std::lock_guard lock(*mu_);
     auto& o = (*out_)[e.request];
+    o.event_before_admission = o.event_before_admission || !o.admitted;
     if (e.token >= 0) o.tokens.push_back(e.token);
     o.text += e.text;
   }
   void handle(request_done d) {
     std::lock_guard lock(*mu_);
-    (*out_)[d.request].done = d;
+    auto& o = (*out_)[d.request];
+    o.event_before_admission = o.event_before_admission || !o.admitted;
+    o.done = d;
   }
   void handle(open_stream) {}
   void handle(request_rejected r) {
@@ -154,18 +163,10 @@ struct pipeline_fixture {
 
   explicit pipeline_fixture(planner_options opts, int threads = 2) : system({.threads = threads}) {
     opts.block_tokens = k_block;
-    // Built back to front: each stage needs its successor's address. The scheduler's address is
-    // needed by the output stage, so it is spawned through a forwarding slot.
-    auto sched_slot = std::make_shared<scheduler_address>();
-    struct relay final : actors::actor<scheduler_inbox> {
-      explicit relay(std::shared_ptr<scheduler_address> target) : target_(std::move(target)) {}
-      void receive(scheduler_inbox msg) override { std::visit([&](auto&& m) { target_->tell(std::move(m)); }, std::move(msg)); }
-      std::shared_ptr<scheduler_address> target_;
-    };
-    auto to_scheduler = system.spawn<relay>("relay", actors::supervision::stop_system, sched_slot);
+    // Built back to front: each stage needs its successor's address; steps carry the scheduler's.
     auto out = system.spawn<pipeline::output_actor>(
         "output", actors::supervision::stop_system, std::shared_ptr<pipeline::output_compute>(std::make_shared<toy_output>()),
-        pipeline::sampler_factory([](const pipeline::open_sampler&) { return std::make_unique<greedy>(); }), to_scheduler);
+        pipeline::sampler_factory([](const pipeline::open_sampler&) { return std::make_unique<greedy>(); }));
     pipeline::stage_address next = out;
     for (int i = 2; i >= 0; --i) {
       next = system.spawn<pipeline::layer_actor>("layer" + std::to_string(i), actors::supervision::stop_system,
@@ -175,8 +176,7 @@ struct pipeline_fixture {
                        [](std::int32_t t) { return t == 0; },
                        [](const std::vector<std::string>& stop) { return std::make_unique<plain_text>(stop); }};
     scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system,
-                                              scheduler_config{opts, k_blocks}, text, next, m);
-    *sched_slot = scheduler;
+                                              scheduler_config{opts, k_blocks}, text, next, out, m);
     sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, results);
   }
 
@@ -246,6 +246,11 @@ TEST(scheduler_actor, a_request_gives_the_same_tokens_alone_and_batched_with_fif
   EXPECT_EQ(f.get(1).done->reason, finish_reason::length);
   EXPECT_EQ(f.get(1).done->completion_tokens, 24);
   EXPECT_EQ(f.get(1).done->prompt_tokens, 37);
+  // Every request was admitted before any of its events.
+  for (auto id : ids) {
+    EXPECT_TRUE(f.get(id).admitted) << id;
+    EXPECT_FALSE(f.get(id).event_before_admission) << id;
+  }
 }
 
 TEST(scheduler_actor, cancelled_requests_leave_the_batch_and_return_their_blocks) {
@@ -305,6 +310,8 @@ TEST(scheduler_actor, a_full_queue_rejects_with_429) {
   auto third = f.get(3);
   ASSERT_TRUE(third.rejected);
   EXPECT_EQ(third.rejected->status, 429);
+  // A refused request is never admitted, so the API can still answer it with a 429 status line.
+  EXPECT_FALSE(third.admitted);
   EXPECT_TRUE(f.get(1).done);
   EXPECT_TRUE(f.get(2).done);
 }

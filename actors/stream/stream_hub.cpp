@@ -14,6 +14,13 @@ stream_hub::route* stream_hub::find(std::uint64_t id) {
   return it == routes_.end() ? nullptr : &it->second;
 }
 
+void stream_hub::handle(sched::request_admitted a) {
+  if (route* r = find(a.request)) {
+    a.index = r->index;
+    r->sink->on_admitted(a);
+  }
+}
+
 void stream_hub::handle(sched::token_event e) {
   if (route* r = find(e.request)) {
     e.index = r->index;

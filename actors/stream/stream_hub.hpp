@@ -1,8 +1,8 @@
 #pragma once
 // stream_hub: the actor the scheduler replies to for every API request. It routes each
-// request's token events to that request's sink (an SSE stream, a pending JSON response, a
-// WebSocket), which serializes them and hands them to the connection. One hop between the
-// scheduler and the connection; the sinks run on the hub's strand, one at a time.
+// request's events to that request's sink (an SSE stream, a pending JSON response, a WebSocket),
+// which serializes them and sends them, as messages, to the connection's reply queue
+// (io/reply_queue.hpp). The sinks run on the hub's strand, one at a time; each owns its state.
 // Who sends to it: the API handlers (open_stream, before they submit) and the scheduler.
 
 #include <cstdint>
@@ -25,6 +25,7 @@ class stream_hub final : public actors::actor<hub_inbox> {
  public:
   void receive(hub_inbox msg) override { visit_handle(*this, std::move(msg)); }
   void handle(open_stream o);
+  void handle(sched::request_admitted a);
   void handle(sched::token_event e);
   void handle(sched::request_done d);
   void handle(sched::request_rejected r);

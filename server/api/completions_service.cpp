@@ -1,7 +1,6 @@
 #include "server/api/completions_service.hpp"
 
 #include <chrono>
-#include <mutex>
 #include <unordered_map>
 
 #include <boost/json.hpp>
@@ -24,26 +23,24 @@ io::http_response error_response(unsigned version, const api_error& e) {
   return res;
 }
 
-api_error queue_full() {
-  return api_error{429, "the server is busy: too many requests are waiting", "rate_limit_error", {}, "queue_full"};
-}
-
 std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-/// Per-socket bookkeeping of a WebSocket: the client's ids of requests still running.
+/// Per-socket bookkeeping of a WebSocket: the requests still running, by the client's id and by
+/// their first scheduler id. Touched only on the connection's strand (every websocket_accept
+/// callback runs there), so nothing guards it.
 struct ws_state {
-  std::mutex mu;
   std::unordered_map<std::string, std::vector<std::uint64_t>> running;
+  std::unordered_map<std::uint64_t, std::string> keys;
+  bool paused = false;
 };
+
+
 
 }  // namespace
 
-completions_service::completions_service(const engine::engine& e, hub_address hub, metrics::registry& registry)
-    : engine_(e), hub_(std::move(hub)) {
-  rejected_ = &registry.make_counter("strata_requests_rejected_total", "Requests refused with 429 because the queue was full");
-}
+completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {}
 
 std::vector<std::uint64_t> completions_service::new_ids(int n) {
   std::vector<std::uint64_t> ids;
@@ -111,40 +108,29 @@ io::handler_result completions_service::generate(io::http_request& req, const io
   generation_request r;
   if (auto e = parse_generation_request(req.body(), chat, r)) return error_response(req.version(), *e);
   if (auto e = prepare(r)) return error_response(req.version(), *e);
-  if (engine_.waiting() >= engine_.max_queued()) {
-    rejected_->inc();
-    return error_response(req.version(), queue_full());
-  }
   auto ids = new_ids(r.n);
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
                      r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
-  meta.usage = ctx.usage;
   spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
-  auto scheduler = engine_.scheduler();
-  if (r.stream) {
-    auto channel = std::make_shared<io::stream_channel>(ctx.executor);
-    channel->on_cancel([scheduler, ids] {
-      for (auto id : ids) scheduler.tell(sched::cancel{id});
-    });
-    channel->on_pressure([scheduler, ids](bool paused) {
-      for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
-    });
-    auto sink = std::make_unique<chunk_sink>(meta, channel, chunk_sink::framing::sse);
-    sink->start();
-    submit(r, std::move(sink), ids);
-    io::stream_reply reply;
-    reply.head = io::http_response{io::http::status::ok, req.version()};
-    reply.head.set(io::http::field::content_type, "text/event-stream");
-    reply.head.set(io::http::field::cache_control, "no-cache");
-    reply.channel = channel;
-    return reply;
-  }
-  auto slot = std::make_shared<io::response_slot>(ctx.executor);
-  slot->on_cancel([scheduler, ids] {
+  // Whether the request is admitted is the scheduler's answer alone: the reply waits for it.
+  auto queue = io::reply_queue::create(ctx.executor);
+  queue->on_cancel([scheduler = engine_.scheduler(), ids] {
     for (auto id : ids) scheduler.tell(sched::cancel{id});
   });
-  submit(r, std::make_unique<full_sink>(meta, slot, req.version()), ids);
-  return io::deferred_reply{slot};
+  if (!r.stream) {
+    submit(r, std::make_unique<full_sink>(meta, queue->address()), ids);
+    return io::deferred_reply{queue};
+  }
+  queue->on_pressure([scheduler = engine_.scheduler(), ids](bool paused) {
+    for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
+  });
+  submit(r, std::make_unique<chunk_sink>(meta, queue->address(), chunk_sink::framing::sse), ids);
+  io::stream_reply reply;
+  reply.head = io::http_response{io::http::status::ok, req.version()};
+  reply.head.set(io::http::field::content_type, "text/event-stream");
+  reply.head.set(io::http::field::cache_control, "no-cache");
+  reply.queue = std::move(queue);
+  return reply;
 }
 
 io::handler_result completions_service::chat(io::http_request& req, const io::request_context& ctx) { return generate(req, ctx, true); }
@@ -175,16 +161,11 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
   auto state = std::make_shared<ws_state>();
   auto scheduler = engine_.scheduler();
   io::websocket_accept accept;
-  std::string request_id = ctx.request_id;
-  // Every request over the socket adds to the upgrade request's record: its access-log line,
-  // written when the socket closes, sums them.
-  auto usage = ctx.usage;
-  accept.on_message = [this, state, scheduler, request_id, usage](std::string message, const std::shared_ptr<io::stream_channel>& outbox) {
+  accept.on_message = [this, state, scheduler, request_id = ctx.request_id](io::websocket_message message) {
     schema::ws_envelope env;
-    auto fail = [&](const api_error& e) { outbox->push(schema::ws_error_frame(env.id_json, e)); };
-    if (auto e = schema::parse_ws_envelope(message, env)) return fail(*e);
+    auto fail = [&](const api_error& e) { message.outbox.send({schema::ws_error_frame(env.id_json, e)}); };
+    if (auto e = schema::parse_ws_envelope(message.text, env)) return fail(*e);
     if (env.type == schema::ws_envelope::kind::cancel) {
-      std::lock_guard lock(state->mu);
       if (auto it = state->running.find(env.id_json); it != state->running.end())
         for (auto sid : it->second) scheduler.tell(sched::cancel{sid});
       return;
@@ -193,34 +174,37 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
     generation_request r;
     if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
     if (auto e = prepare(r)) return fail(*e);
-    if (engine_.waiting() >= engine_.max_queued()) {
-      rejected_->inc();
-      return fail(queue_full());
-    }
     auto ids = new_ids(r.n);
-    {
-      std::lock_guard lock(state->mu);
-      state->running[env.id_json] = ids;
-    }
+    // A request id the client reuses replaces the entry; the older request still ends by its own.
+    state->running[env.id_json] = ids;
+    state->keys[ids.front()] = env.id_json;
     response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
-                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler,
-                       [state, key = env.id_json, first = ids[0]] {
-                         std::lock_guard lock(state->mu);
-                         // A later request may have reused the id: forget only this one.
-                         if (auto it = state->running.find(key); it != state->running.end() && it->second[0] == first)
-                           state->running.erase(it);
-                       }};
-    meta.usage = usage;
-    auto sink = std::make_unique<chunk_sink>(meta, outbox, chunk_sink::framing::websocket, env.id_json);
-    sink->start();
-    submit(r, std::move(sink), ids);
+                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler};
+    submit(r, std::make_unique<chunk_sink>(meta, std::move(message.outbox), chunk_sink::framing::websocket, env.id_json), ids);
+    // A socket whose outbox is full pauses every stream it runs, new ones too.
+    if (state->paused)
+      for (auto id : ids) scheduler.tell(sched::set_paused{id, true});
+  };
+  accept.on_ended = [state](std::uint64_t first) {
+    auto key = state->keys.find(first);
+    if (key == state->keys.end()) return;
+    // A later request may have reused the client's id: forget only this one.
+    if (auto it = state->running.find(key->second); it != state->running.end() && it->second.front() == first)
+      state->running.erase(it);
+    state->keys.erase(key);
+  };
+  accept.on_pressure = [state, scheduler](bool paused) {
+    state->paused = paused;
+    for (auto& [key, ids] : state->running)
+      for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
   };
   accept.on_close = [state, scheduler] {
-    std::lock_guard lock(state->mu);
-    for (auto& [k, ids] : state->running)
+    for (auto& [key, ids] : state->running)
       for (auto sid : ids) scheduler.tell(sched::cancel{sid});
     state->running.clear();
+    state->keys.clear();
   };
+  accept.stall_timeout = engine_.config().limits.ws_stall_timeout;
   return accept;
 }
 

@@ -20,7 +20,7 @@ using stream::hub_address;
 
 class completions_service {
  public:
-  completions_service(const engine::engine& e, hub_address hub, metrics::registry& registry);
+  completions_service(const engine::engine& e, hub_address hub);
 
   io::handler_result chat(io::http_request& req, const io::request_context& ctx);
   io::handler_result completion(io::http_request& req, const io::request_context& ctx);
@@ -39,7 +39,6 @@ class completions_service {
   const engine::engine& engine_;
   hub_address hub_;
   std::atomic<std::uint64_t> next_id_{1};
-  metrics::counter* rejected_ = nullptr;
 };
 
 }  // namespace strata::api

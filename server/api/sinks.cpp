@@ -1,6 +1,5 @@
 #include "server/api/sinks.hpp"
 
-#include "io/http_types.hpp"
 #include "src/api/stream_framing.hpp"
 
 namespace strata::api {
@@ -31,13 +30,8 @@ void add_usage(schema::usage_counts& u, const sched::request_done& d) {
   u.completion_tokens += d.completion_tokens;
 }
 
-/// Adds a complete response's usage to the request's access-log record.
-void report_usage(const response_meta& meta, const schema::usage_counts& u) {
-  if (!meta.usage) return;
-  meta.usage->prompt_tokens += u.prompt_tokens;
-  meta.usage->cached_tokens += u.cached_tokens;
-  meta.usage->generated_tokens += u.completion_tokens;
-}
+/// A complete response's usage, for the request's access-log line.
+io::request_usage log_usage(const schema::usage_counts& u) { return {u.prompt_tokens, u.cached_tokens, u.completion_tokens}; }
 
 }  // namespace
 
@@ -46,16 +40,19 @@ schema::api_error rejection_error(const sched::request_rejected& r) {
   return schema::api_error{r.status, r.message, std::move(type), {}, r.code};
 }
 
-chunk_sink::chunk_sink(response_meta meta, std::shared_ptr<io::stream_channel> out, framing f, std::string ws_id_json)
+chunk_sink::chunk_sink(response_meta meta, io::reply_address out, framing f, std::string ws_id_json)
     : meta_(std::move(meta)), out_(std::move(out)), framing_(f), ws_id_(std::move(ws_id_json)),
       text_offsets_(static_cast<std::size_t>(meta_.n), 0) {}
 
 void chunk_sink::send(const std::string& chunk_json) {
-  out_->push(framing_ == framing::sse ? schema::sse_event(chunk_json) : schema::ws_chunk_frame(ws_id_, chunk_json));
+  out_.send({framing_ == framing::sse ? schema::sse_event(chunk_json) : schema::ws_chunk_frame(ws_id_, chunk_json)});
 }
 
-void chunk_sink::start() {
-  if (!meta_.chat) return;
+void chunk_sink::on_admitted(const sched::request_admitted&) {
+  if (admitted_ || failed_) return;
+  admitted_ = true;
+  // The first part, even an empty one, lets the connection send the status line and headers.
+  if (!meta_.chat) return (void)out_.send({});
   for (int i = 0; i < meta_.n; ++i) send(schema::write_chat_role_chunk(meta_.head, i, meta_.include_usage));
 }
 
@@ -83,20 +80,15 @@ void chunk_sink::on_done(const sched::request_done& d) {
   } else {
     send(schema::write_text_chunk(meta_.head, d.index, "", nullptr, 0, std::string_view(finish_name(d.reason)), meta_.include_usage));
   }
-  if (++done_ == meta_.n) finish_stream();
-}
-
-void chunk_sink::finish_stream() {
-  report_usage(meta_, usage_);
+  if (++done_ < meta_.n) return;
   if (meta_.include_usage)
     send(meta_.chat ? schema::write_chat_usage_chunk(meta_.head, usage_) : schema::write_text_usage_chunk(meta_.head, usage_));
-  if (framing_ == framing::sse) {
-    out_->push(std::string(schema::sse_done()));
-    out_->close();
-  } else {
-    out_->push(schema::ws_done_frame(ws_id_));
-  }
-  if (meta_.on_end) meta_.on_end();
+  finish(framing_ == framing::sse ? std::string(schema::sse_done()) : schema::ws_done_frame(ws_id_));
+}
+
+void chunk_sink::finish(std::string data) {
+  out_.send({std::move(data), 0, meta_.ids.front(), log_usage(usage_)});
+  if (framing_ == framing::sse) out_.close();
 }
 
 void chunk_sink::on_rejected(const sched::request_rejected& r) {
@@ -104,19 +96,19 @@ void chunk_sink::on_rejected(const sched::request_rejected& r) {
   failed_ = true;
   cancel_others(meta_, r.request);
   auto err = rejection_error(r);
-  if (framing_ == framing::sse) {
-    // The status line is long gone: the error travels as an event, then the stream ends.
-    out_->push(schema::sse_event(schema::write_error(err)));
-    out_->push(std::string(schema::sse_done()));
-    out_->close();
-  } else {
-    out_->push(schema::ws_error_frame(ws_id_, err));
+  if (framing_ == framing::websocket) return finish(schema::ws_error_frame(ws_id_, err));
+  if (!admitted_) {
+    // Nothing was sent yet: the connection answers with the status itself.
+    out_.send({schema::write_error(err), r.status});
+    return out_.close();
   }
-  if (meta_.on_end) meta_.on_end();
+  // The status line is long gone: the error travels as an event, then the stream ends.
+  send(schema::write_error(err));
+  finish(std::string(schema::sse_done()));
 }
 
-full_sink::full_sink(response_meta meta, std::shared_ptr<io::response_slot> slot, unsigned http_version)
-    : meta_(std::move(meta)), slot_(std::move(slot)), version_(http_version), choices_(static_cast<std::size_t>(meta_.n)) {}
+full_sink::full_sink(response_meta meta, io::reply_address out)
+    : meta_(std::move(meta)), out_(std::move(out)), choices_(static_cast<std::size_t>(meta_.n)) {}
 
 void full_sink::on_token(const sched::token_event& e) {
   auto& c = choices_[static_cast<std::size_t>(e.index)];
@@ -146,18 +138,14 @@ void full_sink::on_done(const sched::request_done& d) {
     }
     body = schema::write_text_completion(meta_.head, out, usage_);
   }
-  report_usage(meta_, usage_);
-  slot_->set(io::make_json(version_, io::http::status::ok, std::move(body)));
+  out_.send({std::move(body), 200, meta_.ids.front(), log_usage(usage_)});
 }
 
 void full_sink::on_rejected(const sched::request_rejected& r) {
   if (failed_) return;
   failed_ = true;
   cancel_others(meta_, r.request);
-  auto err = rejection_error(r);
-  auto res = io::make_json(version_, static_cast<io::http::status>(r.status), schema::write_error(err));
-  if (r.status == 429) res.set(io::http::field::retry_after, "1");
-  slot_->set(std::move(res));
+  out_.send({schema::write_error(rejection_error(r)), r.status, meta_.ids.front()});
 }
 
 }  // namespace strata::api

@@ -8,9 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "io/http_types.hpp"
-#include "io/response_slot.hpp"
-#include "io/stream_channel.hpp"
+#include "io/reply_queue.hpp"
 #include "src/api/response_writer.hpp"
 #include "actors/stream/stream_hub.hpp"
 #include "src/tokenizer/tokenizer.hpp"
@@ -32,44 +30,45 @@ struct response_meta {
   /// Scheduler ids of the choices, to cancel the others when one is refused.
   std::vector<std::uint64_t> ids;
   sched::scheduler_address scheduler;
-  /// Called once when the stream has ended, whichever way (WebSocket bookkeeping).
-  std::function<void()> on_end;
-  /// Where the usage goes for the access log once the response is complete (may be null).
-  std::shared_ptr<io::request_usage> usage;
 };
 
 /// Streams chunks: SSE (`data: {...}\n\n`, then `data: [DONE]\n\n`) or WebSocket frames
-/// (`{"type":"chunk","id":ID,"data":{...}}`, then `{"type":"done","id":ID}`).
+/// (`{"type":"chunk","id":ID,"data":{...}}`, then `{"type":"done","id":ID}`), each one part sent to
+/// the connection's reply queue. The first part goes when the scheduler has admitted the request
+/// (the assistant role chunks, for chat): an SSE stream refused before that is answered with its
+/// status instead (429), a part with the status and the error body.
 class chunk_sink final : public stream_sink {
  public:
   enum class framing { sse, websocket };
   /// `ws_id_json` is the client's id as it wrote it (WebSocket framing only).
-  chunk_sink(response_meta meta, std::shared_ptr<io::stream_channel> out, framing f, std::string ws_id_json = {});
+  chunk_sink(response_meta meta, io::reply_address out, framing f, std::string ws_id_json = {});
 
-  /// The first chunks (the assistant role, for chat), sent before any token.
-  void start();
+  void on_admitted(const sched::request_admitted& a) override;
   void on_token(const sched::token_event& e) override;
   void on_done(const sched::request_done& d) override;
   void on_rejected(const sched::request_rejected& r) override;
 
  private:
   void send(const std::string& chunk_json);
-  void finish_stream();
+  /// The last part: `data` and what the request used; an SSE stream ends with it.
+  void finish(std::string data);
 
   response_meta meta_;
-  std::shared_ptr<io::stream_channel> out_;
+  io::reply_address out_;
   framing framing_;
   std::string ws_id_;
   std::vector<std::int64_t> text_offsets_;  // completions: bytes sent per choice, for text_offset
   int done_ = 0;
   schema::usage_counts usage_;
+  bool admitted_ = false;
   bool failed_ = false;
 };
 
-/// Collects the whole response and delivers it as one JSON body.
+/// Collects the whole response and delivers it as one part: its status and JSON body.
 class full_sink final : public stream_sink {
  public:
-  full_sink(response_meta meta, std::shared_ptr<io::response_slot> slot, unsigned http_version);
+  full_sink(response_meta meta, io::reply_address out);
+  void on_admitted(const sched::request_admitted&) override {}
   void on_token(const sched::token_event& e) override;
   void on_done(const sched::request_done& d) override;
   void on_rejected(const sched::request_rejected& r) override;
@@ -81,8 +80,7 @@ class full_sink final : public stream_sink {
     std::string finish = "stop";
   };
   response_meta meta_;
-  std::shared_ptr<io::response_slot> slot_;
-  unsigned version_;
+  io::reply_address out_;
   std::vector<choice_state> choices_;
   int done_ = 0;
   schema::usage_counts usage_;

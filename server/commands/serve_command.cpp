@@ -183,7 +183,7 @@ int serve(const serve_options& opts) {
     eng->start(system, metrics);
     status.model_id = eng->model_id();
     auto hub = system.spawn<stream::stream_hub>("stream-hub", actors::supervision::stop_system);
-    completions = std::make_unique<api::completions_service>(*eng, hub, metrics);
+    completions = std::make_unique<api::completions_service>(*eng, hub);
     using io::http::verb;
     auto* c = completions.get();
     router.add(verb::post, "/v1/chat/completions", [c](io::http_request& r, const io::request_context& x) { return c->chat(r, x); });

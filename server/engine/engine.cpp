@@ -123,7 +123,6 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
-  e->max_queued_ = cfg.scheduler.max_queued;
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} MiB ({} MiB of it for cached prefixes) "
                "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
@@ -139,10 +138,11 @@ std::string engine::eos_text() const { return std::string(tok_->token_text(tok_-
 void engine::start(actors::actor_system& system, metrics::registry& registry) {
   auto slot = std::make_shared<sched::scheduler_address>();
   auto to_sched = system.spawn<late_scheduler>("scheduler-link", actors::supervision::stop_system, slot);
-  pipeline::stage_address next = system.spawn<pipeline::output_actor>(
+  const pipeline::stage_address output = system.spawn<pipeline::output_actor>(
       "output", actors::supervision::stop_system,
       std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
-      pipeline::sampler_factory([](const pipeline::open_sampler& o) { return std::make_unique<sequence_sampler>(o); }), to_sched);
+      pipeline::sampler_factory([](const pipeline::open_sampler& o) { return std::make_unique<sequence_sampler>(o); }));
+  pipeline::stage_address next = output;
   std::vector<std::shared_ptr<layer_stage>> layers;
   for (int il = 0; il < model_->hp.n_layer; ++il)
     layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_));
@@ -184,9 +184,8 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.n_layers = model_->hp.n_layer;
   }
   auto m = sched::scheduler_metrics::create(registry);
-  waiting_ = m.waiting;
   stats_ = m;
-  *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, m);
+  *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, output, m);
   scheduler_ = *slot;
 }
 

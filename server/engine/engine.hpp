@@ -42,9 +42,6 @@ class engine {
   const std::string& model_id() const { return model_id_; }
   std::int32_t max_context() const { return max_context_; }
   sched::scheduler_address scheduler() const { return scheduler_; }
-  /// Requests waiting in the scheduler (for the API's fast 429 path).
-  double waiting() const { return waiting_ ? waiting_->value() : 0.0; }
-  int max_queued() const { return max_queued_; }
   /// The scheduler's figures (valid after start()).
   const sched::scheduler_metrics& stats() const { return stats_; }
   const kv::pool_config& kv_pool() const { return pool_cfg_; }
@@ -74,9 +71,7 @@ class engine {
   std::array<std::uint64_t, 2> fingerprint_{};
   std::int32_t page_tokens_ = 32;
   config::server_config cfg_;
-  int max_queued_ = 256;
   sched::scheduler_address scheduler_;
-  metrics::gauge* waiting_ = nullptr;
   sched::scheduler_metrics stats_;
   std::shared_ptr<ssd::segment_store> ssd_;
   ssd::store_metrics ssd_stats_;

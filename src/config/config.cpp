@@ -236,6 +236,7 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"limits.idle_timeout", duration_key("limits.idle_timeout", [](server_config& c, auto v) { c.limits.idle_timeout = v; })},
       {"limits.request_timeout", duration_key("limits.request_timeout", [](server_config& c, auto v) { c.limits.request_timeout = v; })},
       {"limits.shutdown_grace", duration_key("limits.shutdown_grace", [](server_config& c, auto v) { c.limits.shutdown_grace = v; })},
+      {"limits.ws_stall_timeout", duration_key("limits.ws_stall_timeout", [](server_config& c, auto v) { c.limits.ws_stall_timeout = v; })},
       {"log.level", with_string("log.level", [](const std::string& v, server_config& c) -> result<void> {
          static const char* levels[] = {"trace", "debug", "info", "warn", "error", "off"};
          for (const char* l : levels) {

@@ -96,6 +96,9 @@ struct limits_section {
   std::chrono::milliseconds request_timeout{600'000};
   /// On SIGTERM, how long running streams get to finish before they are cut.
   std::chrono::milliseconds shutdown_grace{10'000};
+  /// A WebSocket whose client reads nothing while its outbox is full (its streams paused) is
+  /// closed after this long, with 1013.
+  std::chrono::milliseconds ws_stall_timeout{30'000};
 };
 
 struct log_section {

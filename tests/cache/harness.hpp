@@ -52,6 +52,7 @@ class collector final : public actors::actor<sched::stream_inbox> {
     (*out_)[r.request].rejected = r;
   }
   void handle(sched::open_stream) {}
+  void handle(sched::request_admitted) {}
 
  private:
   std::shared_ptr<std::mutex> mu_;

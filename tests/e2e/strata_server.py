@@ -134,6 +134,17 @@ class Server:
         return self._finish(signal.SIGKILL)
 
     @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def rss_bytes(self) -> int:
+        """The server's resident memory now (VmRSS)."""
+        for line in Path(f"/proc/{self._proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    @property
     def finished(self) -> bool:
         """Whether stop() or kill9() has run."""
         return self._exit is not None

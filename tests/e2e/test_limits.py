@@ -84,3 +84,30 @@ def test_a_body_over_max_body_is_a_413_in_the_openai_shape(server, http):
     # The server still serves (a fresh connection).
     ok = httpx.get(f"{server.base_url}/health", timeout=60)
     assert ok.status_code == 200
+
+
+def test_a_burst_of_streams_past_the_queue_gets_429_status_lines_never_a_200_with_an_error_inside(server):
+    # Forty-eight streams at once against one running and two waiting places: the scheduler alone
+    # decides who is admitted, and the HTTP status says so before any byte of a stream is sent.
+    import concurrent.futures
+
+    body = {"messages": [{"role": "user", "content": "Go on."}], "max_tokens": 300, "ignore_eos": True,
+            "stream": True}
+
+    def one(_: int) -> tuple[int, str]:
+        with httpx.Client(timeout=300) as c:
+            with c.stream("POST", f"{server.base_url}/v1/chat/completions", content=json.dumps(body)) as res:
+                return res.status_code, res.read().decode()
+
+    with concurrent.futures.ThreadPoolExecutor(48) as pool:
+        results = list(pool.map(one, range(48)))
+    statuses = [s for s, _ in results]
+    print("statuses:", statuses)
+    assert statuses.count(429) >= 1
+    for status, text in results:
+        assert status in (200, 429), status
+        if status == 200:
+            assert "queue_full" not in text, "a 200 stream carried a queue_full error"
+            assert text.rstrip().endswith("data: [DONE]")
+        else:
+            assert json.loads(text)["error"]["code"] == "queue_full"
