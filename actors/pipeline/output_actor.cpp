@@ -33,7 +33,10 @@ void output_actor::handle(forward f) {
       done.samples.push_back(std::move(t));
     }
   }
-  f.reply_to.pass_on(std::move(done));
+  // tell, not pass_on: the scheduler then plans the next step on a thread of its own turn while
+  // this one goes back to the pool (pipeline_bench measured 16-stream steps about 1.7x slower
+  // when the scheduler ran on as this handler's continuation).
+  f.reply_to.tell(std::move(done));
 }
 
 }  // namespace strata::pipeline
