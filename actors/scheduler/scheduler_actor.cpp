@@ -49,9 +49,10 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       first_stage_(std::move(first_stage)),
       output_(std::move(output)),
       metrics_(metrics),
-      pool_(cfg.pool ? kv::block_pool(*cfg.pool) : kv::block_pool(cfg.kv_blocks, cfg.planner.prefix_cache ? -1 : 0)),
-      planner_(cfg.planner, pool_) {
-  for (auto& r : cfg_.ssd_catalog) planner_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
+      cache_(cfg.pool ? kv::kv_cache_manager(cache_options_of(cfg.planner), *cfg.pool)
+                      : kv::kv_cache_manager(cache_options_of(cfg.planner), cfg.kv_blocks)),
+      planner_(cfg.planner, cache_) {
+  for (auto& r : cfg_.ssd_catalog) cache_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
   cfg_.ssd_catalog = {};
 }
 
@@ -166,12 +167,12 @@ void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
   auto saves = std::exchange(pending_saves_, {});
   if (!cfg_.ssd) return;
   for (std::size_t i = 0; i < saved.size() && i < saves.size(); ++i) {
-    const save_item& item = saves[i];
-    const auto want = pool_.block_bytes(item.format);
+    const kv::save_item& item = saves[i];
+    const auto want = cache_.pool().block_bytes(item.format);
     if (saved[i].block != item.block || static_cast<std::int64_t>(saved[i].bytes.size()) != want) {
       spdlog::error("SSD tier: block {} came back from the layers with {} bytes, not {}; not persisted", item.block,
                     saved[i].bytes.size(), want);
-      planner_.ssd_forgotten(item.hash);
+      cache_.ssd_forgotten(item.hash);
       continue;
     }
     ssd::record_meta meta;
@@ -186,14 +187,14 @@ void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
 }
 
 void scheduler_actor::handle(ssd_update u) {
-  for (const auto& h : u.written) planner_.ssd_stored(h);
-  for (const auto& h : u.not_written) planner_.ssd_forgotten(h);
-  for (const auto& h : u.removed) planner_.ssd_forgotten(h);
+  for (const auto& h : u.written) cache_.ssd_stored(h);
+  for (const auto& h : u.not_written) cache_.ssd_forgotten(h);
+  for (const auto& h : u.removed) cache_.ssd_forgotten(h);
 }
 
 void scheduler_actor::handle(ssd_loaded l) {
-  const sequence* waiting = planner_.restoring(l.order);
-  const std::int64_t want = waiting ? pool_.block_bytes(waiting->format) : -1;
+  const std::optional<kv::kv_format> format = cache_.restore_format(l.order);
+  const std::int64_t want = format ? cache_.pool().block_bytes(*format) : -1;
   // Blocks count from the start of the order up to the first one missing (or not this pool's
   // block size: a record written with another kv.block_tokens): the chain computes from there.
   std::int32_t n_ok = 0;
@@ -215,10 +216,10 @@ void scheduler_actor::maybe_step() {
   }
   step_plan plan = planner_.plan();
   if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
-  std::vector<save_item> saves = planner_.take_saves();
-  std::vector<block_copy> copies = planner_.take_copies();
+  std::vector<kv::save_item> saves = cache_.take_saves();
+  std::vector<kv::block_copy> copies = cache_.take_copies();
   if (cfg_.ssd) {
-    for (auto& r : planner_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
+    for (auto& r : cache_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
   }
   publish_gauges();
   if (plan.empty() && saves.empty() && copies.empty() && loads_.empty()) return;
@@ -233,9 +234,10 @@ void scheduler_actor::maybe_step() {
   layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));
   for (const auto& item : plan.items) {
     const sequence* s = planner_.find(item.seq);
+    const auto blocks = cache_.blocks(item.seq);
     pipeline::batch_sequence bs;
     bs.id = item.seq;
-    bs.blocks = s->blocks;
+    bs.blocks.assign(blocks.begin(), blocks.end());
     bs.first_row = layout.n_rows();
     bs.n_rows = item.n_tokens;
     bs.start_pos = item.start;
@@ -253,25 +255,26 @@ void scheduler_actor::maybe_step() {
 }
 
 void scheduler_actor::publish_gauges() {
+  const kv::block_pool& pool = cache_.pool();
   if (metrics_.running) metrics_.running->set(static_cast<double>(planner_.running()));
   if (metrics_.waiting) metrics_.waiting->set(static_cast<double>(planner_.waiting()));
-  if (metrics_.kv_blocks_used) metrics_.kv_blocks_used->set(static_cast<double>(pool_.in_use()));
-  if (metrics_.kv_blocks_cached) metrics_.kv_blocks_cached->set(static_cast<double>(pool_.cached_count()));
+  if (metrics_.kv_blocks_used) metrics_.kv_blocks_used->set(static_cast<double>(pool.in_use()));
+  if (metrics_.kv_blocks_cached) metrics_.kv_blocks_cached->set(static_cast<double>(pool.cached_count()));
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
-    if (metrics_.blocks_in_use[i]) metrics_.blocks_in_use[i]->set(pool_.in_use(f));
-    if (metrics_.blocks_cached[i]) metrics_.blocks_cached[i]->set(pool_.cached_count(f));
-    if (metrics_.blocks_free[i]) metrics_.blocks_free[i]->set(pool_.free_count(f));
+    if (metrics_.blocks_in_use[i]) metrics_.blocks_in_use[i]->set(pool.in_use(f));
+    if (metrics_.blocks_cached[i]) metrics_.blocks_cached[i]->set(pool.cached_count(f));
+    if (metrics_.blocks_free[i]) metrics_.blocks_free[i]->set(pool.free_count(f));
   }
-  if (metrics_.bytes_in_use) metrics_.bytes_in_use->set(static_cast<double>(pool_.bytes_in_use()));
-  if (metrics_.bytes_cached) metrics_.bytes_cached->set(static_cast<double>(pool_.bytes_cached()));
+  if (metrics_.bytes_in_use) metrics_.bytes_in_use->set(static_cast<double>(pool.bytes_in_use()));
+  if (metrics_.bytes_cached) metrics_.bytes_cached->set(static_cast<double>(pool.bytes_cached()));
   const planner_counters& c = planner_.counters();
   if (metrics_.prefix_query_tokens) metrics_.prefix_query_tokens->inc(c.prefix_query_tokens - published_.prefix_query_tokens);
   if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);
   if (metrics_.ssd_hit_tokens) metrics_.ssd_hit_tokens->inc(c.ssd_hit_tokens - published_.ssd_hit_tokens);
-  if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool_.evictions() - published_evictions_);
+  if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool.evictions() - published_evictions_);
   published_ = c;
-  published_evictions_ = pool_.evictions();
+  published_evictions_ = pool.evictions();
 }
 
 void scheduler_actor::on_stop() {

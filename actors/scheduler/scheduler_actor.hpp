@@ -1,6 +1,6 @@
 #pragma once
 // scheduler_actor: owns the waiting and running queues, each request's state and the token
-// budget (through its batch_planner), and the KV block metadata it plans with.
+// budget (through its batch_planner), and the KV cache it plans with (its kv_cache_manager).
 // Who sends to it: the API (submit, cancel, set_paused) and the output stage (step_done).
 
 #include <array>
@@ -105,12 +105,12 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   pipeline::stage_address first_stage_;
   pipeline::stage_address output_;
   scheduler_metrics metrics_;
-  kv::block_pool pool_;
+  kv::kv_cache_manager cache_;
   batch_planner planner_;
   std::unordered_map<std::uint64_t, request_state> requests_;
   bool in_flight_ = false;
   step_plan pending_;
-  std::vector<save_item> pending_saves_;       // what the step in flight saves, in layout order
+  std::vector<kv::save_item> pending_saves_;   // what the step in flight saves, in layout order
   std::vector<pipeline::frozen_block> loads_;  // restored blocks for the next step
   std::uint64_t next_step_ = 1;
   std::chrono::steady_clock::time_point step_started_;

@@ -20,6 +20,7 @@
 #include <boost/json.hpp>
 
 #include "kernels/compute_pool.hpp"
+#include "src/common/test_seed.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
@@ -93,13 +94,6 @@ std::string random_text(unsigned seed, int words) {
     s += (i % 13 == 12) ? ".\n" : " ";
   }
   return s;
-}
-
-unsigned test_seed() {
-  const char* env = std::getenv("STRATA_TEST_SEED");
-  const unsigned seed = env && *env ? static_cast<unsigned>(std::strtoul(env, nullptr, 10)) : std::random_device{}();
-  std::printf("seed %u (rerun with STRATA_TEST_SEED=%u)\n", seed, seed);
-  return seed;
 }
 
 /// How a chunk is scored: from which position on, and whether its first token becomes BOS.

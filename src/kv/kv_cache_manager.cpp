@@ -1,0 +1,321 @@
+#include "src/kv/kv_cache_manager.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace strata::kv {
+
+kv_cache_manager::kv_cache_manager(cache_options opts, const pool_config& pool) : opts_(std::move(opts)), pool_(pool) {
+  if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
+}
+
+kv_cache_manager::kv_cache_manager(cache_options opts, std::int32_t n_blocks)
+    : opts_(std::move(opts)), pool_(n_blocks, opts_.prefix_cache ? -1 : 0) {
+  if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
+}
+
+const block_hash& kv_cache_manager::chain_root(kv_format f) {
+  auto key = static_cast<std::uint8_t>(f);
+  auto it = roots_.find(key);
+  if (it == roots_.end()) {
+    cache_namespace ns = opts_.ns;
+    ns.format = f;
+    ns.block_tokens = opts_.block_tokens;
+    it = roots_.emplace(key, hasher_.root(ns)).first;
+  }
+  return it->second;
+}
+
+void kv_cache_manager::extend_hashes(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n) {
+  const std::int32_t bt = opts_.block_tokens;
+  n = std::min<std::int32_t>(n, static_cast<std::int32_t>(tokens.size()) / bt);
+  while (static_cast<std::int32_t>(s.hashes.size()) < n) {
+    const auto i = s.hashes.size();
+    s.hashes.push_back(hasher_.chain(parent_of(s, i), tokens.subspan(i * static_cast<std::size_t>(bt), static_cast<std::size_t>(bt))));
+  }
+}
+
+std::int32_t kv_cache_manager::match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens) {
+  seq_state& s = seqs_[seq];
+  if (!s.blocks.empty()) throw std::logic_error("kv_cache_manager::match on a sequence that holds blocks");
+  s = seq_state{};
+  s.format = f;
+  if (!opts_.prefix_cache) return 0;
+  s.root = chain_root(f);
+  const std::int32_t bt = opts_.block_tokens;
+  // The last known token is always computed: its logits give the next sample.
+  const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;
+  s.hashes.reserve(tokens.size() / static_cast<std::size_t>(bt) + 1);
+  extend_hashes(s, tokens, max_blocks);
+  for (std::int32_t i = 0; i < max_blocks; ++i) {
+    auto b = pool_.lookup(s.hashes[static_cast<std::size_t>(i)]);
+    if (!b) break;
+    s.blocks.push_back(*b);
+  }
+  const auto full = static_cast<std::int32_t>(s.blocks.size());
+  s.n_published = full;
+  // The block after the chain may be a tail left by an earlier sequence, unless the chain goes on
+  // through the SSD (whose full blocks come first).
+  const bool ssd_next = opts_.ssd && full < max_blocks && on_ssd_.contains(s.hashes[static_cast<std::size_t>(full)]);
+  return full * bt + (ssd_next ? 0 : take_tail(s, tokens, full));
+}
+
+bool kv_cache_manager::can_cover(std::uint64_t seq, std::int32_t end) const {
+  const seq_state& s = seqs_.at(seq);
+  const std::int32_t bt = opts_.block_tokens;
+  const std::int32_t need = (end + bt - 1) / bt - static_cast<std::int32_t>(s.blocks.size());
+  return need <= pool_.available(s.format);
+}
+
+std::int32_t kv_cache_manager::cover(std::uint64_t seq, std::int32_t end) {
+  seq_state& s = state(seq);
+  const std::int32_t bt = opts_.block_tokens;
+  while (static_cast<std::int32_t>(s.blocks.size()) * bt < end) {
+    auto b = pool_.allocate(s.format);
+    if (!b) break;
+    s.blocks.push_back(*b);
+  }
+  return std::min(end, static_cast<std::int32_t>(s.blocks.size()) * bt);
+}
+
+void kv_cache_manager::publish(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
+  if (!opts_.prefix_cache) return;
+  seq_state& s = state(seq);
+  const std::int32_t full = std::min(n_computed / opts_.block_tokens, static_cast<std::int32_t>(s.blocks.size()));
+  if (s.n_published >= full) return;
+  extend_hashes(s, tokens, full);
+  for (; s.n_published < full; ++s.n_published) {
+    const auto i = static_cast<std::size_t>(s.n_published);
+    const block_hash& parent = parent_of(s, i);
+    pool_.set_hash(s.blocks[i], s.hashes[i], parent);
+    if (opts_.ssd && opts_.write_through) offer_save(s.blocks[i], s.hashes[i], parent, s.format);
+  }
+}
+
+void kv_cache_manager::release(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return;
+  publish_tail(it->second, tokens, n_computed);
+  for (auto b : it->second.blocks) pool_.release(b);
+  seqs_.erase(it);
+}
+
+std::span<const std::int32_t> kv_cache_manager::blocks(std::uint64_t seq) const {
+  auto it = seqs_.find(seq);
+  return it == seqs_.end() ? std::span<const std::int32_t>{} : std::span<const std::int32_t>(it->second.blocks);
+}
+
+bool kv_cache_manager::restoring(std::uint64_t seq) const {
+  auto it = seqs_.find(seq);
+  return it != seqs_.end() && it->second.restoring;
+}
+
+template <class Live>
+std::pair<const kv_cache_manager::tail*, std::int32_t> kv_cache_manager::best_tail(const tail_map& tails, const block_hash& parent,
+                                                                                 std::span<const std::int32_t> next, Live live) {
+  auto it = tails.find(parent);
+  if (it == tails.end()) return {nullptr, 0};
+  const tail* best = nullptr;
+  std::int32_t best_n = 0;
+  for (const tail& t : it->second) {
+    const std::size_t m = std::min(t.tokens.size(), next.size());
+    std::size_t n = 0;
+    while (n < m && t.tokens[n] == next[n]) ++n;
+    if (static_cast<std::int32_t>(n) > best_n && live(t)) {
+      best = &t;
+      best_n = static_cast<std::int32_t>(n);
+    }
+  }
+  return {best, best_n};
+}
+
+std::span<const std::int32_t> kv_cache_manager::tail_window(std::span<const std::int32_t> tokens, std::int32_t full) const {
+  const std::int32_t bt = opts_.block_tokens;
+  // The last known token is always computed: its logits give the next sample.
+  const std::int32_t n = std::min(bt - 1, static_cast<std::int32_t>(tokens.size()) - 1 - full * bt);
+  if (n <= 0) return {};
+  return tokens.subspan(static_cast<std::size_t>(full) * bt, static_cast<std::size_t>(n));
+}
+
+std::int32_t kv_cache_manager::take_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t full) {
+  const auto next = tail_window(tokens, full);
+  if (next.empty()) return 0;
+  auto [t, n] = best_tail(ram_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
+                          [&](const tail& c) { return pool_.contains(c.hash); });
+  if (!t) return 0;
+  // Held while the copy's block is allocated, so that making room cannot evict it. Once let go it
+  // may be evicted and even handed out in this same plan: the copy still reads it first, since
+  // every layer copies before it computes.
+  auto from = pool_.lookup(t->hash);
+  if (!from) return 0;
+  auto to = pool_.allocate(s.format);
+  pool_.release(*from);
+  if (!to) return 0;
+  copies_.push_back(block_copy{*from, *to});
+  s.blocks.push_back(*to);
+  return n;
+}
+
+void kv_cache_manager::publish_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
+  if (!opts_.prefix_cache || s.restoring) return;
+  const std::int32_t bt = opts_.block_tokens;
+  const std::int32_t i = n_computed / bt, k = n_computed % bt;
+  if (k == 0 || i >= static_cast<std::int32_t>(s.blocks.size())) return;
+  extend_hashes(s, tokens, i);
+  const block_hash parent = parent_of(s, static_cast<std::size_t>(i));
+  const auto from = tokens.begin() + static_cast<std::ptrdiff_t>(i) * bt;
+  std::vector<std::int32_t> kept(from, from + k);
+  const block_hash h = hasher_.chain(parent, kept);
+  const std::int32_t block = s.blocks[static_cast<std::size_t>(i)];
+  if (!pool_.set_hash(block, h, parent)) return;  // the same tail is cached already
+  if (opts_.ssd && opts_.write_through) offer_save(block, h, parent, s.format, kept);
+  ram_tails_[parent].push_back(tail{h, std::move(kept)});
+  ++ram_tail_entries_;
+}
+
+void kv_cache_manager::offer_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
+                                  std::vector<std::int32_t> token_ids) {
+  if (on_ssd_.contains(h) || !persisting_.insert(h).second) return;
+  // A tail is listed at once; it counts only once the SSD holds it (see restore).
+  list_ssd_tail(h, parent, token_ids);
+  saves_.push_back(save_item{block, h, parent, f, std::move(token_ids)});
+}
+
+void kv_cache_manager::list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids) {
+  if (token_ids.empty() || !ssd_tail_parent_.emplace(h, parent).second) return;
+  ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
+}
+
+void kv_cache_manager::ssd_stored(const block_hash& h) {
+  persisting_.erase(h);
+  on_ssd_.insert(h);
+}
+
+void kv_cache_manager::ssd_stored(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids) {
+  on_ssd_.insert(h);
+  list_ssd_tail(h, parent, std::move(token_ids));
+}
+
+void kv_cache_manager::ssd_forgotten(const block_hash& h) {
+  persisting_.erase(h);
+  on_ssd_.erase(h);
+  if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
+    auto list = ssd_tails_.find(it->second);
+    if (list != ssd_tails_.end()) {
+      std::erase_if(list->second, [&](const tail& t) { return t.hash == h; });
+      if (list->second.empty()) ssd_tails_.erase(list);
+    }
+    ssd_tail_parent_.erase(it);
+  }
+}
+
+std::vector<save_item> kv_cache_manager::take_saves() {
+  if (opts_.ssd && !opts_.write_through) {
+    for (const auto& e : pool_.take_evictions()) {
+      // An evicted tail is saved with its tokens (its entry is still listed: see sweep_tails).
+      std::vector<std::int32_t> token_ids;
+      if (auto it = ram_tails_.find(e.parent); it != ram_tails_.end()) {
+        for (const tail& t : it->second) {
+          if (t.hash == e.hash) token_ids = t.tokens;
+        }
+      }
+      offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
+    }
+  }
+  sweep_tails();
+  return std::exchange(saves_, {});
+}
+
+void kv_cache_manager::sweep_tails() {
+  // Run after the evicted tails' saves have taken their tokens.
+  if (ram_tail_entries_ <= 2 * static_cast<std::size_t>(pool_.capacity()) + 64) return;
+  ram_tail_entries_ = 0;
+  for (auto it = ram_tails_.begin(); it != ram_tails_.end();) {
+    std::erase_if(it->second, [&](const tail& t) { return !pool_.contains(t.hash); });
+    ram_tail_entries_ += it->second.size();
+    it = it->second.empty() ? ram_tails_.erase(it) : std::next(it);
+  }
+}
+
+bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
+  if (!opts_.ssd || on_ssd_.empty()) return false;
+  seq_state& s = state(seq);
+  const std::int32_t bt = opts_.block_tokens;
+  const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;
+  if (n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
+  extend_hashes(s, tokens, max_blocks);
+  restore_order order;
+  auto add = [&](const block_hash& h) {
+    auto b = pool_.allocate(s.format);
+    if (!b) return false;
+    if (order.hashes.empty()) s.restore_first = static_cast<std::int32_t>(s.blocks.size());
+    s.blocks.push_back(*b);
+    order.hashes.push_back(h);
+    return true;
+  };
+  bool room = true;
+  for (auto i = static_cast<std::int32_t>(s.blocks.size()); i < max_blocks && room; ++i) {
+    const block_hash& h = s.hashes[static_cast<std::size_t>(i)];
+    if (!on_ssd_.contains(h)) break;
+    room = add(h);
+  }
+  // After the full blocks, the tail on the SSD that shares most of the next tokens, if any.
+  const auto full = static_cast<std::int32_t>(s.blocks.size());
+  if (const auto next = tail_window(tokens, full); room && !next.empty() && !ssd_tails_.empty()) {
+    auto [t, n] = best_tail(ssd_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
+                            [&](const tail& c) { return on_ssd_.contains(c.hash); });
+    if (t && add(t->hash)) s.restore_tail = n;
+  }
+  if (order.hashes.empty()) return false;
+  order.order = next_order_++;
+  order.seq = seq;
+  s.restoring = true;
+  s.restore_order = order.order;
+  orders_[order.order] = seq;
+  restores_.push_back(std::move(order));
+  return true;
+}
+
+std::optional<kv_format> kv_cache_manager::restore_format(std::uint64_t order) const {
+  auto o = orders_.find(order);
+  if (o == orders_.end()) return std::nullopt;
+  auto it = seqs_.find(o->second);
+  if (it == seqs_.end() || !it->second.restoring || it->second.restore_order != order) return std::nullopt;
+  return it->second.format;
+}
+
+std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order, std::int32_t n_ok) {
+  const bool live = restore_format(order).has_value();
+  auto o = orders_.find(order);
+  if (o == orders_.end()) return std::nullopt;
+  const std::uint64_t seq = o->second;
+  orders_.erase(o);
+  if (!live) return std::nullopt;
+  seq_state& s = state(seq);
+  s.restoring = false;
+  const auto first = static_cast<std::size_t>(s.restore_first);
+  const auto ordered = static_cast<std::int32_t>(s.blocks.size() - first);
+  n_ok = std::clamp<std::int32_t>(n_ok, 0, ordered);
+  // What did not come back is computed: its blocks go back unhashed.
+  while (s.blocks.size() > first + static_cast<std::size_t>(n_ok)) {
+    pool_.release(s.blocks.back());
+    s.blocks.pop_back();
+  }
+  restore_result r;
+  r.seq = seq;
+  r.loaded.assign(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
+  const std::int32_t bt = opts_.block_tokens;
+  // A tail, last in the order, counts its shared tokens only; the sequence writes on into it.
+  const std::int32_t tail_tokens = s.restore_tail > 0 && n_ok == ordered ? s.restore_tail : 0;
+  const auto full = s.blocks.size() - (tail_tokens > 0 ? 1 : 0);
+  s.restore_tail = 0;
+  // The restored full blocks are published at once: the caller loads them with the very next
+  // step, before anything can compute on them.
+  for (auto i = first; i < full; ++i) pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i));
+  s.n_published = static_cast<std::int32_t>(full);
+  r.n_computed = static_cast<std::int32_t>(full) * bt + tail_tokens;
+  r.restored = static_cast<std::int32_t>(full - first) * bt + tail_tokens;
+  return r;
+}
+
+}  // namespace strata::kv

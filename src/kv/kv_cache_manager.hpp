@@ -1,0 +1,229 @@
+#pragma once
+// kv_cache_manager: the KV cache as the scheduler plans with it. Plain class, no Asio, no threads
+// (vLLM's KVCacheManager): it owns the block pool and every sequence's block table, finds what a
+// new sequence can reuse, publishes what sequences fill, and keeps the set of blocks on the SSD.
+// What must leave it (page copies, saves and restores for the SSD store) it hands out as plain
+// data; the scheduler owns one, lends it to its batch_planner, and sends those orders on.
+//
+// It owns the pool, rather than borrowing the scheduler's, so that every reference and every hash
+// in the pool changes here and only here: a block is shared only while no one writes it, and a
+// cached block is listed wherever a lookup looks for it. The scheduler reads the pool (gauges,
+// block sizes) through pool().
+//
+// Prefix match: when a sequence is admitted, its full blocks are looked up by their chained hashes
+// (src/kv/prefix_hash.hpp) and the longest cached chain is taken, so it computes from the end of
+// it; at least the last known token is always computed, since its logits give the next sample.
+// Each block a step fills is published under its hash once the step is done, for later sequences
+// (and for this one, should it be preempted and resumed).
+//
+// Tails: when a sequence lets go of its blocks (it ended, or was preempted), the block it was
+// filling is kept as a tail: its tokens so far, listed under the hash of the chain before it, and
+// cached in the pool under the hash of those tokens (so it ages and is evicted like any block).
+// A sequence whose chain of full blocks ends there takes the tail whose tokens share the longest
+// run with its next ones, and computes from the end of that run. It gets a fresh block and a copy
+// of the tail's pages (take_copies(): the layers copy them before the step computes), so the tail
+// stays cached for every other sequence that shares it.
+//
+// SSD tier (cache.mode = tiered): the manager keeps the set of block hashes on the SSD. After a
+// sequence's RAM chain ends, the chain goes on through the SSD: fresh blocks are allocated for
+// those hashes and a restore order goes out (take_restores()); the sequence waits until
+// restore_done() says how many came back, and computes the rest. Blocks to persist (each one as
+// soon as it is filled with write_through, else each cached one as it is evicted from RAM) are
+// handed out by take_saves(), to ride on the next step: the layers copy them out before they
+// compute, so an evicted block is saved before anything overwrites it.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "src/kv/block_pool.hpp"
+#include "src/kv/kv_format.hpp"
+#include "src/kv/prefix_hash.hpp"
+
+namespace strata::kv {
+
+struct cache_options {
+  std::int32_t block_tokens = 32;
+  /// Reuse cached blocks (cache.mode hot or tiered); off: no hashing, no lookups, nothing kept.
+  bool prefix_cache = false;
+  /// The model, block size and extra keys the block hashes are chained in (format set per sequence).
+  cache_namespace ns;
+  /// The SSD tier is on: restore from it, and persist to it.
+  bool ssd = false;
+  /// Persist every block as soon as it is filled (else only cached blocks evicted from RAM).
+  bool write_through = true;
+};
+
+/// A block to copy out of the layers and persist.
+struct save_item {
+  std::int32_t block = -1;
+  block_hash hash;
+  block_hash parent;
+  kv_format format = kv_format::f16;
+  /// A partial block's tokens; empty for a full block.
+  std::vector<std::int32_t> token_ids;
+};
+
+/// Pages to copy from block to block (a cached tail into the block of the sequence reusing it).
+struct block_copy {
+  std::int32_t from = -1;
+  std::int32_t to = -1;
+};
+
+/// Blocks to read back from the SSD for one sequence, in chain order.
+struct restore_order {
+  std::uint64_t order = 0;
+  std::uint64_t seq = 0;
+  std::vector<block_hash> hashes;
+};
+
+/// What came back for a restore order: the blocks to load, and what the sequence now holds.
+struct restore_result {
+  std::uint64_t seq = 0;
+  /// The blocks to load into the layers with the next step, in order.
+  std::vector<std::int32_t> loaded;
+  /// Tokens whose KV the sequence holds now; it computes from here.
+  std::int32_t n_computed = 0;
+  /// Of those, the tokens that came from the SSD.
+  std::int32_t restored = 0;
+};
+
+class kv_cache_manager {
+ public:
+  kv_cache_manager(cache_options opts, const pool_config& pool);
+  /// A pool of n_blocks f16 blocks (every one may stay cached, none with the prefix cache off).
+  kv_cache_manager(cache_options opts, std::int32_t n_blocks);
+
+  /// Opens seq's block table (it holds nothing yet) in format f and takes what the RAM tier holds
+  /// of `tokens`: the longest cached chain of full blocks, then the best tail after it (see the
+  /// header comment). Returns the tokens whose KV the sequence now holds.
+  std::int32_t match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens);
+  /// Whether blocks covering positions [0, end) can be had now without taking any from anyone.
+  bool can_cover(std::uint64_t seq, std::int32_t end) const;
+  /// Allocates blocks until positions [0, end) are covered; returns how many positions are
+  /// covered (fewer than `end` when the pool runs out: the caller preempts, it is not an error).
+  std::int32_t cover(std::uint64_t seq, std::int32_t end);
+  /// Goes on with seq's chain through the SSD after the n_computed tokens it holds (whole blocks
+  /// only): allocates blocks for the hashes stored there and orders their restore. True if seq
+  /// now waits for that order.
+  bool restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed);
+  /// A step computed seq's tokens up to n_computed: offers every block it filled to the pool
+  /// under its hash (and, with write_through, to the SSD).
+  void publish(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed);
+  /// seq lets go of its blocks (ended, cancelled, preempted, or not admitted after all): the block
+  /// it was filling is kept as a tail, the others go back to the pool, and its table is closed.
+  /// Nothing happens for a sequence with no table.
+  void release(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed);
+
+  /// seq's block table: block i holds positions [i*block_tokens, (i+1)*block_tokens).
+  std::span<const std::int32_t> blocks(std::uint64_t seq) const;
+  /// seq waits for a restore order.
+  bool restoring(std::uint64_t seq) const;
+
+  /// SSD tier: the block with this hash is on the disk (written, or found at start) / is not
+  /// (removed, or its write failed). A partial block found at start comes with its parent and
+  /// its token ids (one written since is known from its save).
+  void ssd_stored(const block_hash& h);
+  void ssd_stored(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
+  void ssd_forgotten(const block_hash& h);
+  bool on_ssd(const block_hash& h) const { return on_ssd_.contains(h); }
+  /// The first `n_ok` blocks of an order came back (the caller loads them into the layers with
+  /// the next step); the rest will be computed. Empty when the order is stale (its sequence let
+  /// go of its blocks meanwhile).
+  std::optional<restore_result> restore_done(std::uint64_t order, std::int32_t n_ok);
+  /// The KV format of the blocks a pending order restores; empty when the order is stale.
+  std::optional<kv_format> restore_format(std::uint64_t order) const;
+
+  /// The blocks to save with the next step (see the header comment); the caller sends them.
+  std::vector<save_item> take_saves();
+  /// Page copies to make with the next step, before it computes (see the header comment).
+  std::vector<block_copy> take_copies() { return std::exchange(copies_, {}); }
+  /// Restore orders made since the last call; the caller sends them to the SSD store.
+  std::vector<restore_order> take_restores() { return std::exchange(restores_, {}); }
+
+  const block_pool& pool() const { return pool_; }
+  const cache_options& options() const { return opts_; }
+
+ private:
+  /// One sequence's share of the cache.
+  struct seq_state {
+    kv_format format = kv_format::f16;
+    /// The hash the sequence's chain starts from (see chain_root).
+    block_hash root;
+    std::vector<std::int32_t> blocks;
+    /// Hashes of the first hashes.size() full blocks (computed as their tokens become known).
+    std::vector<block_hash> hashes;
+    /// Blocks [0, n_published) have been offered to the pool under their hash.
+    std::int32_t n_published = 0;
+    /// Waiting for blocks [restore_first, blocks.size()) to come back from the SSD (order restore_order).
+    bool restoring = false;
+    std::uint64_t restore_order = 0;
+    std::int32_t restore_first = 0;
+    /// The order's last block is a partial block of this many tokens (0: every block is full).
+    std::int32_t restore_tail = 0;
+  };
+  /// A partial block: its hash (chained like a full block's, over fewer tokens) and its tokens.
+  struct tail {
+    block_hash hash;
+    std::vector<std::int32_t> tokens;
+  };
+  using tail_map = std::unordered_map<block_hash, std::vector<tail>, block_hash_hasher>;
+  using hash_set = std::unordered_set<block_hash, block_hash_hasher>;
+
+  /// The hash every chain of format f starts from: the root of the namespace. The one place a
+  /// sequence's chain is seeded.
+  const block_hash& chain_root(kv_format f);
+  /// The hash block i of s is chained to: the root for the first block.
+  static const block_hash& parent_of(const seq_state& s, std::size_t i) { return i == 0 ? s.root : s.hashes[i - 1]; }
+  /// Makes sure s.hashes covers the first n full blocks of tokens.
+  void extend_hashes(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n);
+  /// The tokens after the first `full` blocks that a tail may hold for a sequence: up to a
+  /// block's worth, short of the last known token. Empty when there are none.
+  std::span<const std::int32_t> tail_window(std::span<const std::int32_t> tokens, std::int32_t full) const;
+  /// The tail under `parent` sharing the longest run with `next` (among those `live` accepts), and
+  /// the run's length; {nullptr, 0} when none shares a token.
+  template <class Live>
+  static std::pair<const tail*, std::int32_t> best_tail(const tail_map& tails, const block_hash& parent,
+                                                       std::span<const std::int32_t> next, Live live);
+  /// Reuses the RAM tail after s's first `full` blocks that shares most of its next tokens: a
+  /// fresh block joins s's table, a copy of the tail's pages into it is queued. Returns the
+  /// tokens shared, 0 on a miss (or when no block is free).
+  std::int32_t take_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t full);
+  /// Keeps the block s was filling as a tail; called before s lets go of it.
+  void publish_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n_computed);
+  /// Lists a tail (token_ids not empty) as stored on the SSD, or on its way there.
+  void list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
+  /// Queues a save of a block, unless the SSD has it or it is on its way.
+  void offer_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
+                  std::vector<std::int32_t> token_ids = {});
+  /// Drops the RAM tails whose blocks the pool evicted, once they pile up.
+  void sweep_tails();
+  seq_state& state(std::uint64_t seq) { return seqs_.at(seq); }
+
+  cache_options opts_;
+  block_pool pool_;
+  prefix_hasher hasher_;
+  std::unordered_map<std::uint8_t, block_hash> roots_;
+  std::unordered_map<std::uint64_t, seq_state> seqs_;
+  hash_set on_ssd_;
+  hash_set persisting_;  // asked to persist, no answer yet
+  std::vector<save_item> saves_;
+  std::vector<block_copy> copies_;
+  std::vector<restore_order> restores_;
+  std::unordered_map<std::uint64_t, std::uint64_t> orders_;  // restore order -> sequence
+  std::uint64_t next_order_ = 1;
+  /// Tails cached in the pool, by parent. An entry whose hash the pool has dropped (evicted) is
+  /// stale; stale entries are skipped by lookups, and dropped all at once when they pile up.
+  tail_map ram_tails_;
+  std::size_t ram_tail_entries_ = 0;
+  /// Tails on the SSD or being written there, by parent (only those in on_ssd_ are restored), and
+  /// the parent of each (to forget one by its hash).
+  tail_map ssd_tails_;
+  std::unordered_map<block_hash, block_hash, block_hash_hasher> ssd_tail_parent_;
+};
+
+}  // namespace strata::kv
