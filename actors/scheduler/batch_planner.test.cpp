@@ -245,7 +245,7 @@ TEST(batch_planner, paused_sequences_get_no_decode_steps_until_resumed) {
   EXPECT_EQ(d.step().n_decode, 1);
 }
 
-TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
+TEST(batch_planner, a_repeated_prompt_starts_after_what_the_cache_holds_of_it) {
   driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
   d.planner.submit(make_seq(1, 10, 3));  // prompt 1..10, then 7 7 7; positions 0..11 computed
   while (d.finished.empty()) d.step();
@@ -253,9 +253,9 @@ TEST(batch_planner, a_repeated_prompt_starts_after_its_longest_cached_chain) {
 
   d.planner.submit(make_seq(2, 10, 5));
   auto plan = d.step();
-  expect_one_item(plan, 8, 2);  // two blocks reused; tokens 9 and 10 computed
-  EXPECT_EQ(d.planner.find(2)->cached_tokens, 8);
-  EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 8u);
+  expect_one_item(plan, 9, 1);  // two blocks and token 9 reused; token 10 computed
+  EXPECT_EQ(d.planner.find(2)->cached_tokens, 9);
+  EXPECT_EQ(d.planner.counters().prefix_hit_tokens, 9u);
   EXPECT_EQ(d.planner.counters().prefix_query_tokens, 20u);
 }
 

@@ -403,6 +403,9 @@ TEST(scheduler_actor, multi_turn_conversations_give_the_same_tokens_with_and_wit
     conv.push_back(random_prompt(rng, 6 + static_cast<int>(rng() % 25)));
     for (int t = 1; t < n_turns; ++t) conv.push_back(random_prompt(rng, 1 + static_cast<int>(rng() % 15)));
   }
+  // Each first message starts with its own token: a first turn shares no token with another
+  // conversation's (the cache would reuse even one).
+  for (int c = 0; c < n_conv; ++c) user[static_cast<std::size_t>(c)][0][0] = 6 + c;
   auto cold = converse(false, user, reply);
   auto warm = converse(true, user, reply);
   ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * n_turns));

@@ -31,7 +31,7 @@ void kv_cache_manager::extend_hashes(seq_state& s, std::span<const std::int32_t>
   n = std::min<std::int32_t>(n, static_cast<std::int32_t>(tokens.size()) / bt);
   while (static_cast<std::int32_t>(s.hashes.size()) < n) {
     const auto i = s.hashes.size();
-    s.hashes.push_back(hasher_.chain(parent_of(s, i), tokens.subspan(i * static_cast<std::size_t>(bt), static_cast<std::size_t>(bt))));
+    s.hashes.push_back(hasher_.chain(parent_of(s, i), block_of(tokens, i)));
   }
 }
 
@@ -87,7 +87,7 @@ void kv_cache_manager::publish(std::uint64_t seq, std::span<const std::int32_t> 
   for (; s.n_published < full; ++s.n_published) {
     const auto i = static_cast<std::size_t>(s.n_published);
     const block_hash& parent = parent_of(s, i);
-    pool_.set_hash(s.blocks[i], s.hashes[i], parent);
+    if (pool_.set_hash(s.blocks[i], s.hashes[i], parent)) list_ram(parent, s.hashes[i], block_of(tokens, i));
     if (opts_.ssd && opts_.write_through) offer_save(s.blocks[i], s.hashes[i], parent, s.format);
   }
 }
@@ -140,7 +140,7 @@ std::span<const std::int32_t> kv_cache_manager::tail_window(std::span<const std:
 std::int32_t kv_cache_manager::take_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t full) {
   const auto next = tail_window(tokens, full);
   if (next.empty()) return 0;
-  auto [t, n] = best_tail(ram_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
+  auto [t, n] = best_tail(ram_blocks_, parent_of(s, static_cast<std::size_t>(full)), next,
                           [&](const tail& c) { return pool_.contains(c.hash); });
   if (!t) return 0;
   // Held while the copy's block is allocated, so that making room cannot evict it. Once let go it
@@ -168,9 +168,14 @@ void kv_cache_manager::publish_tail(seq_state& s, std::span<const std::int32_t> 
   const block_hash h = hasher_.chain(parent, kept);
   const std::int32_t block = s.blocks[static_cast<std::size_t>(i)];
   if (!pool_.set_hash(block, h, parent)) return;  // the same tail is cached already
-  if (opts_.ssd && opts_.write_through) offer_save(block, h, parent, s.format, kept);
-  ram_tails_[parent].push_back(tail{h, std::move(kept)});
-  ++ram_tail_entries_;
+  list_ram(parent, h, kept);
+  if (opts_.ssd && opts_.write_through) offer_save(block, h, parent, s.format, std::move(kept));
+}
+
+void kv_cache_manager::list_ram(const block_hash& parent, const block_hash& h, std::span<const std::int32_t> tokens) {
+  // Listed once: a hash evicted and cached again finds its entry (the same tokens) live again.
+  if (!ram_listed_.insert(h).second) return;
+  ram_blocks_[parent].push_back(tail{h, std::vector<std::int32_t>(tokens.begin(), tokens.end())});
 }
 
 void kv_cache_manager::offer_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
@@ -212,28 +217,27 @@ void kv_cache_manager::ssd_forgotten(const block_hash& h) {
 std::vector<save_item> kv_cache_manager::take_saves() {
   if (opts_.ssd && !opts_.write_through) {
     for (const auto& e : pool_.take_evictions()) {
-      // An evicted tail is saved with its tokens (its entry is still listed: see sweep_tails).
+      // An evicted tail is saved with its tokens (its entry is still listed: see sweep_ram_blocks);
+      // a full block without.
       std::vector<std::int32_t> token_ids;
-      if (auto it = ram_tails_.find(e.parent); it != ram_tails_.end()) {
+      if (auto it = ram_blocks_.find(e.parent); it != ram_blocks_.end()) {
         for (const tail& t : it->second) {
-          if (t.hash == e.hash) token_ids = t.tokens;
+          if (t.hash == e.hash && static_cast<std::int32_t>(t.tokens.size()) < opts_.block_tokens) token_ids = t.tokens;
         }
       }
       offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
     }
   }
-  sweep_tails();
+  sweep_ram_blocks();
   return std::exchange(saves_, {});
 }
 
-void kv_cache_manager::sweep_tails() {
+void kv_cache_manager::sweep_ram_blocks() {
   // Run after the evicted tails' saves have taken their tokens.
-  if (ram_tail_entries_ <= 2 * static_cast<std::size_t>(pool_.capacity()) + 64) return;
-  ram_tail_entries_ = 0;
-  for (auto it = ram_tails_.begin(); it != ram_tails_.end();) {
-    std::erase_if(it->second, [&](const tail& t) { return !pool_.contains(t.hash); });
-    ram_tail_entries_ += it->second.size();
-    it = it->second.empty() ? ram_tails_.erase(it) : std::next(it);
+  if (ram_listed_.size() <= 2 * static_cast<std::size_t>(pool_.capacity()) + 64) return;
+  for (auto it = ram_blocks_.begin(); it != ram_blocks_.end();) {
+    std::erase_if(it->second, [&](const tail& t) { return !pool_.contains(t.hash) && ram_listed_.erase(t.hash) > 0; });
+    it = it->second.empty() ? ram_blocks_.erase(it) : std::next(it);
   }
 }
 
@@ -254,10 +258,12 @@ bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> 
     return true;
   };
   bool room = true;
-  for (auto i = static_cast<std::int32_t>(s.blocks.size()); i < max_blocks && room; ++i) {
-    const block_hash& h = s.hashes[static_cast<std::size_t>(i)];
+  for (auto i = static_cast<std::size_t>(s.blocks.size()); i < static_cast<std::size_t>(max_blocks) && room; ++i) {
+    const block_hash& h = s.hashes[i];
     if (!on_ssd_.contains(h)) break;
     room = add(h);
+    // Listed now, while its tokens are at hand; the entry counts once restore_done publishes it.
+    if (room) list_ram(parent_of(s, i), h, block_of(tokens, i));
   }
   // After the full blocks, the tail on the SSD that shares most of the next tokens, if any.
   const auto full = static_cast<std::int32_t>(s.blocks.size());

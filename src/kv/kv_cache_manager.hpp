@@ -19,15 +19,20 @@
 // Tails: when a sequence lets go of its blocks (it ended, or was preempted), the block it was
 // filling is kept as a tail: its tokens so far, listed under the hash of the chain before it, and
 // cached in the pool under the hash of those tokens (so it ages and is evicted like any block).
-// A sequence whose chain of full blocks ends there takes the tail whose tokens share the longest
-// run with its next ones, and computes from the end of that run. It gets a fresh block and a copy
-// of the tail's pages (take_copies(): the layers copy them before the step computes), so the tail
-// stays cached for every other sequence that shares it.
+// Full blocks are listed the same way as they are published. A sequence whose chain of full blocks
+// ends takes, of the blocks listed under the end of its chain (tails, and full blocks it parts
+// from inside), the one whose tokens share the longest run with its next ones, and computes from
+// the end of that run. It gets a fresh block and a copy of that block's pages (take_copies(): the
+// layers copy them before the step computes), so the block stays cached for every other sequence
+// that shares it. So the next chat turn reuses every token it shares with what the last one
+// computed: also when the answer, as the next prompt holds it, parts from the tokens generated
+// (a template trims it, its text tokenizes otherwise) inside a block that generation filled.
 //
 // SSD tier (cache.mode = tiered): the manager keeps the set of block hashes on the SSD. After a
 // sequence's RAM chain ends, the chain goes on through the SSD: fresh blocks are allocated for
-// those hashes and a restore order goes out (take_restores()); the sequence waits until
-// restore_done() says how many came back, and computes the rest. Blocks to persist (each one as
+// those hashes (then for the tail on the SSD sharing most of its next tokens: only tails, as a full
+// block's record holds no token ids) and a restore order goes out (take_restores()); the sequence
+// waits until restore_done() says how many came back, and computes the rest. Blocks to persist (each one as
 // soon as it is filled with write_through, else each cached one as it is evicted from RAM) are
 // handed out by take_saves(), to ride on the next step: the layers copy them out before they
 // compute, so an evicted block is saved before anything overwrites it.
@@ -99,8 +104,9 @@ class kv_cache_manager {
   kv_cache_manager(cache_options opts, std::int32_t n_blocks);
 
   /// Opens seq's block table (it holds nothing yet) in format f and takes what the RAM tier holds
-  /// of `tokens`: the longest cached chain of full blocks, then the best tail after it (see the
-  /// header comment). Returns the tokens whose KV the sequence now holds.
+  /// of `tokens`: the longest cached chain of full blocks, then the longest run shared with a
+  /// block listed after it (see the header comment). Returns the tokens whose KV the sequence now
+  /// holds.
   std::int32_t match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens);
   /// Whether blocks covering positions [0, end) can be had now without taking any from anyone.
   bool can_cover(std::uint64_t seq, std::int32_t end) const;
@@ -166,7 +172,8 @@ class kv_cache_manager {
     /// The order's last block is a partial block of this many tokens (0: every block is full).
     std::int32_t restore_tail = 0;
   };
-  /// A partial block: its hash (chained like a full block's, over fewer tokens) and its tokens.
+  /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
+  /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.
   struct tail {
     block_hash hash;
     std::vector<std::int32_t> tokens;
@@ -179,29 +186,36 @@ class kv_cache_manager {
   const block_hash& chain_root(kv_format f);
   /// The hash block i of s is chained to: the root for the first block.
   static const block_hash& parent_of(const seq_state& s, std::size_t i) { return i == 0 ? s.root : s.hashes[i - 1]; }
+  /// The tokens of full block i.
+  std::span<const std::int32_t> block_of(std::span<const std::int32_t> tokens, std::size_t i) const {
+    const auto bt = static_cast<std::size_t>(opts_.block_tokens);
+    return tokens.subspan(i * bt, bt);
+  }
   /// Makes sure s.hashes covers the first n full blocks of tokens.
   void extend_hashes(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n);
   /// The tokens after the first `full` blocks that a tail may hold for a sequence: up to a
   /// block's worth, short of the last known token. Empty when there are none.
   std::span<const std::int32_t> tail_window(std::span<const std::int32_t> tokens, std::int32_t full) const;
-  /// The tail under `parent` sharing the longest run with `next` (among those `live` accepts), and
-  /// the run's length; {nullptr, 0} when none shares a token.
+  /// The block listed under `parent` sharing the longest run with `next` (among those `live`
+  /// accepts), and the run's length; {nullptr, 0} when none shares a token.
   template <class Live>
   static std::pair<const tail*, std::int32_t> best_tail(const tail_map& tails, const block_hash& parent,
                                                        std::span<const std::int32_t> next, Live live);
-  /// Reuses the RAM tail after s's first `full` blocks that shares most of its next tokens: a
-  /// fresh block joins s's table, a copy of the tail's pages into it is queued. Returns the
-  /// tokens shared, 0 on a miss (or when no block is free).
+  /// Reuses the block listed in RAM after s's first `full` blocks that shares most of its next
+  /// tokens: a fresh block joins s's table, a copy of the listed block's pages into it is queued.
+  /// Returns the tokens shared, 0 on a miss (or when no block is free).
   std::int32_t take_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t full);
   /// Keeps the block s was filling as a tail; called before s lets go of it.
   void publish_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n_computed);
+  /// Lists a block cached in RAM (or on its way there) under its parent, unless it is listed.
+  void list_ram(const block_hash& parent, const block_hash& h, std::span<const std::int32_t> tokens);
   /// Lists a tail (token_ids not empty) as stored on the SSD, or on its way there.
   void list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
   /// Queues a save of a block, unless the SSD has it or it is on its way.
   void offer_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
                   std::vector<std::int32_t> token_ids = {});
-  /// Drops the RAM tails whose blocks the pool evicted, once they pile up.
-  void sweep_tails();
+  /// Drops the RAM listings whose blocks the pool evicted, once they pile up.
+  void sweep_ram_blocks();
   seq_state& state(std::uint64_t seq) { return seqs_.at(seq); }
 
   cache_options opts_;
@@ -216,10 +230,11 @@ class kv_cache_manager {
   std::vector<restore_order> restores_;
   std::unordered_map<std::uint64_t, std::uint64_t> orders_;  // restore order -> sequence
   std::uint64_t next_order_ = 1;
-  /// Tails cached in the pool, by parent. An entry whose hash the pool has dropped (evicted) is
-  /// stale; stale entries are skipped by lookups, and dropped all at once when they pile up.
-  tail_map ram_tails_;
-  std::size_t ram_tail_entries_ = 0;
+  /// Blocks cached in the pool (tails and full ones), by parent, and the hashes listed there. An
+  /// entry whose hash the pool does not hold (evicted, or not restored yet) is stale; stale entries
+  /// are skipped by lookups, and dropped all at once when they pile up.
+  tail_map ram_blocks_;
+  hash_set ram_listed_;
   /// Tails on the SSD or being written there, by parent (only those in on_ssd_ are restored), and
   /// the parent of each (to forget one by its hash).
   tail_map ssd_tails_;

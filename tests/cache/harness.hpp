@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,10 @@ class collector final : public actors::actor<sched::stream_inbox> {
 
 using script = std::vector<std::vector<std::vector<std::int32_t>>>;  // [conversation][turn] -> user tokens
 
+/// The answer of conversation c's turn t as the next turn's prompt holds it (a chat template may
+/// trim it, and its text tokenized again need not give the tokens generated). None: as generated.
+using render_answer = std::function<std::vector<std::int32_t>(int c, int t, const std::vector<std::int32_t>& reply)>;
+
 struct turn_result {
   std::vector<std::int32_t> tokens;
   std::int32_t prompt_tokens = 0;
@@ -82,10 +87,11 @@ inline config::server_config small_config(config::cache_mode mode) {
 }
 
 /// Plays every conversation of `user` on a fresh server with this configuration; all
-/// conversations run at once, each submitting its next turn as soon as the previous one is done.
+/// conversations run at once, each submitting its next turn as soon as the previous one is done
+/// (its prompt: the previous one, the answer as `render` gives it, and the user's next message).
 /// Conversation c runs in KV format c % 3 (f16, q8_0, q4_0).
 inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_path, const config::server_config& cfg,
-                                                       const script& user) {
+                                                       const script& user, const render_answer& render = {}) {
   auto loaded = engine::engine::load(cfg, model_path);
   EXPECT_TRUE(loaded) << loaded.err().message;
   if (!loaded) return {};
@@ -132,7 +138,8 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
       results[{c, t}] = {r.tokens, r.done->prompt_tokens, r.done->cached_tokens};
       if (++t >= n_turns) continue;
       auto& p = prompt[static_cast<std::size_t>(c)];
-      p.insert(p.end(), r.tokens.begin(), r.tokens.end());
+      const auto answer = render ? render(c, t - 1, r.tokens) : r.tokens;
+      p.insert(p.end(), answer.begin(), answer.end());
       const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
       p.insert(p.end(), u.begin(), u.end());
       submit(c);

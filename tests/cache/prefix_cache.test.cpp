@@ -62,6 +62,57 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
   EXPECT_GE(hits, n_conv * (n_turns - 1) / 2);
 }
 
+// The chat-turn shape: the second prompt is the first one, the answer, and a new user message.
+// A chat template renders the answer anew (it may trim it; its text tokenized again need not give
+// the tokens generated), so the second prompt may part from what the first turn generated a few
+// tokens into the answer, inside the block where the first prompt ended, which generation went on
+// to fill. Every token the two share (but the last, always computed) must come from the cache, not
+// only the whole blocks before the divergence, and give the tokens of a run without the cache.
+class chat_turn : public shared_model_test {};
+
+TEST_P(chat_turn, the_next_turn_reuses_every_token_it_shares_with_the_answer_as_generated) {
+  constexpr int n_conv = 6;
+  // Conversation c's first prompt ends short_of(c) tokens before a block boundary (the reply of
+  // k_reply tokens fills that block and goes on), and the second prompt keeps keep(c) < short_of(c)
+  // generated tokens, then holds one the model did not generate.
+  auto short_of = [](int c) { return 1 + c % 5; };
+  auto keep = [&](int c) { return (c * 7) % short_of(c); };
+  static_assert(k_reply > 5);
+  script user(n_conv);
+  for (int c = 0; c < n_conv; ++c) {
+    const int blocks = 1 + static_cast<int>(rng_() % 4);
+    user[static_cast<std::size_t>(c)].push_back(random_tokens(rng_, blocks * k_block + k_block - short_of(c), n_vocab_));
+    user[static_cast<std::size_t>(c)].push_back(random_tokens(rng_, 1 + static_cast<int>(rng_() % 20), n_vocab_));
+  }
+  const std::int32_t n_vocab = n_vocab_;
+  const render_answer render = [&](int c, int, const std::vector<std::int32_t>& reply) {
+    std::vector<std::int32_t> answer(reply.begin(), reply.begin() + keep(c));
+    answer.push_back((reply[static_cast<std::size_t>(keep(c))] + 1) % n_vocab);
+    return answer;
+  };
+  auto cold = play(path_, small_config(config::cache_mode::off), user, render);
+  auto warm = play(path_, small_config(config::cache_mode::hot), user, render);
+  ASSERT_EQ(cold.size(), static_cast<std::size_t>(n_conv * 2));
+  ASSERT_EQ(warm.size(), cold.size());
+  for (int c = 0; c < n_conv; ++c) {
+    const auto& first = user[static_cast<std::size_t>(c)][0];
+    const auto& reply = cold.at({c, 0}).tokens;
+    const auto shared = static_cast<int>(first.size()) + keep(c);  // then the token not generated
+    const auto& b = warm.at({c, 1});
+    EXPECT_EQ(b.tokens, cold.at({c, 1}).tokens) << "conversation " << c;
+    EXPECT_EQ(warm.at({c, 0}).tokens, reply) << "conversation " << c;
+    // The first turn computed its prompt and all but the last of its k_reply tokens: past the
+    // block boundary, so the block holding the shared tokens' end is a full one.
+    ASSERT_GT(static_cast<int>(first.size()) + k_reply - 1, shared / k_block * k_block + k_block - 1);
+    EXPECT_EQ(b.cached_tokens, shared) << "conversation " << c << " (the whole blocks hold " << shared / k_block * k_block
+                                      << " of the " << shared << " tokens shared)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(shared_models, chat_turn,
+                         ::testing::Values("tiny-llama-spm-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q8_0"),
+                         model_test_name);
+
 std::vector<std::string> shared_models() {
   return {"tiny-llama-spm-f16",   "tiny-qwen2-gpt2-f16",         "tiny-qwen3-starcoder-f16",    "tiny-gemma2-spm-f16",
           "small-llama-spm-q8_0", "small-llama-spm-q4_0",        "small-llama-spm-q4_k_m",      "small-llama-spm-q5_k_m",

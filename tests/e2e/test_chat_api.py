@@ -207,16 +207,15 @@ def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_
 
     hits_before = server_metric("strata_prefix_cache_hits_total")
     first = chat(client, body)
-    assert first.usage.prompt_tokens_details.cached_tokens == 0, "a new system prompt is not cached"
+    # Only the chat template's opening (the same in every conversation, less than a block) is.
+    assert first.usage.prompt_tokens_details.cached_tokens < 32, "a new system prompt is not cached"
     again = chat(client, body)
     cached = again.usage.prompt_tokens_details.cached_tokens
-    # The first request computed its prompt and 7 of its 8 tokens: every full block before the last
-    # prompt token is reused, and the tokens after them too when they are in the last, partly
-    # filled block that the first request left (the last prompt token is always computed).
+    # The first request computed its prompt and 7 of its 8 tokens: every prompt token is reused
+    # but the last (always computed), whether it lies in the last, partly filled block that the
+    # first request left or in a full block that its generation filled.
     p = first.usage.prompt_tokens
-    full = (p - 1) // 32 * 32
-    expected = p - 1 if (p + 7) // 32 * 32 == full else full
-    assert cached == expected, f"reused {cached} of {p} prompt tokens"
+    assert cached == p - 1, f"reused {cached} of {p} prompt tokens"
     assert again.choices[0].message.content == first.choices[0].message.content
 
     # The next turn: the whole previous exchange is a cached prefix.
@@ -239,7 +238,7 @@ def test_kv_bits_8_and_4_run_with_quantized_kv_whose_cached_blocks_never_serve_a
         again = chat(client, body, kv_bits=bits)
         assert again.usage.prompt_tokens_details.cached_tokens > 0, f"kv_bits {bits} blocks are cached"
         assert again.choices[0].message.content == first.choices[0].message.content
-    assert f16.usage.prompt_tokens_details.cached_tokens == 0
+    assert f16.usage.prompt_tokens_details.cached_tokens < 32, "only the chat template's opening is cached"
 
 
 def test_admin_stats_report_the_ram_tier_per_kv_format_hits_and_evictions(server):
