@@ -160,6 +160,13 @@ struct pipeline_fixture {
   /// Closed, it holds every step in the first layer: requests submitted meanwhile all reach the
   /// scheduler before any of them runs, however the threads are scheduled.
   std::shared_ptr<std::atomic<bool>> gate = std::make_shared<std::atomic<bool>>(true);
+  /// Opens the gate once the scheduler holds n requests (running or waiting): none can run ahead,
+  /// and finish, before the last ones arrive.
+  void open_gate_when_all_arrived(int n) {
+    for (int i = 0; i < 5000 && m.running->value() + m.waiting->value() < n; ++i) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(m.running->value() + m.waiting->value(), n);
+    gate->store(true);
+  }
 
   explicit pipeline_fixture(planner_options opts, int threads = 2) : system({.threads = threads}) {
     opts.block_tokens = k_block;
@@ -345,10 +352,12 @@ TEST(scheduler_actor, survives_kv_exhaustion_by_preempting_and_finishes_everythi
   pipeline_fixture f({.token_budget = 64, .max_running = 12, .max_context = 512});
   std::mt19937 rng(3);
   std::vector<std::uint64_t> ids;
+  f.gate->store(false);
   for (std::uint64_t i = 1; i <= 12; ++i) {
     f.submit(i, random_prompt(rng, 60), 40);
     ids.push_back(i);
   }
+  f.open_gate_when_all_arrived(12);
   ASSERT_TRUE(f.wait_done(ids, 60s));
   for (auto id : ids) {
     auto o = f.get(id);
@@ -454,7 +463,7 @@ TEST(scheduler_actor, preemption_with_the_prefix_cache_still_finishes_everything
     f.submit(i, prompts[i - 1], 40);
     ids.push_back(i);
   }
-  f.gate->store(true);
+  f.open_gate_when_all_arrived(12);
   ASSERT_TRUE(f.wait_done(ids, 60s));
   for (auto id : ids) EXPECT_EQ(f.get(id).tokens, reference[id]) << "request " << id;
   EXPECT_GT(f.m.preemptions->value(), 0u);
