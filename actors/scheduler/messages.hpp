@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/hot_cache/messages.hpp"
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/address.hpp"
 #include "src/kv/kv_format.hpp"
@@ -121,7 +122,7 @@ struct ssd_loaded {
   std::vector<std::optional<std::vector<std::byte>>> payloads;
 };
 
-using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded>;
+using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

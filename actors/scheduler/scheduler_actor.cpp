@@ -22,6 +22,8 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.kv_blocks_used = &r.make_gauge("strata_kv_blocks_used", "KV blocks held by running sequences.");
   m.kv_blocks_cached = &r.make_gauge("strata_kv_blocks_cached", "KV blocks no request uses that keep a cached prefix in RAM.");
   m.kv_evictions = &r.make_counter("strata_kv_evictions_total", "Cached KV blocks evicted from RAM.");
+  m.kv_reclaimed = &r.make_counter("strata_kv_reclaimed_total",
+                                   "Cached KV blocks evicted ahead of need, in the background (of strata_kv_evictions_total).");
   m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
   m.ssd_hit_tokens = &r.make_counter("strata_prefix_cache_ssd_hits_total", "Prompt tokens whose KV was restored from the SSD tier.");
@@ -160,6 +162,29 @@ void scheduler_actor::handle(step_done d) {
       finish(s.seq, finish_reason::length);
     }
   }
+  report_pressure();
+  maybe_step();
+}
+
+void scheduler_actor::report_pressure() {
+  if (!cfg_.hot_cache || pressure_reported_ || cfg_.marks.low <= 0) return;
+  const kv::block_pool& pool = cache_.pool();
+  const auto budget = static_cast<double>(pool.budget());
+  if (static_cast<double>(pool.free_bytes()) >= cfg_.marks.low * budget) return;
+  hot_cache::pressure p{pool.free_bytes(), pool.budget(), {}, self()};
+  for (const auto& c : cache_.reclaim_candidates(static_cast<std::int64_t>(cfg_.marks.high * budget)))
+    p.candidates.push_back({c.block, c.bytes, c.persisted});
+  if (p.candidates.empty()) return;  // everything is in use: only preemption frees blocks
+  pressure_reported_ = true;
+  cfg_.hot_cache->tell(std::move(p));
+}
+
+void scheduler_actor::handle(hot_cache::reclaim r) {
+  pressure_reported_ = false;
+  const std::uint64_t before = cache_.pool().evictions();
+  cache_.reclaim(r.blocks);
+  if (metrics_.kv_reclaimed) metrics_.kv_reclaimed->inc(cache_.pool().evictions() - before);
+  publish_gauges();
   maybe_step();
 }
 

@@ -36,6 +36,8 @@ struct scheduler_metrics {
   /// Blocks no request uses that hold a cached prefix (the hot tier).
   metrics::gauge* kv_blocks_cached = nullptr;
   metrics::counter* kv_evictions = nullptr;
+  /// Of those, the blocks the hot_cache actor had evicted ahead of need.
+  metrics::counter* kv_reclaimed = nullptr;
   /// Prompt tokens looked up in the prefix cache, and those found there.
   metrics::counter* prefix_query_tokens = nullptr;
   metrics::counter* prefix_hit_tokens = nullptr;
@@ -65,6 +67,10 @@ struct scheduler_config {
   std::optional<ssd::store_address> ssd;
   std::vector<ssd::record_meta> ssd_catalog;
   std::int32_t n_layers = 0;
+  /// The background eviction of the RAM tier, when set: pressure reports go there after a step
+  /// leaves the pool's free bytes below marks.low of its budget.
+  std::optional<hot_cache::address> hot_cache;
+  hot_cache::watermarks marks;
 };
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {
@@ -81,6 +87,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(step_done d);
   void handle(ssd_update u);
   void handle(ssd_loaded l);
+  void handle(hot_cache::reclaim r);
   void on_stop() override;
 
  private:
@@ -97,6 +104,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void finish(std::uint64_t id, finish_reason reason);
   void maybe_step();
   void publish_gauges();
+  /// Tells the hot_cache actor when free pages ran low (one report at a time).
+  void report_pressure();
   /// Sends the frozen blocks of a finished step to the SSD store.
   void persist(std::vector<pipeline::frozen_block> saved);
 
@@ -109,6 +118,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   batch_planner planner_;
   std::unordered_map<std::uint64_t, request_state> requests_;
   bool in_flight_ = false;
+  bool pressure_reported_ = false;  // a report is out, its answer not yet in
   step_plan pending_;
   std::vector<kv::save_item> pending_saves_;   // what the step in flight saves, in layout order
   std::vector<pipeline::frozen_block> loads_;  // restored blocks for the next step

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/hot_cache/hot_cache.hpp"
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
@@ -182,6 +183,10 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
     sc.n_layers = model_->hp.n_layer;
+  }
+  if (cfg_.cache.mode != config::cache_mode::off && cfg_.cache.reclaim_low > 0) {
+    sc.marks = {cfg_.cache.reclaim_low, cfg_.cache.reclaim_high};
+    sc.hot_cache = system.spawn<hot_cache::hot_cache>("hot-cache", actors::supervision::stop_system, sc.marks);
   }
   auto m = sched::scheduler_metrics::create(registry);
   stats_ = m;

@@ -120,6 +120,17 @@ setter int_key(std::string key, long long lo, long long hi, std::function<void(s
   };
 }
 
+/// A number in [0, 1] (a TOML float, or 0 or 1).
+setter fraction_key(std::string key, std::function<void(server_config&, double)> set) {
+  return [=](const toml::node& n, server_config& c) -> result<void> {
+    if (!n.is_number()) return bad(key, "expected a number between 0 and 1");
+    const double v = n.is_integer() ? static_cast<double>(n.as_integer()->get()) : n.as_floating_point()->get();
+    if (!(v >= 0.0 && v <= 1.0)) return bad(key, "must be between 0 and 1, got " + std::to_string(v));
+    set(c, v);
+    return {};
+  };
+}
+
 setter bool_key(std::string key, std::function<void(server_config&, bool)> set) {
   return [=](const toml::node& n, server_config& c) -> result<void> {
     if (!n.is_boolean()) return bad(key, "expected true or false");
@@ -223,6 +234,8 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"cache.hot_memory", size_key("cache.hot_memory", 0, [](server_config& c, std::uint64_t v) { c.cache.hot_memory = v; })},
       {"cache.ssd_max", size_key("cache.ssd_max", 0, [](server_config& c, std::uint64_t v) { c.cache.ssd_max = v; })},
       {"cache.write_through", bool_key("cache.write_through", [](server_config& c, bool v) { c.cache.write_through = v; })},
+      {"cache.reclaim_low", fraction_key("cache.reclaim_low", [](server_config& c, double v) { c.cache.reclaim_low = v; })},
+      {"cache.reclaim_high", fraction_key("cache.reclaim_high", [](server_config& c, double v) { c.cache.reclaim_high = v; })},
       {"kv.memory", size_key("kv.memory", 1 << 20, [](server_config& c, std::uint64_t v) { c.kv.memory = v; })},
       {"kv.block_tokens", int_key("kv.block_tokens", 1, 4096, [](server_config& c, long long v) { c.kv.block_tokens = static_cast<int>(v); })},
       {"kv.prefault_tokens", int_key("kv.prefault_tokens", 0, 1 << 24, [](server_config& c, long long v) { c.kv.prefault_tokens = static_cast<int>(v); })},
@@ -266,6 +279,9 @@ result<void> server_config::validate() const {
   }
   if (kv.memory < static_cast<std::uint64_t>(kv.block_tokens)) {
     return bad("kv.memory", "is smaller than one block");
+  }
+  if (cache.reclaim_low > 0 && cache.reclaim_high < cache.reclaim_low) {
+    return bad("cache.reclaim_high", "must be at least cache.reclaim_low");
   }
   if (scheduler.token_budget < scheduler.max_running) {
     return bad("scheduler.token_budget", "must be at least scheduler.max_running (every running "

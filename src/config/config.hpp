@@ -63,6 +63,11 @@ struct cache_section {
   /// most the last step's blocks; false: only cached blocks evicted from RAM reach the SSD (less
   /// disk traffic, but what was in RAM at a crash is gone).
   bool write_through = true;
+  /// Background reclaim of the RAM tier (the hot_cache actor): when the KV pool's free bytes fall
+  /// below reclaim_low of its budget, least recently used cached blocks are evicted between steps
+  /// until reclaim_high is free, so that new requests find free pages. 0 turns it off.
+  double reclaim_low = 0.02;
+  double reclaim_high = 0.05;
 };
 
 struct kv_section {

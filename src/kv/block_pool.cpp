@@ -94,8 +94,17 @@ std::optional<std::int32_t> block_pool::lookup(const block_hash& h) {
   return id;
 }
 
-void block_pool::evict_oldest() {
-  const std::int32_t id = lru_head_;
+void block_pool::evict_oldest() { evict(lru_head_); }
+
+std::vector<block_pool::cached_block> block_pool::oldest_cached(std::size_t n) const {
+  std::vector<cached_block> out;
+  for (std::int32_t id = lru_head_; id != none && out.size() < n; id = blocks_[static_cast<std::size_t>(id)].next)
+    out.push_back({id, *blocks_[static_cast<std::size_t>(id)].hash, cost(id)});
+  return out;
+}
+
+bool block_pool::evict(std::int32_t id) {
+  if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size() || !blocks_[static_cast<std::size_t>(id)].in_lru) return false;
   lru_unlink(id);
   if (record_evictions_) {
     const auto& b = blocks_[static_cast<std::size_t>(id)];
@@ -105,6 +114,7 @@ void block_pool::evict_oldest() {
   free_list(id).push_back(id);
   used_bytes_ -= cost(id);
   ++evictions_;
+  return true;
 }
 
 void block_pool::lru_push_back(std::int32_t id) {

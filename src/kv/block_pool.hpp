@@ -88,6 +88,21 @@ class block_pool {
   std::int64_t bytes_cached() const { return cached_bytes_; }
   std::int32_t refcount(std::int32_t id) const { return blocks_.at(static_cast<std::size_t>(id)).refs; }
   std::uint64_t evictions() const { return evictions_; }
+  /// The byte budget, and the part of it no block uses or caches: what allocate() takes before it
+  /// has to evict.
+  std::int64_t budget() const { return cfg_.budget; }
+  std::int64_t free_bytes() const { return cfg_.budget - used_bytes_; }
+
+  /// Up to n cached blocks, the least recently released first, with their hashes.
+  struct cached_block {
+    std::int32_t id = -1;
+    block_hash hash;
+    std::int64_t bytes = 0;
+  };
+  std::vector<cached_block> oldest_cached(std::size_t n) const;
+  /// Evicts this block now if it is still cached (as allocate() would evict the oldest one);
+  /// returns whether it was.
+  bool evict(std::int32_t id);
 
  private:
   static constexpr std::int32_t none = -1;

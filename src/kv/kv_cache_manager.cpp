@@ -214,6 +214,31 @@ void kv_cache_manager::ssd_forgotten(const block_hash& h) {
   }
 }
 
+std::vector<kv_cache_manager::reclaim_candidate> kv_cache_manager::reclaim_candidates(std::int64_t target) const {
+  std::vector<reclaim_candidate> out;
+  std::int64_t need = target - pool_.free_bytes();
+  if (need <= 0) return out;
+  // Twice what is needed: the actor may prefer blocks already persisted to older ones.
+  const bool needs_copy = opts_.ssd && !opts_.write_through;
+  std::int64_t listed = 0;
+  const std::int64_t smallest = pool_.block_bytes(kv_format::q4_0) > 0 ? pool_.block_bytes(kv_format::q4_0) : 1;
+  for (const auto& c : pool_.oldest_cached(static_cast<std::size_t>(2 * need / smallest + 1))) {
+    out.push_back({c.id, c.bytes, !needs_copy || on_ssd_.contains(c.hash) || persisting_.contains(c.hash)});
+    listed += c.bytes;
+    if (listed >= 2 * need) break;
+  }
+  return out;
+}
+
+std::int64_t kv_cache_manager::reclaim(std::span<const std::int32_t> blocks) {
+  std::int64_t freed = 0;
+  for (auto id : blocks) {
+    const std::int64_t bytes = pool_.block_bytes(pool_.format_of(id));
+    if (pool_.evict(id)) freed += bytes;
+  }
+  return freed;
+}
+
 std::vector<save_item> kv_cache_manager::take_saves() {
   if (opts_.ssd && !opts_.write_through) {
     for (const auto& e : pool_.take_evictions()) {

@@ -151,6 +151,20 @@ class kv_cache_manager {
   /// Restore orders made since the last call; the caller sends them to the SSD store.
   std::vector<restore_order> take_restores() { return std::exchange(restores_, {}); }
 
+  /// Background reclaim (the hot_cache actor decides; see DESIGN.md): the cached blocks, least
+  /// recently used first, whose eviction would bring the pool's free bytes up to `target`, each
+  /// marked whether its KV is already on the SSD (or needs no copy there: no SSD tier, or
+  /// write-through). Empty when the free bytes reach `target` already.
+  struct reclaim_candidate {
+    std::int32_t block = -1;
+    std::int64_t bytes = 0;
+    bool persisted = false;
+  };
+  std::vector<reclaim_candidate> reclaim_candidates(std::int64_t target) const;
+  /// Evicts those of `blocks` that are still cached (a hit may have taken one back meanwhile);
+  /// their saves, where the SSD lacks them, go with the next step. Returns the bytes freed.
+  std::int64_t reclaim(std::span<const std::int32_t> blocks);
+
   const block_pool& pool() const { return pool_; }
   const cache_options& options() const { return opts_; }
 

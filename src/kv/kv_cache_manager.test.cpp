@@ -267,6 +267,45 @@ TEST(kv_cache_manager, evicts_the_least_recently_released_blocks_first) {
   EXPECT_EQ(m.pool().evictions(), 2u);
 }
 
+TEST(kv_cache_manager, reclaim_offers_the_oldest_cached_blocks_and_evicts_only_those_still_cached) {
+  // 8 one-byte blocks (a pool of n f16 blocks counts each as one unit of its budget).
+  kv_cache_manager m(caching(4), 8);
+  const tokens_t a = iota_tokens(9, 1), b = iota_tokens(9, 100);
+  run(m, 1, a, 8);
+  run(m, 2, b, 8);
+  ASSERT_EQ(m.pool().cached_count(), 4);
+  const std::int64_t unit = m.pool().block_bytes(kv_format::f16);
+  EXPECT_TRUE(m.reclaim_candidates(m.pool().free_bytes()).empty()) << "nothing to do at the mark";
+  // Two more free blocks wanted: a's two blocks first (released first), each already "persisted"
+  // (no SSD tier: evicting spills nothing).
+  auto c = m.reclaim_candidates(m.pool().free_bytes() + 2 * unit);
+  ASSERT_GE(c.size(), 2u);
+  for (const auto& x : c) EXPECT_TRUE(x.persisted);
+  // a is used again meanwhile: its blocks are no longer cached, and reclaim leaves them alone.
+  ASSERT_EQ(m.match(3, kv_format::f16, a), 8);
+  std::vector<std::int32_t> victims;
+  for (const auto& x : c) victims.push_back(x.block);
+  const std::int64_t freed = m.reclaim(victims);
+  EXPECT_EQ(freed, static_cast<std::int64_t>(c.size() - 2) * unit);
+  m.release(3, a, 8);
+  EXPECT_EQ(probe(m, a), 8) << "the blocks in use were not evicted";
+}
+
+TEST(kv_cache_manager, reclaim_marks_blocks_not_yet_on_the_ssd_and_saves_them_with_the_next_step) {
+  kv_cache_manager m(tiered(16, false), 6);
+  EXPECT_TRUE(saves_of(m, 1, iota_tokens(65), 64).empty());
+  const std::int64_t unit = m.pool().block_bytes(kv_format::f16);
+  auto c = m.reclaim_candidates(m.pool().free_bytes() + 4 * unit);
+  ASSERT_EQ(c.size(), 4u);
+  for (const auto& x : c) EXPECT_FALSE(x.persisted) << "write-back: not on the SSD yet";
+  std::vector<std::int32_t> victims;
+  for (const auto& x : c) victims.push_back(x.block);
+  EXPECT_EQ(m.reclaim(victims), 4 * unit);
+  EXPECT_EQ(m.pool().cached_count(), 0);
+  // Their KV leaves for the SSD with the next step, before anything can overwrite it.
+  EXPECT_EQ(m.take_saves().size(), 4u);
+}
+
 TEST(kv_cache_manager, a_sequence_that_does_not_start_gives_back_what_it_matched) {
   kv_cache_manager m(caching(4), 8);
   const tokens_t p = concat(iota_tokens(10), {7, 7});
