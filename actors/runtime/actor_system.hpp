@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -61,11 +62,24 @@ class actor_system final : private failure_sink {
     using inbox_t = typename A::inbox_type;
     static_assert(inbox<inbox_t>, "an actor's inbox must be a std::variant of message types");
     auto factory = [args...]() -> std::unique_ptr<actor<inbox_t>> { return std::make_unique<A>(args...); };
-    auto cell = std::make_shared<actor_cell<inbox_t>>(std::move(name), policy, ctx_.get_executor(),
-                                                      batch_, static_cast<failure_sink*>(this), std::move(factory));
-    cell->start();
-    register_cell(cell);
-    return address<inbox_t>(cell);
+    return spawn_cell<inbox_t>(std::move(name), policy, std::move(factory));
+  }
+
+  /// Creates actor A from args moved into it, for an actor that becomes the only owner of what
+  /// it is given (a unique_ptr to a resource no other thread touches). Such state cannot be
+  /// rebuilt, so the policy is stop_system: a failure stops the system, never restarts A. A is
+  /// constructed before this returns, on the calling thread.
+  template <class A, class... Args>
+  address<typename A::inbox_type> spawn_owning(std::string name, Args&&... args) {
+    using inbox_t = typename A::inbox_type;
+    static_assert(inbox<inbox_t>, "an actor's inbox must be a std::variant of message types");
+    // The factory must be copyable (std::function); the arguments are moved out of the one shared
+    // copy at the single construction.
+    auto held = std::make_shared<std::tuple<std::decay_t<Args>...>>(std::forward<Args>(args)...);
+    auto factory = [held]() -> std::unique_ptr<actor<inbox_t>> {
+      return std::apply([](auto&... a) { return std::make_unique<A>(std::move(a)...); }, *held);
+    };
+    return spawn_cell<inbox_t>(std::move(name), supervision::stop_system, std::move(factory));
   }
 
   /// The shared io_context, for sockets, timers and signal sets.
@@ -95,6 +109,15 @@ class actor_system final : private failure_sink {
   std::size_t stopped_count() const;
 
  private:
+  template <class Inbox>
+  address<Inbox> spawn_cell(std::string name, supervision policy, typename actor_cell<Inbox>::factory_type factory) {
+    auto cell = std::make_shared<actor_cell<Inbox>>(std::move(name), policy, ctx_.get_executor(), batch_,
+                                                    static_cast<failure_sink*>(this), std::move(factory));
+    cell->start();
+    register_cell(cell);
+    return address<Inbox>(cell);
+  }
+
   /// A worker thread's loop: runs the context until it stops. An exception that escapes a
   /// completion handler outside every actor (a connection's write, say) is logged and the thread
   /// goes on serving: one bad event never ends the process.

@@ -386,6 +386,36 @@ TEST(actor_system, a_handler_that_throws_outside_every_actor_ends_neither_its_th
   sys.stop();
 }
 
+// ---- an actor that owns what it is given ----
+struct read_owned {
+  std::promise<int> value;
+};
+using owner_inbox = std::variant<read_owned>;
+
+class owner final : public actor<owner_inbox> {
+ public:
+  explicit owner(std::unique_ptr<int> owned) : owned_(std::move(owned)) {}
+  void receive(owner_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(read_owned r) { r.value.set_value(*owned_); }
+
+ private:
+  std::unique_ptr<int> owned_;
+};
+
+TEST(actor_system, spawn_owning_moves_a_unique_resource_into_the_actor) {
+  actor_system sys({.threads = 0});
+  auto resource = std::make_unique<int>(42);
+  int* raw = resource.get();
+  auto a = sys.spawn_owning<owner>("owner", std::move(resource));
+  EXPECT_EQ(resource, nullptr);  // the caller kept nothing
+  std::promise<int> p;
+  auto fut = p.get_future();
+  a.tell(read_owned{std::move(p)});
+  sys.run_all();
+  EXPECT_EQ(fut.get(), 42);
+  EXPECT_EQ(*raw, 42);
+}
+
 // ---- manual executor ----
 TEST(actor_system, manual_mode_delivers_exactly_one_message_per_step) {
   actor_system sys({.threads = 0});

@@ -24,7 +24,7 @@ store_metrics store_metrics::create(metrics::registry& r) {
   return m;
 }
 
-ssd_store::ssd_store(std::shared_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics)
+ssd_store::ssd_store(std::unique_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics)
     : store_(std::move(store)), scheduler_(std::move(scheduler)), metrics_(metrics), published_(store_->stats()) {}
 
 void ssd_store::arm() {

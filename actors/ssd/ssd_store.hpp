@@ -1,6 +1,6 @@
 #pragma once
-// ssd_store: owns the SSD tier (its segment_store: the io_uring ring, the segment files and the
-// on-disk index) and turns completions into messages to the scheduler.
+// ssd_store: the only owner of the SSD tier (its segment_store: the io_uring ring, the segment files
+// and the on-disk index); turns completions into messages to the scheduler.
 // Who sends to it: the scheduler (persist, load) and itself (ring_ready, from the ring's eventfd).
 
 #include <chrono>
@@ -38,9 +38,10 @@ struct store_metrics {
 
 class ssd_store final : public actors::actor<store_inbox> {
  public:
-  /// `store` is shared by restarts of this actor only. Send it one ring_ready to start watching
-  /// the ring.
-  ssd_store(std::shared_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics);
+  /// Takes the store over: no other thread touches it from here on (spawn with
+  /// actor_system::spawn_owning; whatever the caller needs from it, such as the catalog, is read
+  /// before). Send it one ring_ready to start watching the ring.
+  ssd_store(std::unique_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics);
 
   void receive(store_inbox msg) override { visit_handle(*this, std::move(msg)); }
   void handle(persist p);
@@ -63,7 +64,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   void publish();
   void reply_if_done(std::uint64_t order);
 
-  std::shared_ptr<segment_store> store_;
+  std::unique_ptr<segment_store> store_;
   sched::scheduler_address scheduler_;
   store_metrics metrics_;
   std::optional<boost::asio::posix::stream_descriptor> event_;

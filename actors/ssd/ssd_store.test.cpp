@@ -69,7 +69,7 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
   o.model = {1, 2};
   auto opened = segment_store::open(o);
   ASSERT_TRUE(opened) << opened.err().message;
-  std::shared_ptr<segment_store> store(std::move(*opened));
+  std::unique_ptr<segment_store> store = std::move(*opened);
 
   const auto seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
@@ -80,7 +80,7 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
   {
     actors::actor_system system({.threads = 2});
     auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
-    auto actor = system.spawn<ssd_store>("ssd-store", actors::supervision::stop_system, store, sched, store_metrics{});
+    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(store), sched, store_metrics{});
     actor.tell(ring_ready{});
     for (int i = 0; i < 40; ++i) {
       record_meta m;
@@ -118,8 +118,7 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
     EXPECT_TRUE(log->not_written.empty());
     system.stop();
   }
-  // Another store on the same directory (a restart) finds them all.
-  store.reset();
+  // Another store on the same directory (a restart) finds them all: the actor closed its own.
   auto again = segment_store::open(o);
   ASSERT_TRUE(again);
   for (const auto& m : metas) EXPECT_TRUE((*again)->contains(m.hash));
@@ -132,14 +131,14 @@ TEST(ssd_store, stopping_flushes_the_writes_still_queued) {
   o.model = {3, 4};
   auto opened = segment_store::open(o);
   ASSERT_TRUE(opened) << opened.err().message;
-  std::shared_ptr<segment_store> store(std::move(*opened));
+  std::unique_ptr<segment_store> store = std::move(*opened);
   std::mt19937_64 rng(std::random_device{}());
   std::vector<kv::block_hash> hashes;
   {
     actors::actor_system system({.threads = 1});
     auto log = std::make_shared<inbox_log>();
     auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
-    auto actor = system.spawn<ssd_store>("ssd-store", actors::supervision::stop_system, store, sched, store_metrics{});
+    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(store), sched, store_metrics{});
     for (int i = 0; i < 64; ++i) {
       record_meta m;
       m.hash.w = {rng(), rng(), rng(), rng()};
@@ -148,7 +147,6 @@ TEST(ssd_store, stopping_flushes_the_writes_still_queued) {
     }
     system.stop();  // at once: the writes are queued or in flight
   }
-  store.reset();
   auto again = segment_store::open(o);
   ASSERT_TRUE(again);
   for (const auto& h : hashes) EXPECT_TRUE((*again)->contains(h)) << h.hex();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -119,7 +120,8 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
       spdlog::warn("cache.mode = tiered: the SSD tier cannot start ({}); cached prefixes stay in RAM (as hot)",
                    store.err().message);
     } else {
-      e->ssd_ = std::shared_ptr<ssd::segment_store>(std::move(*store));
+      e->ssd_catalog_ = (*store)->catalog();
+      e->ssd_ = std::move(*store);
     }
   }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -176,10 +178,10 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.cache_ns.model = fingerprint_;
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);
-    auto store = system.spawn<ssd::ssd_store>("ssd-store", actors::supervision::stop_system, ssd_, to_sched, ssd_stats_);
+    auto store = system.spawn_owning<ssd::ssd_store>("ssd-store", std::move(ssd_), to_sched, *ssd_stats_);
     store.tell(ssd::ring_ready{});
     sc.ssd = store;
-    sc.ssd_catalog = ssd_->catalog();
+    sc.ssd_catalog = std::exchange(ssd_catalog_, {});
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
     sc.n_layers = model_->hp.n_layer;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/runtime/actor_system.hpp"
 #include "actors/scheduler/messages.hpp"
@@ -54,7 +55,7 @@ class engine {
   bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
-  const ssd::store_metrics* ssd_stats() const { return ssd_ ? &ssd_stats_ : nullptr; }
+  const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
 
  private:
   engine() = default;
@@ -73,8 +74,11 @@ class engine {
   config::server_config cfg_;
   sched::scheduler_address scheduler_;
   sched::scheduler_metrics stats_;
-  std::shared_ptr<ssd::segment_store> ssd_;
-  ssd::store_metrics ssd_stats_;
+  /// The SSD tier's store between load() and start(), which moves it into the ssd-store actor,
+  /// its only owner from then on; with the records it held at open, read before the hand-over.
+  std::unique_ptr<ssd::segment_store> ssd_;
+  std::vector<ssd::record_meta> ssd_catalog_;
+  std::optional<ssd::store_metrics> ssd_stats_;
 };
 
 }  // namespace strata::engine
