@@ -1,0 +1,73 @@
+// record_format: the header's layout and checksum.
+#include "io/ssd/record_format.hpp"
+
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace strata::ssd {
+namespace {
+
+constexpr std::array<std::uint64_t, 2> k_model{0x1234'5678'9abc'def0, 0x0fed'cba9'8765'4321};
+
+TEST(record_format, a_header_is_128_bytes_whose_checksum_catches_every_flipped_bit) {
+  std::mt19937_64 rng(std::random_device{}());
+  record_meta m;
+  for (auto& w : m.hash.w) w = rng();
+  std::vector<std::byte> payload(5000, std::byte{7});
+  std::vector<std::byte> image(record_bytes(payload.size()));
+  encode_record(m, k_model, payload, image.data());
+  auto h = decode_header(image);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->payload_bytes, payload.size());
+  EXPECT_TRUE(meta_of(*h, image).hash == m.hash);
+  EXPECT_EQ(image.size(), 3 * 4096u);  // the header, and 5000 bytes padded to 8192
+  for (std::size_t bit = 0; bit < 8 * sizeof(record_header); ++bit) {
+    auto copy = image;
+    copy[bit / 8] ^= std::byte(1u << (bit % 8));
+    EXPECT_FALSE(decode_header(copy)) << "bit " << bit;
+  }
+  std::vector<std::byte> zero(4096);
+  header_fault fault{};
+  EXPECT_FALSE(decode_header(zero, &fault));
+  EXPECT_EQ(fault, header_fault::zero);
+}
+
+TEST(record_format, a_partial_block_carries_its_token_ids_under_the_header_checksum) {
+  std::mt19937_64 rng(std::random_device{}());
+  record_meta m;
+  for (auto& w : m.hash.w) w = rng();
+  m.tokens = 1 + static_cast<std::int32_t>(rng() % 31);
+  for (std::int32_t i = 0; i < m.tokens; ++i) m.token_ids.push_back(static_cast<std::int32_t>(rng() % 150'000));
+  std::vector<std::byte> payload(3000, std::byte{5});
+  std::vector<std::byte> image(record_bytes(payload.size()));
+  encode_record(m, k_model, payload, image.data());
+  auto h = decode_header(image);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(meta_of(*h, image).token_ids, m.token_ids);
+  const std::size_t ids_end = sizeof(record_header) + m.token_ids.size() * sizeof(std::int32_t);
+  for (std::size_t bit = 8 * sizeof(record_header); bit < 8 * ids_end; ++bit) {
+    auto copy = image;
+    copy[bit / 8] ^= std::byte(1u << (bit % 8));
+    EXPECT_FALSE(decode_header(copy)) << "bit " << bit;
+  }
+  // A token count past the room in the header is refused, not read beyond it.
+  record_header big = *h;
+  big.tokens = k_max_header_tokens + 1;
+  std::memcpy(image.data(), &big, sizeof big);
+  EXPECT_FALSE(decode_header(image));
+  // Ids that do not number the token count are refused: one too many, and (when one id would still
+  // be left: no ids at all is a full block's record, whose count is its block's) one too few.
+  m.token_ids.push_back(7);
+  EXPECT_THROW(encode_record(m, k_model, payload, image.data()), std::invalid_argument);
+  if (m.tokens >= 2) {
+    m.token_ids.resize(static_cast<std::size_t>(m.tokens - 1));
+    EXPECT_THROW(encode_record(m, k_model, payload, image.data()), std::invalid_argument);
+  }
+}
+
+}  // namespace
+}  // namespace strata::ssd
