@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
       }
       auto c = wait_and_poll(s);
       written += c.written.size();
-      not_written += c.not_written.size();
+      not_written += c.deferred.size();
     }
     double secs = seconds_since(start);
     double gb = static_cast<double>(written * payload_bytes) / 1e9;

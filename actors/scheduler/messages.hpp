@@ -11,6 +11,7 @@
 #include "actors/hot_cache/messages.hpp"
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/address.hpp"
+#include "io/ssd/segment_store.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
 #include "src/sampling/generation_settings.hpp"
@@ -107,12 +108,17 @@ struct set_paused {
 /// From the output stage: the tokens drawn in one step.
 using pipeline::step_done;
 
-/// From the SSD store: these blocks are now on disk (written), or will never be (not_written:
-/// the disk is full or failing), or have left it (removed: segment evicted, record found corrupt).
+/// From the SSD store: these blocks are now on disk (written), or were refused (not_written:
+/// already being written, or the queue is full), or have left it (removed: segment evicted,
+/// record found corrupt), or were not written because the tier stopped writing (deferred: a full
+/// or failing disk; offered again once it writes again, if RAM still holds them). `degraded`: the
+/// tier's state now; the store also sends an update, maybe empty, whenever that changes.
 struct ssd_update {
   std::vector<kv::block_hash> written;
   std::vector<kv::block_hash> not_written;
   std::vector<kv::block_hash> removed;
+  std::vector<ssd::record_meta> deferred;
+  bool degraded = false;
 };
 
 /// From the SSD store: the answer to a restore order, one entry per hash asked for, in order;

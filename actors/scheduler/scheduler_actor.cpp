@@ -215,6 +215,37 @@ void scheduler_actor::handle(ssd_update u) {
   for (const auto& h : u.written) cache_.ssd_stored(h);
   for (const auto& h : u.not_written) cache_.ssd_forgotten(h);
   for (const auto& h : u.removed) cache_.ssd_forgotten(h);
+  // Deferred blocks stay "being persisted" for the planner until they are written or lost.
+  for (auto& m : u.deferred) deferred_.add(kv::save_item{-1, m.hash, m.parent, m.format, std::move(m.token_ids)});
+  ssd_degraded_ = u.degraded;
+  std::vector<kv::block_hash> lost;
+  deferred_.prune(cache_.pool(), lost);
+  lose(lost);
+  if (!ssd_degraded_ && !deferred_.empty()) maybe_step();  // a step carries them to the store
+}
+
+void scheduler_actor::route_saves(std::vector<kv::save_item>& saves) {
+  if (!cfg_.ssd) return;
+  std::vector<kv::block_hash> lost;
+  if (ssd_degraded_) {
+    for (auto& s : saves) {
+      if (cache_.pool().contains(s.hash)) {
+        deferred_.add(std::move(s));
+      } else {
+        lost.push_back(s.hash);  // saved as RAM evicted it (write_through = false): its last chance
+      }
+    }
+    saves.clear();
+    deferred_.prune(cache_.pool(), lost);
+  } else if (!deferred_.empty()) {
+    for (auto& s : deferred_.take(cache_.pool(), resave_bytes_per_step, lost)) saves.push_back(std::move(s));
+  }
+  lose(lost);
+}
+
+void scheduler_actor::lose(const std::vector<kv::block_hash>& lost) {
+  for (const auto& h : lost) cache_.ssd_forgotten(h);
+  if (metrics_.ssd_blocks_lost && !lost.empty()) metrics_.ssd_blocks_lost->inc(lost.size());
 }
 
 void scheduler_actor::handle(ssd_loaded l) {
@@ -242,6 +273,7 @@ void scheduler_actor::maybe_step() {
   step_plan plan = planner_.plan();
   if (metrics_.preemptions && !plan.preempted.empty()) metrics_.preemptions->inc(plan.preempted.size());
   std::vector<kv::save_item> saves = cache_.take_saves();
+  route_saves(saves);  // after plan(): the blocks it names are the ones the layers will copy out
   std::vector<kv::block_copy> copies = cache_.take_copies();
   if (cfg_.ssd) {
     for (auto& r : cache_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});

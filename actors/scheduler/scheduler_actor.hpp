@@ -13,6 +13,7 @@
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/actor.hpp"
 #include "actors/scheduler/batch_planner.hpp"
+#include "actors/scheduler/deferred_saves.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/text_services.hpp"
 #include "actors/ssd/messages.hpp"
@@ -51,6 +52,10 @@ struct scheduler_metrics {
   metrics::histogram* ttft_seconds = nullptr;
   /// Between consecutive generated tokens of one sequence.
   metrics::histogram* inter_token_seconds = nullptr;
+  /// Blocks the SSD tier did not write while it was degraded that RAM evicted before it wrote
+  /// again. Not made by create(): whoever wires the tier sets it (the engine, from the tier's
+  /// own metrics).
+  metrics::counter* ssd_blocks_lost = nullptr;
 
   /// Registers the scheduler's metrics in `r`.
   static scheduler_metrics create(metrics::registry& r);
@@ -108,6 +113,14 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void report_pressure();
   /// Sends the frozen blocks of a finished step to the SSD store.
   void persist(std::vector<pipeline::frozen_block> saved);
+  /// While the SSD tier is degraded, moves the step's saves to deferred_ (no copying out for a
+  /// disk that refuses them); while it writes, adds to them the deferred saves RAM still holds.
+  void route_saves(std::vector<kv::save_item>& saves);
+  /// Forgets saves that will never reach the disk, counting them in ssd_blocks_lost.
+  void lose(const std::vector<kv::block_hash>& lost);
+
+  /// The most bytes of deferred blocks one step copies out once the tier writes again.
+  static constexpr std::int64_t resave_bytes_per_step = 64ll << 20;
 
   scheduler_config cfg_;
   text_services text_;
@@ -126,6 +139,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   std::chrono::steady_clock::time_point step_started_;
   planner_counters published_;  // the planner's counters as last added to the metrics
   std::uint64_t published_evictions_ = 0;
+  bool ssd_degraded_ = false;  // as the SSD store last said
+  deferred_saves deferred_;
 };
 
 }  // namespace strata::sched

@@ -26,7 +26,11 @@ struct load {
 /// The ring's eventfd is readable (sent by the store to itself), or the store should arm it.
 struct ring_ready {};
 
-using store_inbox = std::variant<persist, load, ring_ready>;
+/// While the tier is degraded, sent by the store to itself once a second: time to look for free
+/// space, so that writing resumes even when no write comes to try.
+struct space_check {};
+
+using store_inbox = std::variant<persist, load, ring_ready, space_check>;
 using store_address = actors::address<store_inbox>;
 
 }  // namespace strata::ssd

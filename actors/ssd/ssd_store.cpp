@@ -8,8 +8,32 @@
 
 namespace strata::ssd {
 
+std::string_view to_string(tier_state s) {
+  switch (s) {
+    case tier_state::on:
+      return "on";
+    case tier_state::degraded:
+      return "degraded";
+    case tier_state::off:
+      break;
+  }
+  return "off";
+}
+
+tier_state tier_state_of(double gauge_value) {
+  if (gauge_value == static_cast<double>(tier_state::on)) return tier_state::on;
+  if (gauge_value == static_cast<double>(tier_state::degraded)) return tier_state::degraded;
+  return tier_state::off;
+}
+
+metrics::gauge& make_state_gauge(metrics::registry& r) {
+  return r.make_gauge("strata_ssd_state",
+                      "The SSD tier's state: 0 off, 1 on, 2 degraded (a write failed, the disk is full: writes wait for room).");
+}
+
 store_metrics store_metrics::create(metrics::registry& r) {
   store_metrics m;
+  m.state = &make_state_gauge(r);
   m.records = &r.make_gauge("strata_ssd_records", "KV blocks stored in the SSD tier's index.");
   m.bytes = &r.make_gauge("strata_ssd_bytes", "Bytes of the SSD tier's segment files.");
   m.degraded = &r.make_gauge("strata_ssd_degraded", "1 while the SSD tier refuses writes (disk full or failing).");
@@ -21,11 +45,15 @@ store_metrics store_metrics::create(metrics::registry& r) {
                                     "SSD reads that failed their checks or the device (the block is computed instead).");
   m.dropped_writes = &r.make_counter("strata_ssd_dropped_writes_total", "KV blocks not written (disk full, write error, queue full).");
   m.evicted_segments = &r.make_counter("strata_ssd_evicted_segments_total", "Segment files deleted to stay within cache.ssd_max.");
+  m.blocks_lost = &r.make_counter("strata_ssd_blocks_lost_total",
+                                  "KV blocks refused while the SSD tier was degraded that left RAM before it wrote again.");
   return m;
 }
 
 ssd_store::ssd_store(std::unique_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics)
-    : store_(std::move(store)), scheduler_(std::move(scheduler)), metrics_(metrics), published_(store_->stats()) {}
+    : store_(std::move(store)), scheduler_(std::move(scheduler)), metrics_(metrics), published_(store_->stats()) {
+  publish();
+}
 
 void ssd_store::arm() {
   if (!event_) {
@@ -52,12 +80,34 @@ void ssd_store::handle(ring_ready) {
   arm();
 }
 
+void ssd_store::watch_space() {
+  if (space_check_due_) return;
+  if (!space_timer_) space_timer_.emplace(executor());
+  space_check_due_ = true;
+  space_timer_->expires_after(space_check_interval);
+  space_timer_->async_wait([self = self()](const boost::system::error_code& ec) {
+    if (!ec) self.tell(space_check{});
+  });
+}
+
+void ssd_store::handle(space_check) {
+  space_check_due_ = false;
+  deliver(store_->poll());  // poll() resumes writing when the file system has room
+}
+
 void ssd_store::handle(persist p) {
-  if (!store_->write(p.meta, std::move(p.payload))) {
-    // Already stored, already queued, or the tier is degraded: the scheduler may offer it again.
-    if (!store_->contains(p.meta.hash)) scheduler_.tell(sched::ssd_update{{}, {p.meta.hash}, {}});
+  const bool queued = store_->write(p.meta, std::move(p.payload));
+  const bool degraded = store_->degraded();
+  completions c = store_->poll();
+  std::vector<kv::block_hash> refused;
+  if (!queued && !store_->contains(p.meta.hash)) {
+    if (degraded) {
+      c.deferred.push_back(std::move(p.meta));  // offered again once the tier writes again
+    } else {
+      refused.push_back(p.meta.hash);  // already queued, or the queue is full
+    }
   }
-  deliver(store_->poll());
+  deliver(std::move(c), std::move(refused));
 }
 
 void ssd_store::handle(load l) {
@@ -84,7 +134,7 @@ void ssd_store::reply_if_done(std::uint64_t order) {
   orders_.erase(it);
 }
 
-void ssd_store::deliver(completions c) {
+void ssd_store::deliver(completions c, std::vector<kv::block_hash> not_written) {
   for (auto& r : c.reads) {
     const std::uint64_t order = r.tag >> index_bits;
     const std::size_t index = r.tag & ((1u << index_bits) - 1);
@@ -94,9 +144,13 @@ void ssd_store::deliver(completions c) {
     --it->second.pending;
     reply_if_done(order);
   }
-  if (!c.written.empty() || !c.not_written.empty() || !c.removed.empty()) {
-    scheduler_.tell(sched::ssd_update{std::move(c.written), std::move(c.not_written), std::move(c.removed)});
+  const bool degraded = store_->degraded();
+  if (!c.written.empty() || !not_written.empty() || !c.removed.empty() || !c.deferred.empty() || degraded != told_degraded_) {
+    told_degraded_ = degraded;
+    scheduler_.tell(sched::ssd_update{std::move(c.written), std::move(not_written), std::move(c.removed),
+                                      std::move(c.deferred), degraded});
   }
+  if (degraded) watch_space();
   publish();
 }
 
@@ -108,6 +162,7 @@ void ssd_store::publish() {
   if (metrics_.records) metrics_.records->set(static_cast<double>(s.records));
   if (metrics_.bytes) metrics_.bytes->set(static_cast<double>(s.bytes));
   if (metrics_.degraded) metrics_.degraded->set(s.degraded ? 1.0 : 0.0);
+  if (metrics_.state) metrics_.state->set(static_cast<double>(s.degraded ? tier_state::degraded : tier_state::on));
   add(metrics_.writes, s.writes, published_.writes);
   add(metrics_.write_bytes, s.write_bytes, published_.write_bytes);
   add(metrics_.reads, s.reads, published_.reads);
@@ -124,6 +179,7 @@ void ssd_store::on_stop() {
     event_->cancel(ec);
     event_->close(ec);
   }
+  if (space_timer_) space_timer_->cancel();
   const auto deadline = std::chrono::steady_clock::now() + flush_timeout;
   const std::size_t left = store_->flush(deadline);
   store_->poll();

@@ -8,8 +8,10 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 
 #include "actors/runtime/actor_system.hpp"
+#include "io/ssd/small_disk.test.hpp"
 
 namespace strata::ssd {
 namespace {
@@ -21,6 +23,8 @@ namespace fs = std::filesystem;
 struct inbox_log {
   std::mutex mu;
   std::vector<kv::block_hash> written, not_written, removed;
+  std::vector<record_meta> deferred;
+  std::vector<bool> degraded;  // the state each update carried
   std::map<std::uint64_t, std::vector<std::optional<std::vector<std::byte>>>> loaded;
 };
 
@@ -33,6 +37,8 @@ class fake_scheduler final : public actors::actor<sched::scheduler_inbox> {
       log_->written.insert(log_->written.end(), u->written.begin(), u->written.end());
       log_->not_written.insert(log_->not_written.end(), u->not_written.begin(), u->not_written.end());
       log_->removed.insert(log_->removed.end(), u->removed.begin(), u->removed.end());
+      log_->deferred.insert(log_->deferred.end(), u->deferred.begin(), u->deferred.end());
+      log_->degraded.push_back(u->degraded);
     } else if (auto* l = std::get_if<sched::ssd_loaded>(&msg)) {
       log_->loaded[l->order] = std::move(l->payloads);
     }
@@ -150,6 +156,75 @@ TEST(ssd_store, stopping_flushes_the_writes_still_queued) {
   auto again = segment_store::open(o);
   ASSERT_TRUE(again);
   for (const auto& h : hashes) EXPECT_TRUE((*again)->contains(h)) << h.hex();
+}
+
+TEST(ssd_store, defers_blocks_while_the_disk_is_full_and_says_by_itself_when_it_writes_again) {
+  temp_dir tmp;
+  fs::create_directories(tmp.path);
+  testing::small_disk disk(tmp.path);
+  if (!disk.unavailable().empty()) GTEST_SKIP() << disk.unavailable();
+  store_options o;
+  o.dir = disk.path() / "kv";
+  o.model = {5, 6};
+  o.segment_bytes = 1 << 20;
+  auto opened = segment_store::open(o);
+  ASSERT_TRUE(opened) << opened.err().message;
+  disk.fill();  // full before the first record
+
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  metrics::registry registry;
+  const store_metrics m = store_metrics::create(registry);
+  auto log = std::make_shared<inbox_log>();
+  std::unordered_map<kv::block_hash, std::vector<std::byte>, kv::block_hash_hasher> payloads;
+  {
+    actors::actor_system system({.threads = 2});
+    auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
+    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(*opened), sched, m);
+    actor.tell(ring_ready{});
+    EXPECT_EQ(tier_state_of(m.state->value()), tier_state::on);
+    constexpr int n = 8;
+    for (int i = 0; i < n; ++i) {
+      record_meta meta;
+      meta.hash.w = {rng(), rng(), rng(), rng()};
+      meta.parent.w = {rng(), rng(), rng(), rng()};
+      meta.tokens = 32;
+      meta.layers = 2;
+      std::vector<std::byte> p(64 << 10, static_cast<std::byte>(rng()));
+      payloads[meta.hash] = p;
+      actor.tell(persist{meta, std::move(p)});
+    }
+    // A few may still fit (the file system keeps some blocks back); the rest come back deferred.
+    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.written.size() + l.deferred.size() == n; }))
+        << "the blocks were neither written nor deferred";
+    {
+      std::lock_guard lock(log->mu);
+      ASSERT_FALSE(log->deferred.empty()) << "a full disk took every block";
+      EXPECT_TRUE(log->degraded.back());
+      EXPECT_TRUE(log->not_written.empty());
+      for (const auto& d : log->deferred) EXPECT_TRUE(payloads.contains(d.hash)) << d.hash.hex();
+    }
+    EXPECT_EQ(tier_state_of(m.state->value()), tier_state::degraded);
+
+    // Room again, and no message from anyone: the store looks for it by itself.
+    disk.free();
+    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return !l.degraded.back(); })) << "never said it writes again";
+    EXPECT_EQ(tier_state_of(m.state->value()), tier_state::on);
+
+    // Offered again, the deferred blocks are written.
+    std::vector<record_meta> again;
+    {
+      std::lock_guard lock(log->mu);
+      again = log->deferred;
+    }
+    for (const auto& meta : again) actor.tell(persist{meta, payloads.at(meta.hash)});
+    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.written.size() == n; })) << "the deferred blocks were not written";
+    system.stop();
+  }
+  auto reopened = segment_store::open(o);
+  ASSERT_TRUE(reopened);
+  for (const auto& [hash, p] : payloads) EXPECT_TRUE((*reopened)->contains(hash)) << hash.hex();
 }
 
 }  // namespace

@@ -179,6 +179,8 @@ std::size_t segment_store::flush(std::chrono::steady_clock::time_point deadline)
 
 bool segment_store::contains(const kv::block_hash& hash) const { return impl_->index_.contains(hash); }
 
+bool segment_store::degraded() const { return impl_->degraded_; }
+
 std::vector<record_meta> segment_store::catalog() const {
   std::vector<record_meta> out;
   out.reserve(impl_->index_.size());

@@ -73,7 +73,7 @@ struct store_stats {
   std::uint64_t reads = 0;          // records read and verified
   std::uint64_t read_bytes = 0;
   std::uint64_t read_failures = 0;  // checksum, short read or I/O error on read
-  std::uint64_t dropped_writes = 0; // refused while degraded, or failed
+  std::uint64_t dropped_writes = 0; // refused while degraded, failed, or over the queue limit
   std::uint64_t evicted_segments = 0;
   bool degraded = false;            // ENOSPC (or another write error): writes refused for now
   double open_seconds = 0;          // time to rebuild the index at open
@@ -90,13 +90,15 @@ struct read_result {
 struct completions {
   /// Records now durable in the index (write completed).
   std::vector<kv::block_hash> written;
-  /// Records whose write failed or was refused (ENOSPC, I/O error); not in the index.
-  std::vector<kv::block_hash> not_written;
+  /// Records whose write failed (ENOSPC, an I/O error) or that were still queued when one did:
+  /// the store stopped writing (degraded). Not on disk, and the store keeps nothing of them; the
+  /// caller may offer them again once degraded() is false.
+  std::vector<record_meta> deferred;
   std::vector<read_result> reads;
   /// Records that left the index: their segment was evicted (max_bytes), or a read found them
   /// corrupt.
   std::vector<kv::block_hash> removed;
-  bool empty() const { return written.empty() && not_written.empty() && reads.empty() && removed.empty(); }
+  bool empty() const { return written.empty() && deferred.empty() && reads.empty() && removed.empty(); }
 };
 
 class segment_store {
@@ -128,6 +130,10 @@ class segment_store {
   std::size_t flush(std::chrono::steady_clock::time_point deadline);
 
   bool contains(const kv::block_hash& hash) const;
+  /// Whether writes are refused for now: a write failed (ENOSPC or another error) and the file
+  /// system has not shown enough free space since. Checked again, at most once a second, by
+  /// write() and poll(), which resume writing once there is room.
+  bool degraded() const;
   /// Every hash in the index with its metadata (the scheduler's catalog at start).
   std::vector<record_meta> catalog() const;
   store_stats stats() const;

@@ -25,6 +25,7 @@
 
 #include "io/ssd/record_format.hpp"
 #include "io/ssd/segment_store.hpp"
+#include "io/ssd/small_disk.test.hpp"
 
 namespace strata::ssd::testing {
 
@@ -42,12 +43,13 @@ struct record {
 
 /// Every completion of a run of polls, merged.
 struct collected {
-  std::set<std::string> written, not_written, removed;
+  std::set<std::string> written, removed;
+  std::map<std::string, record_meta> deferred;  // by hash
   std::map<std::uint64_t, std::optional<std::vector<std::byte>>> reads;  // by tag
 
   void add(completions c) {
     for (auto& h : c.written) written.insert(h.hex());
-    for (auto& h : c.not_written) not_written.insert(h.hex());
+    for (auto& m : c.deferred) deferred[m.hash.hex()] = std::move(m);
     for (auto& h : c.removed) removed.insert(h.hex());
     for (auto& r : c.reads) reads[r.tag] = std::move(r.payload);
   }
@@ -65,10 +67,7 @@ class segment_store_test : public ::testing::Test {
 
   void TearDown() override {
     store_.reset();
-    if (!mount_.empty()) {
-      std::string cmd = "umount " + mount_.string();
-      if (std::system(cmd.c_str()) != 0) std::cerr << "could not unmount " << mount_ << "\n";
-    }
+    disk_.reset();  // after the store: its files must be closed first
     std::error_code ec;
     fs::remove_all(dir_, ec);
     if (HasFailure()) std::cerr << "random seed of this test: " << seed_ << "\n";
@@ -129,7 +128,7 @@ class segment_store_test : public ::testing::Test {
     for (const auto& r : recs) ASSERT_TRUE(s.write(r.meta, r.payload));
     auto c = drain(s);
     EXPECT_EQ(c.written.size(), recs.size());
-    EXPECT_TRUE(c.not_written.empty());
+    EXPECT_TRUE(c.deferred.empty());
   }
 
   /// Options whose segments never fill up in a test: every record lands in one file.
@@ -202,7 +201,7 @@ class segment_store_test : public ::testing::Test {
   unsigned seed_ = 0;
   std::mt19937_64 rng_;
   fs::path dir_;
-  fs::path mount_;
+  std::optional<small_disk> disk_;
   std::unique_ptr<segment_store> store_;
 };
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -63,6 +64,9 @@ struct segment_store::impl {
     std::uint64_t live = 0;        // index entries pointing into it
     std::uint64_t foreign = 0;     // valid records of another model or format version
     std::vector<kv::block_hash> hashes;  // every hash ever indexed here
+    // The offset of the lowest write that failed here. The scan at the next open stops there, so
+    // records placed after it are not kept (see finish_write).
+    std::uint64_t hole = std::numeric_limits<std::uint64_t>::max();
   };
   using segment_map = std::map<std::uint64_t, segment>;
 
@@ -157,10 +161,15 @@ struct segment_store::impl {
   /// Starts the oldest queued write; false when it must wait for a slot.
   bool start_write();
   void finish_write(const slot_op& op, int res);
+  /// Takes out of the index the records of `seg` placed after its hole, handing them back as
+  /// deferred: they read now, but would be lost at the next open.
+  void defer_past_hole(segment& seg);
   std::uint64_t resume_bytes() const { return resume_records * largest_record_ + resume_margin; }
   /// A write failed (`res`: -errno, or the bytes of a short write) at `where`: stops writing
   /// until the file system has room again, failing what waits in the queue.
   void degrade(int res, std::uint32_t length, const std::string& where);
+  /// A record the store stopped writing: handed back through poll() (completions::deferred).
+  void defer(record_meta meta);
   /// While degraded, at most once a second: resumes when statvfs shows enough free space.
   void check_space();
 

@@ -1,7 +1,6 @@
 // segment_store and disk space: the max_bytes budget, and a full disk (ENOSPC) then room again.
 #include "io/ssd/segment_store.test.hpp"
 
-#include <fstream>
 #include <thread>
 
 namespace strata::ssd::testing {
@@ -54,26 +53,11 @@ TEST_F(segment_store_test, past_max_bytes_evicts_the_least_recently_used_whole_s
 }
 
 TEST_F(segment_store_test, stops_writing_when_the_disk_is_full_and_writes_again_when_space_returns) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root to loop-mount a small ext4 image";
-  auto image = dir_ / "fs.img";
-  auto mnt = dir_ / "mnt";
-  fs::create_directories(mnt);
-  std::string make_fs = "truncate -s 16M " + image.string() + " && mkfs.ext4 -q -F -m 0 " + image.string() +
-                        " >/dev/null 2>&1";
-  if (std::system(make_fs.c_str()) != 0) GTEST_SKIP() << "mkfs.ext4 is not available";
-  std::string mount = "mount -o loop " + image.string() + " " + mnt.string() + " >/dev/null 2>&1";
-  if (std::system(mount.c_str()) != 0) GTEST_SKIP() << "mount -o loop does not work here";
-  mount_ = mnt;
-
-  auto filler = mnt / "filler";
-  {
-    std::ofstream f(filler, std::ios::binary);
-    auto r = make(4 << 20);
-    f.write(reinterpret_cast<const char*>(r.payload.data()), static_cast<std::streamsize>(r.payload.size()));
-  }
-  ::sync();
+  auto& disk = disk_.emplace(dir_);
+  if (!disk.unavailable().empty()) GTEST_SKIP() << disk.unavailable();
+  disk.fill(4 << 20);
   auto o = options();
-  o.dir = mnt / "ssd";
+  o.dir = disk.path() / "ssd";
   o.segment_bytes = 2 << 20;
   o.queue_depth = 4;
   auto& s = open(o);
@@ -81,15 +65,26 @@ TEST_F(segment_store_test, stops_writing_when_the_disk_is_full_and_writes_again_
   std::vector<record> written;
   std::map<std::string, record> pending;
   collected all;
-  for (int i = 0; i < 100 && !s.stats().degraded; ++i) {
+  for (int i = 0; i < 100 && !s.degraded(); ++i) {
     auto r = make(256 << 10);
+    r.meta.tokens = 31;  // a tail: its token ids come back too
+    r.meta.token_ids.assign(31, i);
     if (!s.write(r.meta, r.payload)) break;
     pending[r.meta.hash.hex()] = r;
     EXPECT_EQ(s.flush(clock::now() + 30s), 0u);
     all.add(s.poll());
   }
-  ASSERT_TRUE(s.stats().degraded) << "16 MiB filled without ENOSPC";
-  EXPECT_FALSE(all.not_written.empty());
+  ASSERT_TRUE(s.degraded()) << "16 MiB filled without ENOSPC";
+  EXPECT_TRUE(s.stats().degraded);
+  // The record whose write failed comes back whole, for the caller to offer again later.
+  ASSERT_FALSE(all.deferred.empty());
+  for (const auto& [hex, meta] : all.deferred) {
+    const record& r = pending.at(hex);
+    EXPECT_TRUE(meta.parent == r.meta.parent);
+    EXPECT_EQ(meta.tokens, r.meta.tokens);
+    EXPECT_EQ(meta.token_ids, r.meta.token_ids);
+    EXPECT_FALSE(s.contains(r.meta.hash));
+  }
   ASSERT_FALSE(all.written.empty());
   for (const auto& h : all.written) written.push_back(pending.at(h));
   auto dropped = s.stats().dropped_writes;
@@ -102,14 +97,23 @@ TEST_F(segment_store_test, stops_writing_when_the_disk_is_full_and_writes_again_
     EXPECT_TRUE(*got == r.payload);
   }
 
-  fs::remove(filler);
-  ::sync();
+  // With room again, poll() alone notices it (no write needs to come first), and what was
+  // deferred is written when offered again.
+  disk.free();
   std::this_thread::sleep_for(1100ms);  // free space is checked at most once a second
+  EXPECT_TRUE(s.poll().empty());
+  EXPECT_FALSE(s.degraded());
+  for (const auto& [hex, meta] : all.deferred) ASSERT_TRUE(s.write(meta, pending.at(hex).payload));
   auto later = make(256 << 10);
   ASSERT_TRUE(s.write(later.meta, later.payload));
-  EXPECT_FALSE(s.stats().degraded);
   auto c = drain(s);
   EXPECT_TRUE(c.written.contains(later.meta.hash.hex()));
+  for (const auto& [hex, meta] : all.deferred) {
+    EXPECT_TRUE(c.written.contains(hex));
+    auto got = read_back(s, meta.hash);
+    ASSERT_TRUE(got);
+    EXPECT_TRUE(*got == pending.at(hex).payload);
+  }
   auto got = read_back(s, later.meta.hash);
   ASSERT_TRUE(got);
   EXPECT_TRUE(*got == later.payload);
@@ -123,6 +127,12 @@ TEST_F(segment_store_test, stops_writing_when_the_disk_is_full_and_writes_again_
     }
   }
   EXPECT_TRUE(again.contains(later.meta.hash));
+  for (const auto& [hex, meta] : all.deferred) {
+    auto catalog = again.catalog();
+    auto it = std::find_if(catalog.begin(), catalog.end(), [&](const record_meta& m) { return m.hash == meta.hash; });
+    ASSERT_NE(it, catalog.end());
+    EXPECT_EQ(it->token_ids, meta.token_ids);
+  }
   close();
 }
 

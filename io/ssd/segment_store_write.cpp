@@ -52,13 +52,11 @@ bool segment_store::impl::start_write() {
   segment* seg = slot ? writable_segment(length) : nullptr;
   if (!seg) {
     int err = slot ? errno : ENOMEM;
-    auto hash = w.meta.hash;
     if (slot) give_slot(*slot);
-    writing_.erase(hash);
+    writing_.erase(w.meta.hash);
     queued_bytes_ -= w.payload.size();
+    defer(std::move(w.meta));
     write_queue_.pop_front();
-    out_.not_written.push_back(hash);
-    ++stats_.dropped_writes;
     degrade(-err, static_cast<std::uint32_t>(length),
             slot ? "creating a segment under " + opts_.dir.string() : std::string("mapping a staging buffer"));
     return true;
@@ -87,9 +85,17 @@ void segment_store::impl::finish_write(const slot_op& op, int res) {
   auto& seg = segments_.at(op.loc.segment);
   --seg.in_flight;
   if (res != static_cast<int>(op.length)) {
-    out_.not_written.push_back(hash);
-    ++stats_.dropped_writes;
+    defer(op.loc.meta);
+    seg.hole = std::min(seg.hole, op.loc.offset);
+    defer_past_hole(seg);
     degrade(res, op.length, fmt::format("writing at offset {} of {}", op.loc.offset, seg.path.string()));
+    maintain();
+    return;
+  }
+  if (op.loc.offset > seg.hole) {
+    // Written, but after a failed record of the same segment (writes run in parallel): the scan
+    // at the next open would stop at the hole and never see it.
+    defer(op.loc.meta);
     maintain();
     return;
   }
@@ -103,6 +109,17 @@ void segment_store::impl::finish_write(const slot_op& op, int res) {
   maintain();
 }
 
+void segment_store::impl::defer_past_hole(segment& seg) {
+  for (const auto& h : seg.hashes) {
+    auto it = index_.find(h);
+    if (it == index_.end() || it->second.segment != seg.id || it->second.offset < seg.hole) continue;
+    defer(it->second.meta);
+    out_.removed.push_back(h);
+    --seg.live;
+    index_.erase(it);
+  }
+}
+
 // --- running out of space ------------------------------------------------------------------------
 
 void segment_store::impl::degrade(int res, std::uint32_t length, const std::string& where) {
@@ -110,8 +127,7 @@ void segment_store::impl::degrade(int res, std::uint32_t length, const std::stri
   current_.reset();
   for (auto& w : write_queue_) {
     writing_.erase(w.meta.hash);
-    out_.not_written.push_back(w.meta.hash);
-    ++stats_.dropped_writes;
+    defer(std::move(w.meta));
   }
   write_queue_.clear();
   queued_bytes_ = 0;
@@ -121,6 +137,11 @@ void segment_store::impl::degrade(int res, std::uint32_t length, const std::stri
   std::string why = res < 0 ? std::strerror(-res) : fmt::format("wrote {} of {} bytes", res, length);
   spdlog::warn("ssd: {} failed ({}); the SSD tier stops writing until {} MiB are free", where, why,
                resume_bytes() >> 20);
+}
+
+void segment_store::impl::defer(record_meta meta) {
+  out_.deferred.push_back(std::move(meta));
+  ++stats_.dropped_writes;
 }
 
 void segment_store::impl::check_space() {

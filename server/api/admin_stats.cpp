@@ -36,7 +36,8 @@ std::string render_admin_stats(const engine::engine& e) {
                    {"evictions", value(m.kv_evictions)}};
   json::value ssd = nullptr;
   if (const ssd::store_metrics* sm = e.ssd_stats()) {
-    ssd = json::object{{"records", value(sm->records)},
+    ssd = json::object{{"state", std::string(ssd::to_string(e.ssd_state()))},
+                       {"records", value(sm->records)},
                        {"bytes", value(sm->bytes)},
                        {"max_bytes", e.config().cache.ssd_max},
                        {"degraded", value(sm->degraded) > 0},
@@ -47,6 +48,7 @@ std::string render_admin_stats(const engine::engine& e) {
                        {"read_failures", value(sm->read_failures)},
                        {"dropped_writes", value(sm->dropped_writes)},
                        {"evicted_segments", value(sm->evicted_segments)},
+                       {"blocks_lost", value(sm->blocks_lost)},
                        {"restored_tokens", value(m.ssd_hit_tokens)}};
   }
   json::object doc{

@@ -44,7 +44,8 @@ io::http_response router::health(const io::http_request& req) const {
     res.set(http::field::retry_after, "1");
     return res;
   }
-  return io::make_json(req.version(), http::status::ok, R"({"status":"ok"})");
+  const std::string_view ssd = status_.ssd_state ? status_.ssd_state() : std::string_view("off");
+  return io::make_json(req.version(), http::status::ok, R"({"status":"ok","ssd":")" + log::json_escape(ssd) + R"("})");
 }
 
 io::http_response router::models(const io::http_request& req) const {

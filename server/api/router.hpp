@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/http_types.hpp"
@@ -25,6 +26,9 @@ struct server_status {
   std::vector<std::string> api_keys;
   /// /metrics answers without a key (for a scraper on a trusted network).
   bool metrics_public = false;
+  /// The SSD tier's state for /health: "on", "degraded" or "off" (also when unset). Set before
+  /// `ready`; called from any thread.
+  std::function<std::string_view()> ssd_state;
 };
 
 /// An endpoint: gets the request (its body may be moved from) and returns the reply.

@@ -25,7 +25,16 @@ TEST(router, health_is_503_while_loading_and_200_when_ready) {
   st.ready = true;
   auto res = call(r, http::verb::get, "/health");
   EXPECT_EQ(res.result(), http::status::ok);
-  EXPECT_EQ(res.body(), R"({"status":"ok"})");
+  EXPECT_EQ(res.body(), R"({"status":"ok","ssd":"off"})");
+}
+
+TEST(router, health_names_the_ssd_tier_state) {
+  server_status st;
+  metrics::registry m;
+  router r(st, m);
+  st.ready = true;
+  st.ssd_state = [] { return std::string_view("degraded"); };
+  EXPECT_EQ(call(r, http::verb::get, "/health").body(), R"({"status":"ok","ssd":"degraded"})");
 }
 
 TEST(router, unknown_paths_are_404_and_wrong_methods_405_with_allow) {

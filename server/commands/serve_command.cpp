@@ -124,6 +124,10 @@ result<config::server_config> resolve(const serve_options& o) {
   if (o.log_json) cfg.log.json = true;
   if (!o.api_keys.empty()) cfg.server.api_keys = o.api_keys;
   if (auto v = cfg.validate(); !v) return std::move(v).err();
+  std::error_code ec;
+  if (const auto dir = cfg.cache_dir(); std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    return fail(errc::invalid_argument, "cache.dir: ", dir.string(), " is not a directory");
+  }
   return cfg;
 }
 
@@ -221,8 +225,10 @@ int serve(const serve_options& opts) {
     system.request_stop();
   });
 
-  spdlog::info("strata listening on http://{}:{} (cache mode {}, {} threads)", cfg.server.host, server->port(),
-               config::to_string(cfg.cache.mode), system.thread_count());
+  const engine::engine* e = eng.get();
+  status.ssd_state = [e] { return ssd::to_string(e->ssd_state()); };
+  spdlog::info("strata listening on http://{}:{} (cache mode {}, SSD tier {}, {} threads)", cfg.server.host, server->port(),
+               config::to_string(cfg.cache.mode), ssd::to_string(e->ssd_state()), system.thread_count());
   status.ready.store(true);
 
   system.wait_for_stop_request();

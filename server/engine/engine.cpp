@@ -185,12 +185,16 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
     sc.n_layers = model_->hp.n_layer;
+    ssd_state_ = ssd_stats_->state;
+  } else {
+    ssd_state_ = &ssd::make_state_gauge(registry);  // 0: off
   }
   if (cfg_.cache.mode != config::cache_mode::off && cfg_.cache.reclaim_low > 0) {
     sc.marks = {cfg_.cache.reclaim_low, cfg_.cache.reclaim_high};
     sc.hot_cache = system.spawn<hot_cache::hot_cache>("hot-cache", actors::supervision::stop_system, sc.marks);
   }
   auto m = sched::scheduler_metrics::create(registry);
+  if (ssd_stats_) m.ssd_blocks_lost = ssd_stats_->blocks_lost;
   stats_ = m;
   *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, output, m);
   scheduler_ = *slot;

@@ -56,6 +56,8 @@ class engine {
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
+  /// The SSD tier's state now (strata_ssd_state; off before start()).
+  ssd::tier_state ssd_state() const { return ssd::tier_state_of(ssd_state_ ? ssd_state_->value() : 0.0); }
 
  private:
   engine() = default;
@@ -79,6 +81,7 @@ class engine {
   std::unique_ptr<ssd::segment_store> ssd_;
   std::vector<ssd::record_meta> ssd_catalog_;
   std::optional<ssd::store_metrics> ssd_stats_;
+  metrics::gauge* ssd_state_ = nullptr;
 };
 
 }  // namespace strata::engine

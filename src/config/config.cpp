@@ -274,6 +274,10 @@ std::vector<std::string> known_keys() {
 }
 
 result<void> server_config::validate() const {
+  if (cache.dir.empty()) {
+    // An empty path is the working directory: the demo model and the SSD tier would land there.
+    return bad("cache.dir", "must name a directory, got an empty path");
+  }
   if (kv.default_bits != 4 && kv.default_bits != 8 && kv.default_bits != 16) {
     return bad("kv.default_bits", "must be 4, 8 or 16, got " + std::to_string(kv.default_bits));
   }

@@ -142,6 +142,15 @@ TEST(config, reads_cors_origins_and_refuses_what_is_not_an_origin) {
   expect_error_naming("[server]\ncors_origins = [\"https://\"]\n", "server.cors_origins");
 }
 
+TEST(config, an_empty_cache_dir_is_an_error_not_the_working_directory) {
+  expect_error_naming("[cache]\ndir = \"\"\n", "cache.dir");
+  server_config c;
+  c.cache.dir.clear();
+  auto v = c.validate();
+  ASSERT_FALSE(v);
+  EXPECT_NE(v.err().message.find("cache.dir"), std::string::npos) << v.err().message;
+}
+
 TEST(config, malformed_toml_reports_the_line) {
   auto c = parse_toml("[server]\nport = = 3\n", "bad.toml");
   ASSERT_FALSE(c);

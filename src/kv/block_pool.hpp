@@ -54,6 +54,11 @@ class block_pool {
   bool set_hash(std::int32_t id, block_hash h, block_hash parent = {});
   /// The block holding this hash, with a reference added for the caller; empty on a miss.
   std::optional<std::int32_t> lookup(const block_hash& h);
+  /// The block holding this hash (in use or cached), without a reference or a move in the LRU.
+  std::optional<std::int32_t> find(const block_hash& h) const {
+    auto it = index_.find(h);
+    return it == index_.end() ? std::nullopt : std::optional<std::int32_t>(it->second);
+  }
   /// Whether a block holds this hash (in use or cached).
   bool contains(const block_hash& h) const { return index_.contains(h); }
   /// Forgets every hash (cache.mode = off, or a model change).

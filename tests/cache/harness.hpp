@@ -86,12 +86,21 @@ inline config::server_config small_config(config::cache_mode mode) {
   return cfg;
 }
 
+/// What a test does on the running server around play()'s conversations.
+struct play_hooks {
+  /// After the engine started, before the first request.
+  std::function<void(engine::engine&)> started;
+  /// After the last reply, before the server stops.
+  std::function<void(engine::engine&)> finished;
+};
+
 /// Plays every conversation of `user` on a fresh server with this configuration; all
 /// conversations run at once, each submitting its next turn as soon as the previous one is done
 /// (its prompt: the previous one, the answer as `render` gives it, and the user's next message).
 /// Conversation c runs in KV format c % 3 (f16, q8_0, q4_0).
 inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_path, const config::server_config& cfg,
-                                                       const script& user, const render_answer& render = {}) {
+                                                       const script& user, const render_answer& render = {},
+                                                       const play_hooks& hooks = {}) {
   auto loaded = engine::engine::load(cfg, model_path);
   EXPECT_TRUE(loaded) << loaded.err().message;
   if (!loaded) return {};
@@ -99,6 +108,7 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
   metrics::registry registry;
   actors::actor_system system({.threads = 2});
   eng.start(system, registry);
+  if (hooks.started) hooks.started(eng);
   auto mu = std::make_shared<std::mutex>();
   auto out = std::make_shared<std::map<std::uint64_t, reply>>();
   auto sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, out);
@@ -146,6 +156,7 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
     }
     std::this_thread::sleep_for(2ms);
   }
+  if (hooks.finished) hooks.finished(eng);
   system.stop();
   return results;
 }

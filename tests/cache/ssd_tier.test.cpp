@@ -10,7 +10,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
+#include "io/ssd/small_disk.test.hpp"
 #include "tests/cache/harness.hpp"
 
 namespace strata {
@@ -130,6 +132,58 @@ TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the
 INSTANTIATE_TEST_SUITE_P(shared_models, ssd_tier,
                          ::testing::Values("tiny-llama-spm-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q8_0"),
                          model_test_name);
+
+/// Waits until `done` holds (true) or 30 s pass (false).
+template <class Pred>
+bool within_30s(Pred done) {
+  for (auto deadline = std::chrono::steady_clock::now() + 30s; std::chrono::steady_clock::now() < deadline;) {
+    if (done()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+TEST(ssd_tier_modes, blocks_computed_while_the_disk_was_full_are_written_once_it_has_room) {
+  temp_dir tmp;
+  ssd::testing::small_disk disk(tmp.path);
+  if (!disk.unavailable().empty()) GTEST_SKIP() << disk.unavailable();
+  const auto seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const std::string model = k_shared + "/models/tiny-llama-spm-f16.gguf";
+  script user{{random_tokens(rng, 70, 256)}, {random_tokens(rng, 90, 256)}};
+
+  play_hooks hooks;
+  hooks.started = [&](engine::engine&) { disk.fill(); };  // the store is open: now the disk is full
+  hooks.finished = [&](engine::engine& e) {
+    EXPECT_EQ(e.ssd_state(), ssd::tier_state::degraded) << "the full disk went unnoticed";
+    disk.free();
+    // Nothing more is asked of the server: it finds the room by itself and writes what it kept.
+    ASSERT_TRUE(within_30s([&] { return e.ssd_state() == ssd::tier_state::on; })) << "writing never resumed";
+    double records = -1;
+    auto last_change = std::chrono::steady_clock::now();
+    ASSERT_TRUE(within_30s([&] {
+      const double now = e.ssd_stats()->records->value();
+      if (now != records) {
+        records = now;
+        last_change = std::chrono::steady_clock::now();
+      }
+      return std::chrono::steady_clock::now() - last_change > 1s;
+    }));
+    EXPECT_EQ(e.ssd_stats()->blocks_lost->value(), 0u);
+  };
+  auto first = play(model, tiered(disk.path()), user, {}, hooks);
+  ASSERT_EQ(first.size(), user.size());
+
+  // A restarted server (its RAM empty) restores every prompt's prefix from the SSD.
+  auto second = play(model, tiered(disk.path()), user);
+  ASSERT_EQ(second.size(), user.size());
+  for (std::size_t c = 0; c < user.size(); ++c) {
+    const auto& r = second.at({static_cast<int>(c), 0});
+    EXPECT_EQ(r.tokens, first.at({static_cast<int>(c), 0}).tokens);
+    EXPECT_EQ(r.cached_tokens, restored_first_turn(r.prompt_tokens)) << "conversation " << c;
+  }
+}
 
 TEST(ssd_tier_modes, hot_mode_creates_no_directory_and_opens_no_file) {
   temp_dir tmp;

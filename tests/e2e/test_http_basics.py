@@ -31,7 +31,7 @@ def server():
 def test_health_answers_200_without_a_key(server):
     res = httpx.get(f"{server.base_url}/health", timeout=60)
     assert res.status_code == 200
-    assert res.json() == {"status": "ok"}
+    assert res.json() == {"status": "ok", "ssd": "off"}  # the default cache mode, hot, uses no disk
 
 
 def test_v1_endpoints_refuse_a_missing_or_wrong_key_with_an_openai_shaped_401(server):
