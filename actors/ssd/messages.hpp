@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "actors/runtime/address.hpp"
+#include "actors/scheduler/messages.hpp"
 #include "io/ssd/segment_store.hpp"
 #include "src/kv/prefix_hash.hpp"
 
@@ -30,7 +31,13 @@ struct ring_ready {};
 /// space, so that writing resumes even when no write comes to try.
 struct space_check {};
 
-using store_inbox = std::variant<persist, load, ring_ready, space_check>;
+/// Where the store's answers go from now on (the scheduler, spawned after the store because it
+/// needs the store's address).
+struct attach {
+  sched::scheduler_address scheduler;
+};
+
+using store_inbox = std::variant<persist, load, ring_ready, space_check, attach>;
 using store_address = actors::address<store_inbox>;
 
 }  // namespace strata::ssd

@@ -64,6 +64,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   /// Takes the store over: no other thread touches it from here on (spawn with
   /// actor_system::spawn_owning; whatever the caller needs from it, such as the catalog, is read
   /// before). Send it one ring_ready to start watching the ring.
+  /// `scheduler` may be empty: an attach message names it later.
   ssd_store(std::unique_ptr<segment_store> store, sched::scheduler_address scheduler, store_metrics metrics);
 
   void receive(store_inbox msg) override { visit_handle(*this, std::move(msg)); }
@@ -71,6 +72,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   void handle(load l);
   void handle(ring_ready);
   void handle(space_check);
+  void handle(attach a) { scheduler_ = std::move(a.scheduler); }
   /// Flushes the queued writes, waiting at most flush_timeout.
   void on_stop() override;
 

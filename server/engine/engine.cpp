@@ -23,19 +23,6 @@ const char* const k_chatml =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
     "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
 
-/// Forwards to an address set after construction: the output stage needs the scheduler's
-/// address and the scheduler needs the first stage's.
-class late_scheduler final : public actors::actor<sched::scheduler_inbox> {
- public:
-  explicit late_scheduler(std::shared_ptr<sched::scheduler_address> target) : target_(std::move(target)) {}
-  void receive(sched::scheduler_inbox msg) override {
-    std::visit([this](auto&& m) { target_->tell(std::move(m)); }, std::move(msg));
-  }
-
- private:
-  std::shared_ptr<sched::scheduler_address> target_;
-};
-
 class assembler final : public sched::text_assembler {
  public:
   explicit assembler(std::vector<std::string> stop) : t_(std::move(stop)) {}
@@ -139,8 +126,6 @@ std::string engine::bos_text() const { return std::string(tok_->token_text(tok_-
 std::string engine::eos_text() const { return std::string(tok_->token_text(tok_->eos_id())); }
 
 void engine::start(actors::actor_system& system, metrics::registry& registry) {
-  auto slot = std::make_shared<sched::scheduler_address>();
-  auto to_sched = system.spawn<late_scheduler>("scheduler-link", actors::supervision::stop_system, slot);
   const pipeline::stage_address output = system.spawn<pipeline::output_actor>(
       "output", actors::supervision::stop_system,
       std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
@@ -178,9 +163,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.cache_ns.model = fingerprint_;
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);
-    auto store = system.spawn_owning<ssd::ssd_store>("ssd-store", std::move(ssd_), to_sched, *ssd_stats_);
-    store.tell(ssd::ring_ready{});
-    sc.ssd = store;
+    sc.ssd = system.spawn_owning<ssd::ssd_store>("ssd-store", std::move(ssd_), sched::scheduler_address{}, *ssd_stats_);
     sc.ssd_catalog = std::exchange(ssd_catalog_, {});
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
@@ -196,8 +179,12 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   auto m = sched::scheduler_metrics::create(registry);
   if (ssd_stats_) m.ssd_blocks_lost = ssd_stats_->blocks_lost;
   stats_ = m;
-  *slot = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, output, m);
-  scheduler_ = *slot;
+  scheduler_ = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, output, m);
+  if (sc.ssd) {
+    // Before the ring is watched, and before any request can reach the scheduler.
+    sc.ssd->tell(ssd::attach{scheduler_});
+    sc.ssd->tell(ssd::ring_ready{});
+  }
 }
 
 }  // namespace strata::engine
