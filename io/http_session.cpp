@@ -85,7 +85,7 @@ std::string what(const std::exception_ptr& e) {
 void log_access(const request_context& ctx, std::string_view method, std::string_view target, int status,
                 std::chrono::steady_clock::time_point t0, const request_usage& u) {
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  log::access(ctx.request_id, method, target, status, u.prompt_tokens, u.cached_tokens, u.generated_tokens, ms);
+  log::access(ctx.request_id, method, target, status, u.prompt_tokens, u.cached_tokens, u.generated_tokens, ms, u.key_name);
 }
 
 /// The response a whole-response part stands for.
@@ -218,8 +218,8 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   }
 
   http_request req = reader.release();
-  request_context ctx{log::new_request_id(), remote_, stream_.get_executor()};
   request_usage usage;
+  request_context ctx{log::new_request_id(), remote_, stream_.get_executor(), {}, &usage.key_name};
   cors_origin_ = allowed_origin_of(req, opts.cors_origins);
   auto t0 = std::chrono::steady_clock::now();
   handler_result result;

@@ -49,6 +49,12 @@ struct request_context {
   std::string remote;
   /// The connection's strand: a reply_queue for this request lives there.
   boost::asio::any_io_executor executor;
+  /// The salt of the API key the request came with (empty: none), which keeps its requests'
+  /// prefix cache apart from other keys'.
+  std::string key_salt;
+  /// Where the router writes the name of the request's API key, for its access-log line (the
+  /// session's own record, on the connection's strand; null when nobody logs it).
+  std::string* key_name = nullptr;
 };
 
 /// A response whose body is a stream. The queue's first part decides it: a part with a status is

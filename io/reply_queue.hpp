@@ -31,6 +31,8 @@ struct request_usage {
   /// Of the prompt tokens, those reused from the prefix cache.
   std::int64_t cached_tokens = 0;
   std::int64_t generated_tokens = 0;
+  /// The name of the API key the request came with (empty: none); not summed.
+  std::string key_name;
 
   request_usage& operator+=(const request_usage& o) {
     prompt_tokens += o.prompt_tokens;

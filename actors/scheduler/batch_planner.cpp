@@ -97,7 +97,7 @@ bool batch_planner::schedule_chunk(sequence& s, step_plan& plan, std::int32_t& b
 bool batch_planner::admit_next(step_plan& plan, std::int32_t& budget) {
   auto id = waiting_.front();
   sequence& s = seqs_.at(id);
-  s.n_computed = cache_.match(id, s.format, s.tokens);
+  s.n_computed = cache_.match(id, s.format, s.tokens, s.salt);
   // Admit only if at least the first chunk's blocks can be had without preempting anyone.
   const std::int32_t first = std::min(static_cast<std::int32_t>(s.tokens.size()) - s.n_computed, budget);
   if (!cache_.can_cover(id, s.n_computed + first)) {

@@ -53,6 +53,8 @@ struct sequence {
   /// A slow client asked to pause: no decode steps until it resumes.
   bool paused = false;
   int preemptions = 0;
+  /// The tenant's cache salt: sequences with different salts share no block.
+  kv::cache_salt salt;
   /// The KV format of the sequence's blocks; part of every block hash.
   kv::kv_format format = kv::kv_format::f16;
   /// Prompt tokens whose KV came from the cache when the request was first admitted.

@@ -316,5 +316,27 @@ TEST_P(random_workload, keeps_blocks_and_budgets_consistent) {
 INSTANTIATE_TEST_SUITE_P(prefix_cache, random_workload, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "on" : "off"; });
 
+
+TEST(batch_planner, blocks_and_tails_are_reused_only_under_the_same_cache_salt) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  auto salted = [](sequence s, std::string_view salt) {
+    s.salt = kv::make_cache_salt("", salt);
+    return s;
+  };
+  d.planner.submit(salted(make_seq(1, 10, 2), "a"));  // [1..4] [5..8] cached, [9 10 7] the tail
+  while (d.finished.empty()) d.step();
+  // Shares both full blocks and the tail's three tokens with sequence 1.
+  const std::vector<std::int32_t> next{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 7, 5};
+  d.planner.submit(salted(seq_of(2, next, 1), "b"));
+  expect_one_item(d.step(), 0, 12);
+  d.planner.submit(seq_of(3, next, 1));
+  expect_one_item(d.step(), 0, 12);
+  d.planner.submit(salted(seq_of(4, next, 2), "a"));
+  expect_one_item(d.step(), 11, 1);
+  EXPECT_EQ(d.planner.find(4)->cached_tokens, 11);
+  while (d.finished.size() < 4) d.step();
+  EXPECT_EQ(d.pool().in_use(), 0);
+}
+
 }  // namespace
 }  // namespace strata::sched

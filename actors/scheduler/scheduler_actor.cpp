@@ -68,6 +68,7 @@ void scheduler_actor::handle(submit s) {
   seq.tokens = s.prompt;
   seq.max_new_tokens = s.settings.max_tokens;
   seq.format = s.settings.kv_format;
+  seq.salt = s.settings.cache_salt;
   auto admitted = planner_.submit(std::move(seq));
   if (admitted == admit_result::queue_full) {
     if (metrics_.rejected) metrics_.rejected->inc();

@@ -48,8 +48,9 @@ std::vector<std::uint64_t> completions_service::new_ids(int n) {
   return ids;
 }
 
-std::optional<api_error> completions_service::prepare(generation_request& r) {
+std::optional<api_error> completions_service::prepare(generation_request& r, std::string_view key_salt) {
   const auto& tok = engine_.tok();
+  r.settings.cache_salt = kv::make_cache_salt(key_salt, r.cache_salt);
   const int bits = r.kv_bits != 0 ? r.kv_bits : engine_.default_kv_bits();
   if (!engine_.supports_kv_bits(bits))
     return invalid_request("kv_bits", "kv_bits " + std::to_string(bits) + " needs attention heads of a multiple of 32 values; this model's have " +
@@ -107,7 +108,7 @@ std::vector<std::uint64_t> completions_service::submit(generation_request& r, st
 io::handler_result completions_service::generate(io::http_request& req, const io::request_context& ctx, bool chat) {
   generation_request r;
   if (auto e = parse_generation_request(req.body(), chat, r)) return error_response(req.version(), *e);
-  if (auto e = prepare(r)) return error_response(req.version(), *e);
+  if (auto e = prepare(r, ctx.key_salt)) return error_response(req.version(), *e);
   auto ids = new_ids(r.n);
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
                      r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
@@ -161,7 +162,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
   auto state = std::make_shared<ws_state>();
   auto scheduler = engine_.scheduler();
   io::websocket_accept accept;
-  accept.on_message = [this, state, scheduler, request_id = ctx.request_id](io::websocket_message message) {
+  accept.on_message = [this, state, scheduler, request_id = ctx.request_id, key_salt = ctx.key_salt](io::websocket_message message) {
     schema::ws_envelope env;
     auto fail = [&](const api_error& e) { message.outbox.send({schema::ws_error_frame(env.id_json, e)}); };
     if (auto e = schema::parse_ws_envelope(message.text, env)) return fail(*e);
@@ -173,7 +174,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
     const bool chat = env.endpoint == schema::ws_envelope::target::chat_completions;
     generation_request r;
     if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
-    if (auto e = prepare(r)) return fail(*e);
+    if (auto e = prepare(r, key_salt)) return fail(*e);
     auto ids = new_ids(r.n);
     // A request id the client reuses replaces the entry; the older request still ends by its own.
     state->running[env.id_json] = ids;

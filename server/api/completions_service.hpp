@@ -30,8 +30,9 @@ class completions_service {
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);
-  /// Prompt tokens and settings ready to submit, or an error.
-  std::optional<api_error> prepare(generation_request& r);
+  /// Prompt tokens and settings ready to submit, or an error. `key_salt`: the salt of the
+  /// request's API key, mixed with the body's cache_salt.
+  std::optional<api_error> prepare(generation_request& r, std::string_view key_salt);
   /// Registers `sink` and submits the request's n sequences; returns their scheduler ids.
   std::vector<std::uint64_t> submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids);
   std::vector<std::uint64_t> new_ids(int n);

@@ -58,17 +58,23 @@ io::http_response router::models(const io::http_request& req) const {
   return io::make_json(req.version(), http::status::ok, std::move(body));
 }
 
-bool router::authorized(const io::http_request& req) const {
+bool router::authorized(const io::http_request& req, const config::api_key*& key) const {
+  key = nullptr;
   if (status_.api_keys.empty()) return true;
   auto header = req[http::field::authorization];
   constexpr std::string_view bearer = "Bearer ";
   if (header.size() <= bearer.size() || header.substr(0, bearer.size()) != bearer) return false;
-  std::string_view key(header.data() + bearer.size(), header.size() - bearer.size());
-  // Every key is compared and the matches counted, so the time taken does not reveal whether,
-  // or which, key matched.
-  unsigned matches = 0;
-  for (const auto& k : status_.api_keys) matches += static_cast<unsigned>(constant_time_equal(key, k));
-  return matches != 0;
+  std::string_view given(header.data() + bearer.size(), header.size() - bearer.size());
+  // Every key is compared and the match selected without a branch, so the time taken does not
+  // reveal whether, or which, key matched.
+  std::size_t found = 0;  // 1 + the index of the last match; 0 for none
+  for (std::size_t i = 0; i < status_.api_keys.size(); ++i) {
+    const auto match = static_cast<std::size_t>(constant_time_equal(given, status_.api_keys[i].key));
+    found ^= (std::size_t{0} - match) & (found ^ (i + 1));
+  }
+  if (found == 0) return false;
+  key = &status_.api_keys[found - 1];
+  return true;
 }
 
 bool router::is_public(std::string_view path) const {
@@ -84,7 +90,8 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
                           "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
                           "invalid_request_error", "not_found");
   }
-  if (!is_public(path) && !authorized(req)) {
+  const config::api_key* key = nullptr;
+  if (!is_public(path) && !authorized(req, key)) {
     auto res = io::make_error(req.version(), http::status::unauthorized,
                               "missing or invalid API key: send 'Authorization: Bearer KEY'", "invalid_request_error",
                               "invalid_api_key");
@@ -102,7 +109,11 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
     res.set(http::field::allow, allow);
     return res;
   }
-  return fn->second(req, ctx);
+  if (!key || (key->name.empty() && key->salt.empty())) return fn->second(req, ctx);
+  if (ctx.key_name) *ctx.key_name = key->name;
+  io::request_context keyed = ctx;
+  keyed.key_salt = key->salt;
+  return fn->second(req, keyed);
 }
 
 }  // namespace strata::api

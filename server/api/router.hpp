@@ -13,6 +13,7 @@
 
 #include "io/http_types.hpp"
 #include "src/common/metrics.hpp"
+#include "src/config/config.hpp"
 
 namespace strata::api {
 
@@ -22,8 +23,9 @@ struct server_status {
   std::atomic<bool> ready{false};
   std::string model_id;
   std::int64_t created = 0;
-  /// Bearer keys; when any is set, every route but /health needs one.
-  std::vector<std::string> api_keys;
+  /// Bearer keys; when any is set, every route but /health needs one. A key's name goes in its
+  /// requests' access-log lines and its salt into their request_context (key_salt).
+  std::vector<config::api_key> api_keys;
   /// /metrics answers without a key (for a scraper on a trusted network).
   bool metrics_public = false;
   /// The SSD tier's state for /health: "on", "degraded" or "off" (also when unset). Set before
@@ -39,7 +41,7 @@ class router {
   router(const server_status& status, metrics::registry& metrics);
 
   /// Registers `fn` for METHOD PATH. When keys are configured, it answers only requests that carry
-  /// one (`Authorization: Bearer KEY`); others get a 401.
+  /// one (`Authorization: Bearer KEY`); others get a 401. `fn` sees the key's salt in its context.
   void add(io::http::verb method, std::string path, endpoint fn);
 
   io::handler_result handle(io::http_request& req, const io::request_context& ctx) const;
@@ -47,7 +49,9 @@ class router {
  private:
   io::http_response health(const io::http_request& req) const;
   io::http_response models(const io::http_request& req) const;
-  bool authorized(const io::http_request& req) const;
+  /// False when keys are set and the request carries none of them; else true, with `key` the one
+  /// it carries (null when no keys are set).
+  bool authorized(const io::http_request& req, const config::api_key*& key) const;
   /// Whether `path` answers without a key: /health, and /metrics when metrics_public.
   bool is_public(std::string_view path) const;
 

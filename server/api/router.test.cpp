@@ -49,7 +49,7 @@ TEST(router, unknown_paths_are_404_and_wrong_methods_405_with_allow) {
 
 TEST(router, v1_paths_need_one_of_the_configured_keys) {
   server_status st;
-  st.api_keys = {"sk-first", "sk-second"};
+  st.api_keys = {{"sk-first"}, {"sk-second"}};
   st.model_id = "demo";
   metrics::registry m;
   router r(st, m);
@@ -64,7 +64,7 @@ TEST(router, v1_paths_need_one_of_the_configured_keys) {
 
 TEST(router, every_route_but_health_needs_a_key_when_keys_are_set) {
   server_status st;
-  st.api_keys = {"k1"};
+  st.api_keys = {{"k1"}};
   st.ready = true;
   metrics::registry m;
   router r(st, m);
@@ -92,9 +92,38 @@ TEST(router, every_route_but_health_needs_a_key_when_keys_are_set) {
   EXPECT_EQ(call(r, http::verb::get, "/health", "Bearer wrong").result(), http::status::ok);
 }
 
+TEST(router, the_matched_key_gives_its_name_to_the_log_and_its_salt_to_the_endpoint) {
+  server_status st;
+  st.api_keys = {{"k-plain"}, {"k-a", "team-a", "salt-a"}, {"k-b", "", "salt-b"}};
+  metrics::registry m;
+  router r(st, m);
+  std::string seen_salt;
+  r.add(http::verb::post, "/v1/completions", [&](io::http_request& req, const io::request_context& ctx) -> io::handler_result {
+    seen_salt = ctx.key_salt;
+    return io::make_json(req.version(), http::status::ok, "{}");
+  });
+  auto send = [&](const char* auth) {
+    io::http_request req{http::verb::post, "/v1/completions", 11};
+    req.set(http::field::authorization, auth);
+    std::string key_name;
+    io::request_context ctx;
+    ctx.key_name = &key_name;
+    seen_salt = "unset";
+    auto res = std::get<io::http_response>(r.handle(req, ctx));
+    EXPECT_EQ(res.result(), http::status::ok) << auth;
+    return key_name;
+  };
+  EXPECT_EQ(send("Bearer k-a"), "team-a");
+  EXPECT_EQ(seen_salt, "salt-a");
+  EXPECT_EQ(send("Bearer k-b"), "");
+  EXPECT_EQ(seen_salt, "salt-b");
+  EXPECT_EQ(send("Bearer k-plain"), "");
+  EXPECT_EQ(seen_salt, "");
+}
+
 TEST(router, metrics_answer_without_a_key_only_when_public) {
   server_status st;
-  st.api_keys = {"k1"};
+  st.api_keys = {{"k1"}};
   metrics::registry m;
   router r(st, m);
   EXPECT_EQ(call(r, http::verb::get, "/metrics").result(), http::status::unauthorized);

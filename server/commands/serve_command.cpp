@@ -122,7 +122,10 @@ result<config::server_config> resolve(const serve_options& o) {
   if (o.cache_dir) cfg.cache.dir = *o.cache_dir;
   if (o.log_level) cfg.log.level = *o.log_level;
   if (o.log_json) cfg.log.json = true;
-  if (!o.api_keys.empty()) cfg.server.api_keys = o.api_keys;
+  if (!o.api_keys.empty()) {
+    cfg.server.api_keys.clear();
+    for (const auto& k : o.api_keys) cfg.server.api_keys.push_back(config::api_key{k, {}, {}});
+  }
   if (auto v = cfg.validate(); !v) return std::move(v).err();
   std::error_code ec;
   if (const auto dir = cfg.cache_dir(); std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {

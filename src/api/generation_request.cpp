@@ -38,6 +38,7 @@ void apply_sampling(const schema::sampling_params& p, generation_request& out) {
   out.max_tokens = p.max_tokens;
   out.max_tokens_key = p.max_tokens_key;
   out.kv_bits = p.kv_bits;
+  out.cache_salt = p.cache_salt;
 }
 
 }  // namespace

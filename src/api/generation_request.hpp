@@ -32,6 +32,7 @@ struct generation_request {
   /// The key the client gave it under ("max_tokens" or "max_completion_tokens").
   std::string max_tokens_key = "max_tokens";
   int kv_bits = 0;  // 4, 8, 16, or 0: the server's kv.default_bits
+  std::string cache_salt;  // the body's; empty when not given
   sampling::generation_settings settings;
   boost::json::array messages;  // chat: as the template sees them
   boost::json::value tools;     // chat: null when absent

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "src/api/chat_request.hpp"
 #include "src/api/completion_request.hpp"
 #include "src/api/tokenize_request.hpp"
 #include "src/api/ws_envelope.hpp"
@@ -65,6 +66,27 @@ TEST(completion_request, fails_cleanly_at_every_truncation_of_a_valid_body) {
   const std::string body = with(R"("prompt":[5,6,7],"logprobs":2,"stop":"\n","temperature":0,"logit_bias":{"5":-1})");
   ASSERT_TRUE(parse_completion_request(body).has_value());
   for (std::size_t n = 0; n < body.size(); ++n) EXPECT_FALSE(parse_completion_request(body.substr(0, n)).has_value()) << n;
+}
+
+TEST(sampling_params, cache_salt_is_a_non_empty_string_on_both_endpoints) {
+  auto completion = parse_completion_request(with(R"("cache_salt":"tenant-1")"));
+  ASSERT_TRUE(completion.has_value());
+  EXPECT_EQ(completion->sampling.cache_salt, "tenant-1");
+  auto chat = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"cache_salt":"t"})");
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_EQ(chat->sampling.cache_salt, "t");
+  auto absent = parse_completion_request(with(R"("cache_salt":null)"));
+  ASSERT_TRUE(absent.has_value());
+  EXPECT_EQ(absent->sampling.cache_salt, "");
+  for (const char* bad : {R"("cache_salt":1)", R"("cache_salt":"")", R"("cache_salt":["a"])", R"("cache_salt":{"a":1})", R"("cache_salt":true)"}) {
+    auto e = parse_completion_request(with(bad));
+    ASSERT_FALSE(e.has_value()) << bad;
+    EXPECT_EQ(e.err().status, 400) << bad;
+    EXPECT_EQ(e.err().param, "cache_salt") << bad;
+  }
+  auto bad_chat = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],"cache_salt":5})");
+  ASSERT_FALSE(bad_chat.has_value());
+  EXPECT_EQ(bad_chat.err().param, "cache_salt");
 }
 
 TEST(tokenize_request, reads_llama_cpp_shaped_bodies) {

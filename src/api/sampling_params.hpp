@@ -54,6 +54,9 @@ struct sampling_params {
   /// Extension: KV cache precision of this request, 4, 8 or 16; 0 when not given (the server's
   /// kv.default_bits).
   int kv_bits = 0;
+  /// Extension (as vLLM's): a non-empty string whose requests share prefix-cache blocks only with
+  /// each other; empty when not given.
+  std::string cache_salt;
   /// Accepted for compatibility (chat); tool calls are produced one at a time or in parallel as
   /// the model writes them.
   bool parallel_tool_calls = true;

@@ -102,6 +102,13 @@ api_status sampling_reader::read(std::string_view key, od::value& value, bool& h
     if (bits) params_.kv_bits = static_cast<int>(*bits);
     return std::nullopt;
   }
+  if (key == "cache_salt") {
+    std::optional<std::string> salt;
+    if (auto st = read_string(value, key, salt)) return st;
+    if (salt && salt->empty()) return invalid_request("cache_salt", "cache_salt must not be empty");
+    if (salt) params_.cache_salt = std::move(*salt);
+    return std::nullopt;
+  }
   if (key == "response_format") return read_response_format(value);
   handled = false;
   return std::nullopt;

@@ -94,9 +94,10 @@ std::string new_request_id() {
 }
 
 void access(std::string_view request_id, std::string_view method, std::string_view path, int status,
-            std::int64_t prompt_tokens, std::int64_t cached_tokens, std::int64_t completion_tokens, double ms) {
-  spdlog::info("[{}] {} {} {} tokens={}+{} cached={} ms={:.1f}", request_id, method, path, status, prompt_tokens,
-               completion_tokens, cached_tokens, ms);
+            std::int64_t prompt_tokens, std::int64_t cached_tokens, std::int64_t completion_tokens, double ms,
+            std::string_view key_name) {
+  spdlog::info("[{}] {} {} {} tokens={}+{} cached={} ms={:.1f}{}{}", request_id, method, path, status, prompt_tokens,
+               completion_tokens, cached_tokens, ms, key_name.empty() ? "" : " key=", key_name);
 }
 
 }  // namespace strata::log

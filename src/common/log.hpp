@@ -28,8 +28,9 @@ std::string json_escape(std::string_view s);
 
 /// The access-log line for a finished request: method, path, status, its tokens as its usage
 /// reported them (`tokens=PROMPT+GENERATED cached=CACHED`, cached being the prompt tokens reused
-/// from the prefix cache) and milliseconds.
+/// from the prefix cache) and milliseconds, then ` key=NAME` when the request's API key has a name.
 void access(std::string_view request_id, std::string_view method, std::string_view path, int status,
-            std::int64_t prompt_tokens, std::int64_t cached_tokens, std::int64_t completion_tokens, double ms);
+            std::int64_t prompt_tokens, std::int64_t cached_tokens, std::int64_t completion_tokens, double ms,
+            std::string_view key_name = {});
 
 }  // namespace strata::log

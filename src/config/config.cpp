@@ -177,6 +177,38 @@ bool is_origin(std::string_view s) {
   return true;
 }
 
+/// Whether `s` can name an API key in the access log: letters, digits, '.', '_' and '-'.
+bool is_key_name(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+  return true;
+}
+
+/// Element i of server.api_keys: a key as a string, or a table with key, name and salt.
+result<api_key> read_api_key(const toml::node& n, std::size_t i) {
+  const std::string at = "server.api_keys[" + std::to_string(i) + "]";
+  if (auto s = n.value<std::string>(); n.is_string() && s) {
+    if (s->empty()) return bad(at, "must not be empty");
+    return api_key{*s, {}, {}};
+  }
+  const auto* tbl = n.as_table();
+  if (!tbl) return bad(at, "expected a string or a table { key = \"...\", name = \"...\", salt = \"...\" }");
+  api_key k;
+  for (const auto& [member, value] : *tbl) {
+    const std::string_view m = member.str();
+    const std::string where = at + "." + std::string(m);
+    std::string* into = m == "key" ? &k.key : m == "name" ? &k.name : m == "salt" ? &k.salt : nullptr;
+    if (!into) return bad(where, "unknown member (expected key, name or salt)");
+    auto v = value.value<std::string>();
+    if (!value.is_string() || !v || v->empty()) return bad(where, "expected a non-empty string");
+    *into = *v;
+  }
+  if (k.key.empty()) return bad(at + ".key", "is required");
+  if (!k.name.empty() && !is_key_name(k.name)) return bad(at + ".name", "may hold only letters, digits, '.', '_' and '-'");
+  return k;
+}
+
 const std::map<std::string, setter, std::less<>>& setters() {
   static const std::map<std::string, setter, std::less<>> table = {
       {"server.host", with_string("server.host", [](const std::string& v, server_config& c) -> result<void> {
@@ -188,12 +220,12 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"server.threads", int_key("server.threads", 0, 1024, [](server_config& c, long long v) { c.server.threads = static_cast<int>(v); })},
       {"server.api_keys", [](const toml::node& n, server_config& c) -> result<void> {
          const auto* arr = n.as_array();
-         if (!arr) return bad("server.api_keys", "expected an array of strings");
-         std::vector<std::string> keys;
-         for (const auto& e : *arr) {
-           auto s = e.value<std::string>();
-           if (!e.is_string() || !s || s->empty()) return bad("server.api_keys", "expected an array of non-empty strings");
-           keys.push_back(*s);
+         if (!arr) return bad("server.api_keys", "expected an array of keys (strings or tables)");
+         std::vector<api_key> keys;
+         for (std::size_t i = 0; i < arr->size(); ++i) {
+           auto k = read_api_key(*arr->get(i), i);
+           if (!k) return std::move(k).err();
+           keys.push_back(std::move(*k));
          }
          c.server.api_keys = std::move(keys);
          return {};

@@ -27,13 +27,24 @@ enum class cache_mode {
 std::string_view to_string(cache_mode m);
 std::optional<cache_mode> parse_cache_mode(std::string_view s);
 
+/// An accepted bearer key. `name` (optional) tags its requests' access-log lines; `salt`
+/// (optional) keeps its requests' prefix cache apart from every other salt's, so that tenants
+/// cannot learn each other's prompts from how fast they come back.
+struct api_key {
+  std::string key;
+  std::string name;
+  std::string salt;
+  friend bool operator==(const api_key&, const api_key&) = default;
+};
+
 struct server_section {
   std::string host = "127.0.0.1";
   std::uint16_t port = 8080;
   /// Actor and network threads; 0 means one per core.
   int threads = 0;
   /// Bearer keys; when any is set, every route but /health needs one. Empty: no authentication.
-  std::vector<std::string> api_keys;
+  /// In TOML each is a string (the key) or a table { key = "...", name = "...", salt = "..." }.
+  std::vector<api_key> api_keys;
   /// /metrics answers without a key even when api_keys is set (a scraper on a trusted network).
   bool metrics_public = false;
   /// Origins ("https://app.example", or "*" for any) whose web pages may call the API (CORS) and

@@ -99,7 +99,7 @@ TEST(config, metrics_are_private_by_default_and_public_when_set) {
   auto c = parse_toml("[server]\napi_keys = [\"k1\"]\nmetrics_public = true\n", "t");
   ASSERT_TRUE(c) << c.err().message;
   EXPECT_TRUE(c->server.metrics_public);
-  EXPECT_EQ(c->server.api_keys, std::vector<std::string>{"k1"});
+  EXPECT_EQ(c->server.api_keys, std::vector<api_key>{{"k1"}});
 }
 
 void expect_error_naming(std::string_view toml, std::string_view key) {
@@ -125,6 +125,21 @@ TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
   expect_error_naming("[server]\nmetrics_public = \"yes\"\n", "server.metrics_public");
   expect_error_naming("[server]\nmetrics_public = 1\n", "server.metrics_public");
   expect_error_naming("[scheduler]\ntoken_budget = 4\nmax_running = 16\n", "scheduler.token_budget");
+}
+
+TEST(config, api_keys_are_strings_or_tables_with_a_name_and_a_salt) {
+  auto c = parse_toml(R"([server]
+api_keys = ["sk-plain", { key = "sk-a", name = "team-a", salt = "s3cret" }, { key = "sk-b", name = "b.2" }, { key = "sk-c", salt = "x" }]
+)", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->server.api_keys, (std::vector<api_key>{{"sk-plain", "", ""}, {"sk-a", "team-a", "s3cret"}, {"sk-b", "b.2", ""}, {"sk-c", "", "x"}}));
+  expect_error_naming("[server]\napi_keys = [{ name = \"a\" }]\n", "server.api_keys[0].key");
+  expect_error_naming("[server]\napi_keys = [\"k\", { key = \"k2\", role = \"admin\" }]\n", "server.api_keys[1].role");
+  expect_error_naming("[server]\napi_keys = [{ key = \"k\", salt = \"\" }]\n", "server.api_keys[0].salt");
+  expect_error_naming("[server]\napi_keys = [{ key = \"k\", salt = 7 }]\n", "server.api_keys[0].salt");
+  expect_error_naming("[server]\napi_keys = [{ key = \"k\", name = \"two words\" }]\n", "server.api_keys[0].name");
+  expect_error_naming("[server]\napi_keys = [\"\"]\n", "server.api_keys[0]");
+  expect_error_naming("[server]\napi_keys = \"k\"\n", "server.api_keys");
 }
 
 TEST(config, reads_cors_origins_and_refuses_what_is_not_an_origin) {

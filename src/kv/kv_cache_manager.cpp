@@ -14,16 +14,17 @@ kv_cache_manager::kv_cache_manager(cache_options opts, std::int32_t n_blocks)
   if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
 }
 
-const block_hash& kv_cache_manager::chain_root(kv_format f) {
-  auto key = static_cast<std::uint8_t>(f);
-  auto it = roots_.find(key);
-  if (it == roots_.end()) {
-    cache_namespace ns = opts_.ns;
-    ns.format = f;
-    ns.block_tokens = opts_.block_tokens;
-    it = roots_.emplace(key, hasher_.root(ns)).first;
-  }
-  return it->second;
+block_hash kv_cache_manager::chain_root(kv_format f, const cache_salt& salt) {
+  // The unsalted root of each format is kept; a salted one is made anew, as a salt may come with
+  // every request.
+  const auto key = static_cast<std::uint8_t>(f);
+  if (auto it = roots_.find(key); salt.empty() && it != roots_.end()) return it->second;
+  cache_namespace ns = opts_.ns.salted(salt);
+  ns.format = f;
+  ns.block_tokens = opts_.block_tokens;
+  const block_hash h = hasher_.root(ns);
+  if (salt.empty()) roots_.emplace(key, h);
+  return h;
 }
 
 void kv_cache_manager::extend_hashes(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n) {
@@ -35,13 +36,14 @@ void kv_cache_manager::extend_hashes(seq_state& s, std::span<const std::int32_t>
   }
 }
 
-std::int32_t kv_cache_manager::match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens) {
+std::int32_t kv_cache_manager::match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens,
+                                     const cache_salt& salt) {
   seq_state& s = seqs_[seq];
   if (!s.blocks.empty()) throw std::logic_error("kv_cache_manager::match on a sequence that holds blocks");
   s = seq_state{};
   s.format = f;
   if (!opts_.prefix_cache) return 0;
-  s.root = chain_root(f);
+  s.root = chain_root(f, salt);
   const std::int32_t bt = opts_.block_tokens;
   // The last known token is always computed: its logits give the next sample.
   const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;

@@ -107,7 +107,8 @@ class kv_cache_manager {
   /// of `tokens`: the longest cached chain of full blocks, then the longest run shared with a
   /// block listed after it (see the header comment). Returns the tokens whose KV the sequence now
   /// holds.
-  std::int32_t match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens);
+  /// Chains are rooted in the namespace, the format and `salt`: different salts share nothing.
+  std::int32_t match(std::uint64_t seq, kv_format f, std::span<const std::int32_t> tokens, const cache_salt& salt = {});
   /// Whether blocks covering positions [0, end) can be had now without taking any from anyone.
   bool can_cover(std::uint64_t seq, std::int32_t end) const;
   /// Allocates blocks until positions [0, end) are covered; returns how many positions are
@@ -197,7 +198,7 @@ class kv_cache_manager {
 
   /// The hash every chain of format f starts from: the root of the namespace. The one place a
   /// sequence's chain is seeded.
-  const block_hash& chain_root(kv_format f);
+  block_hash chain_root(kv_format f, const cache_salt& salt);
   /// The hash block i of s is chained to: the root for the first block.
   static const block_hash& parent_of(const seq_state& s, std::size_t i) { return i == 0 ? s.root : s.hashes[i - 1]; }
   /// The tokens of full block i.

@@ -15,6 +15,7 @@ static_assert(std::endian::native == std::endian::little,
 
 constexpr char k_root_tag[] = "strata.kv.root/1";
 constexpr char k_block_tag[] = "strata.kv.block/1";
+constexpr char k_salt_tag[] = "strata.kv.salt/1";
 
 EVP_MD_CTX* as_ctx(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
@@ -98,6 +99,31 @@ block_hash prefix_hasher::sha256(std::span<const std::byte> bytes) {
   begin();
   update(bytes.data(), bytes.size());
   return end();
+}
+
+cache_salt make_cache_salt(std::string_view key_salt, std::string_view request_salt) {
+  cache_salt salt;
+  if (key_salt.empty() && request_salt.empty()) return salt;
+  // SHA-256 rather than xxh3, for the reason given in the header: the request's part is chosen by
+  // a client, who must not be able to search for one that lands on another tenant's digest. Each
+  // part goes in with its length, so ("ab", "c") and ("a", "bc") differ, as do a salt given by the
+  // key and the same salt given by the request.
+  std::string input(k_salt_tag, sizeof k_salt_tag);
+  for (std::string_view part : {key_salt, request_salt}) {
+    const std::uint64_t n = part.size();
+    input.append(reinterpret_cast<const char*>(&n), sizeof n);
+    input.append(part);
+  }
+  const block_hash h = prefix_hasher().sha256(std::as_bytes(std::span<const char>(input.data(), input.size())));
+  salt.w = {h.w[0], h.w[1]};
+  if (salt.empty()) salt.w[0] = 1;  // all zero means "no salt"
+  return salt;
+}
+
+cache_namespace cache_namespace::salted(const cache_salt& salt) const {
+  cache_namespace ns = *this;
+  if (!salt.empty()) ns.extra.append(reinterpret_cast<const char*>(salt.w.data()), sizeof salt.w);
+  return ns;
 }
 
 std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file) {

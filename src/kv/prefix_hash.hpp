@@ -4,6 +4,7 @@
 // size are the same:
 //
 //   root     = SHA-256("strata.kv.root/1" | model fingerprint | kv format | block tokens | extra keys)
+//              (extra keys: the request's cache salt, if any; see make_cache_salt)
 //   block[0] = SHA-256("strata.kv.block/1" | root     | token count | tokens[0 .. B))
 //   block[i] = SHA-256("strata.kv.block/1" | block[i-1] | token count | tokens[iB .. (i+1)B))
 //
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "src/kv/kv_format.hpp"
 
@@ -38,6 +40,21 @@ struct block_hash_hasher {
   std::size_t operator()(const block_hash& h) const noexcept { return static_cast<std::size_t>(h.w[0]); }
 };
 
+/// A tenant's cache salt as the hash chain takes it: 128 bits digested from the salt strings, all
+/// zero for none. Requests with different salts never share a block, in RAM or on the SSD; those
+/// without one share the cache as before.
+struct cache_salt {
+  std::array<std::uint64_t, 2> w{};
+  bool empty() const { return w[0] == 0 && w[1] == 0; }
+  friend bool operator==(const cache_salt&, const cache_salt&) = default;
+};
+
+/// The salt of a request made with an API key whose salt is `key_salt` and asking for
+/// `request_salt` (the body's cache_salt); an empty string is one not given. Both are mixed in, each
+/// in its own place, so a request cannot leave its key's cache by naming a salt of its own. Empty
+/// when both are.
+cache_salt make_cache_salt(std::string_view key_salt, std::string_view request_salt);
+
 /// What, besides the tokens, decides the contents of a block's KV.
 struct cache_namespace {
   /// Fingerprint of the model file (see model_fingerprint).
@@ -46,6 +63,9 @@ struct cache_namespace {
   std::int32_t block_tokens = 32;
   /// Anything else that must separate caches (a tenant salt, an adapter): raw bytes.
   std::string extra;
+
+  /// This namespace with `salt`'s bytes as `extra` (unchanged when the salt is empty).
+  cache_namespace salted(const cache_salt& salt) const;
 };
 
 /// Computes chained block hashes. Holds one digest context, reused for every hash: no allocation

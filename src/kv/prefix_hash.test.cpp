@@ -63,6 +63,30 @@ TEST(prefix_hash, every_part_of_the_namespace_separates_caches) {
   EXPECT_EQ(hasher.root(base).hex(), *roots.find(hasher.root(base).hex()));
 }
 
+TEST(prefix_hash, different_salts_never_share_a_block_and_one_salt_gives_one_chain) {
+  prefix_hasher hasher;
+  cache_namespace ns;
+  ns.model = {7, 8};
+  const std::vector<std::int32_t> b0{1, 2, 3, 4}, b1{5, 6, 7, 8};
+  auto first_two = [&](const cache_salt& salt) {
+    const block_hash h0 = hasher.chain(hasher.root(ns.salted(salt)), b0);
+    return std::pair{h0, hasher.chain(h0, b1)};
+  };
+  EXPECT_TRUE(make_cache_salt("", "").empty());
+  EXPECT_EQ(first_two(make_cache_salt("", "")), first_two({})) << "no salt: the chain every unsalted request shares";
+  const cache_salt a = make_cache_salt("", "tenant-a");
+  EXPECT_EQ(make_cache_salt("", "tenant-a"), a);
+  EXPECT_EQ(first_two(a), first_two(make_cache_salt("", "tenant-a"))) << "the same salt: the same chain";
+  // Each distinct salt gives another first block (and so another chain): the key's salt and the
+  // request's are kept apart, and the split between strings counts.
+  std::set<std::string> firsts;
+  for (const auto& [key, request] : std::vector<std::pair<std::string, std::string>>{
+           {"", ""}, {"", "tenant-a"}, {"", "tenant-b"}, {"tenant-a", ""}, {"tenant-a", "x"}, {"tenant-ax", ""}, {"tenant-b", "x"}}) {
+    const auto [h0, h1] = first_two(make_cache_salt(key, request));
+    EXPECT_TRUE(firsts.insert(h0.hex()).second) << "key salt '" << key << "', request salt '" << request << "'";
+  }
+}
+
 TEST(prefix_hash, random_chains_do_not_collide) {
   prefix_hasher hasher;
   const auto seed = std::random_device{}();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/kv/kv_format.hpp"
+#include "src/kv/prefix_hash.hpp"
 #include "src/sampling/sampling_params.hpp"
 
 namespace strata::sampling {
@@ -18,6 +19,9 @@ struct generation_settings {
   bool ignore_eos = false;
   /// The format of the request's KV blocks (kv_bits).
   kv::kv_format kv_format = kv::kv_format::f16;
+  /// The request's cache salt (its API key's and its cache_salt, digested): requests with different
+  /// salts share no prefix block. Empty: the cache every unsalted request shares.
+  kv::cache_salt cache_salt;
 };
 
 }  // namespace strata::sampling
