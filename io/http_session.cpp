@@ -225,6 +225,10 @@ net::awaitable<bool> http_session::serve_one(bool first) {
   handler_result result;
   try {
     result = respond(req, ctx);
+    while (auto* pending = std::get_if<async_reply>(&result)) {
+      auto run = std::move(pending->run);
+      result = co_await run();
+    }
   } catch (...) {
     spdlog::error("[{}] handler failed: {}", ctx.request_id, what(std::current_exception()));
     result = make_error(req.version(), http::status::internal_server_error, "internal error", "server_error");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <string>
 
 #include <boost/beast/http.hpp>
@@ -105,7 +106,17 @@ struct deferred_reply {
   std::chrono::milliseconds timeout{600'000};
 };
 
-using handler_result = std::variant<http_response, stream_reply, websocket_accept, deferred_reply>;
+struct async_reply;
+
+using handler_result = std::variant<http_response, stream_reply, websocket_accept, deferred_reply, async_reply>;
+
+/// A reply that needs work too slow for the connection's thread first (rendering a chat template,
+/// tokenizing a long prompt): the session awaits `run`, which does that work elsewhere and resumes
+/// on the connection's strand, then answers with the result as if the handler had returned it
+/// (never a websocket_accept).
+struct async_reply {
+  std::function<boost::asio::awaitable<handler_result>()> run;
+};
 
 /// Turns one complete request into a response. Runs on the connection's strand: must not block.
 using request_handler = std::function<handler_result(http_request&, const request_context&)>;

@@ -1,8 +1,12 @@
 #include "server/api/completions_service.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -16,6 +20,51 @@ namespace strata::api {
 namespace {
 
 namespace json = boost::json;
+namespace net = boost::asio;
+
+/// Bodies (or WebSocket messages) from this size on are parsed, rendered and tokenized on the
+/// pool; below it the work takes well under a millisecond and stays on the connection's thread.
+constexpr std::size_t k_inline_bytes = 16 << 10;
+
+/// The most bytes of text one token stands for: the longest piece of the vocabulary (special
+/// tokens as their text, as a prompt may spell them), and at least 4 (one UTF-8 character, which
+/// an unknown-token id may stand for whatever its piece reads). A text of B bytes has at least
+/// B / this many tokens.
+std::size_t longest_token_bytes(const tokenizer::tokenizer& tok) {
+  std::size_t longest = 4;
+  for (std::int32_t id = 0; id < tok.n_vocab(); ++id) longest = std::max(longest, tok.token_to_piece(id, true).size());
+  return longest;
+}
+
+/// Runs `f` on `pool`; awaiting the result resumes the coroutine on its own executor with f's
+/// result (or its exception). Give it a named function object, not a lambda written inside the
+/// co_await expression: GCC 12 destroys such a temporary twice.
+template <class F, class R = std::invoke_result_t<F&>>
+net::awaitable<R> on_pool(net::thread_pool& pool, F f) {
+  auto initiate = [&pool](auto handler, F work) {
+    net::post(pool, [handler = std::move(handler), work = std::move(work)]() mutable {
+      std::exception_ptr failure;
+      R result{};
+      try {
+        result = work();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      auto home = net::get_associated_executor(handler);
+      net::dispatch(home, [handler = std::move(handler), failure, result = std::move(result)]() mutable {
+        std::move(handler)(failure, std::move(result));
+      });
+    });
+  };
+  return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, R)>(std::move(initiate), net::use_awaitable,
+                                                                                        std::move(f));
+}
+
+/// The reply that `f` makes on `pool`.
+template <class F>
+net::awaitable<io::handler_result> reply_from_pool(net::thread_pool& pool, F f) {
+  co_return co_await on_pool(pool, std::move(f));
+}
 
 io::http_response error_response(unsigned version, const api_error& e) {
   auto res = io::make_json(version, static_cast<io::http::status>(e.status), schema::write_error(e));
@@ -28,19 +77,23 @@ std::int64_t now_seconds() {
 }
 
 /// Per-socket bookkeeping of a WebSocket: the requests still running, by the client's id and by
-/// their first scheduler id. Touched only on the connection's strand (every websocket_accept
-/// callback runs there), so nothing guards it.
+/// their first scheduler id, and those being tokenized on the pool (true once cancelled meanwhile:
+/// they are never submitted). Touched only on the connection's strand (every websocket_accept
+/// callback runs there, and the pool's work comes back there), so nothing guards it.
 struct ws_state {
   std::unordered_map<std::string, std::vector<std::uint64_t>> running;
   std::unordered_map<std::uint64_t, std::string> keys;
+  std::unordered_map<std::string, bool> preparing;
   bool paused = false;
 };
 
-
-
 }  // namespace
 
-completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {}
+completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {
+  max_prompt_bytes_ = static_cast<std::size_t>(engine_.max_context()) * longest_token_bytes(engine_.tok());
+}
+
+completions_service::~completions_service() { pool_.join(); }
 
 std::vector<std::uint64_t> completions_service::new_ids(int n) {
   std::vector<std::uint64_t> ids;
@@ -56,15 +109,27 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
     return invalid_request("kv_bits", "kv_bits " + std::to_string(bits) + " needs attention heads of a multiple of 32 values; this model's have " +
                            std::to_string(engine_.mdl().hp.head_dim) + ": use 16", "unsupported_kv_bits");
   r.settings.kv_format = *kv::kv_format_from_bits(bits);
+  // Checked before tokenizing, which takes about a second per few MB: a prompt too long in bytes
+  // cannot fit in the context whatever its tokens.
+  auto too_many_bytes = [&](std::size_t bytes) -> std::optional<api_error> {
+    if (bytes <= max_prompt_bytes_) return std::nullopt;
+    return invalid_request(r.chat ? "messages" : "prompt",
+                           "the prompt is " + std::to_string(bytes) + " bytes; this server's context of " +
+                               std::to_string(engine_.max_context()) + " tokens holds at most " +
+                               std::to_string(max_prompt_bytes_) + " bytes of text",
+                           "context_length_exceeded");
+  };
   if (r.chat) {
     json::object extra;
     if (!r.tools.is_null()) extra["tools"] = r.tools;
     auto text = engine_.chat().render_chat(r.messages, true, engine_.bos_text(), engine_.eos_text(), extra);
     if (!text) return invalid_request("messages", "chat template error: " + text.err().message, "template_error");
+    if (auto e = too_many_bytes(text->size())) return e;
     r.prompt_tokens = tok.encode(*text, false, true);
     if (tok.add_bos() && tok.bos_id() >= 0 && (r.prompt_tokens.empty() || r.prompt_tokens[0] != tok.bos_id()))
       r.prompt_tokens.insert(r.prompt_tokens.begin(), tok.bos_id());
   } else if (r.prompt_tokens.empty()) {
+    if (auto e = too_many_bytes(r.prompt_text.size())) return e;
     r.prompt_tokens = tok.encode(r.prompt_text, true, true);
   } else {
     for (auto t : r.prompt_tokens)
@@ -106,9 +171,31 @@ std::vector<std::uint64_t> completions_service::submit(generation_request& r, st
 }
 
 io::handler_result completions_service::generate(io::http_request& req, const io::request_context& ctx, bool chat) {
+  const unsigned version = req.version();
+  if (req.body().size() >= k_inline_bytes) {
+    auto body = std::make_shared<std::string>(std::move(req.body()));
+    return io::async_reply{[this, body, chat, version, ctx] { return prepare_off_thread(body, chat, version, ctx); }};
+  }
   generation_request r;
-  if (auto e = parse_generation_request(req.body(), chat, r)) return error_response(req.version(), *e);
-  if (auto e = prepare(r, ctx.key_salt)) return error_response(req.version(), *e);
+  if (auto e = parse_generation_request(req.body(), chat, r)) return error_response(version, *e);
+  if (auto e = prepare(r, ctx.key_salt)) return error_response(version, *e);
+  return start(r, version, ctx);
+}
+
+net::awaitable<io::handler_result> completions_service::prepare_off_thread(std::shared_ptr<std::string> body, bool chat, unsigned version,
+                                                                           io::request_context ctx) {
+  auto r = std::make_shared<generation_request>();
+  auto work = [this, body, chat, r, salt = ctx.key_salt]() -> std::optional<api_error> {
+    if (auto e = parse_generation_request(*body, chat, *r)) return e;
+    return prepare(*r, salt);
+  };
+  auto e = co_await on_pool(pool_, std::move(work));
+  if (e) co_return error_response(version, *e);
+  co_return start(*r, version, ctx);
+}
+
+io::handler_result completions_service::start(generation_request& r, unsigned version, const io::request_context& ctx) {
+  const bool chat = r.chat;
   auto ids = new_ids(r.n);
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
                      r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
@@ -127,7 +214,7 @@ io::handler_result completions_service::generate(io::http_request& req, const io
   });
   submit(r, std::make_unique<chunk_sink>(meta, queue->address(), chunk_sink::framing::sse), ids);
   io::stream_reply reply;
-  reply.head = io::http_response{io::http::status::ok, req.version()};
+  reply.head = io::http_response{io::http::status::ok, version};
   reply.head.set(io::http::field::content_type, "text/event-stream");
   reply.head.set(io::http::field::cache_control, "no-cache");
   reply.queue = std::move(queue);
@@ -138,15 +225,20 @@ io::handler_result completions_service::chat(io::http_request& req, const io::re
 io::handler_result completions_service::completion(io::http_request& req, const io::request_context& ctx) { return generate(req, ctx, false); }
 
 io::handler_result completions_service::tokenize(io::http_request& req, const io::request_context&) {
-  auto r = schema::parse_tokenize_request(req.body());
-  if (!r) return error_response(req.version(), r.err());
-  const auto& tok = engine_.tok();
-  auto ids = tok.encode(r->content, r->add_special, r->parse_special);
-  if (!r->with_pieces) return io::make_json(req.version(), io::http::status::ok, schema::write_tokenize(ids));
-  std::vector<std::string> pieces;
-  pieces.reserve(ids.size());
-  for (auto id : ids) pieces.push_back(tok.token_to_piece(id, true));
-  return io::make_json(req.version(), io::http::status::ok, schema::write_tokenize_pieces(ids, pieces));
+  auto body = std::make_shared<std::string>(std::move(req.body()));
+  auto answer = [this, body, version = req.version()] {
+    auto r = schema::parse_tokenize_request(*body);
+    if (!r) return error_response(version, r.err());
+    const auto& tok = engine_.tok();
+    auto ids = tok.encode(r->content, r->add_special, r->parse_special);
+    if (!r->with_pieces) return io::make_json(version, io::http::status::ok, schema::write_tokenize(ids));
+    std::vector<std::string> pieces;
+    pieces.reserve(ids.size());
+    for (auto id : ids) pieces.push_back(tok.token_to_piece(id, true));
+    return io::make_json(version, io::http::status::ok, schema::write_tokenize_pieces(ids, pieces));
+  };
+  if (body->size() < k_inline_bytes) return answer();
+  return io::async_reply{[this, answer] { return reply_from_pool(pool_, answer); }};
 }
 
 io::handler_result completions_service::detokenize(io::http_request& req, const io::request_context&) {
@@ -161,30 +253,61 @@ io::handler_result completions_service::detokenize(io::http_request& req, const 
 io::handler_result completions_service::websocket(io::http_request&, const io::request_context& ctx) {
   auto state = std::make_shared<ws_state>();
   auto scheduler = engine_.scheduler();
+  // Submits a prepared request (on the connection's strand).
+  auto start = [this, state, scheduler, request_id = ctx.request_id](generation_request& r, const std::string& id_json,
+                                                                      io::reply_address outbox) {
+    const bool chat = r.chat;
+    auto ids = new_ids(r.n);
+    // A request id the client reuses replaces the entry; the older request still ends by its own.
+    state->running[id_json] = ids;
+    state->keys[ids.front()] = id_json;
+    response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
+                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler};
+    submit(r, std::make_unique<chunk_sink>(meta, std::move(outbox), chunk_sink::framing::websocket, id_json), ids);
+    // A socket whose outbox is full pauses every stream it runs, new ones too.
+    if (state->paused)
+      for (auto id : ids) scheduler.tell(sched::set_paused{id, true});
+  };
   io::websocket_accept accept;
-  accept.on_message = [this, state, scheduler, request_id = ctx.request_id, key_salt = ctx.key_salt](io::websocket_message message) {
+  accept.on_message = [this, state, scheduler, start, key_salt = ctx.key_salt, strand = ctx.executor](io::websocket_message message) {
     schema::ws_envelope env;
     auto fail = [&](const api_error& e) { message.outbox.send({schema::ws_error_frame(env.id_json, e)}); };
     if (auto e = schema::parse_ws_envelope(message.text, env)) return fail(*e);
     if (env.type == schema::ws_envelope::kind::cancel) {
+      if (auto it = state->preparing.find(env.id_json); it != state->preparing.end()) it->second = true;
       if (auto it = state->running.find(env.id_json); it != state->running.end())
         for (auto sid : it->second) scheduler.tell(sched::cancel{sid});
       return;
     }
     const bool chat = env.endpoint == schema::ws_envelope::target::chat_completions;
-    generation_request r;
-    if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
-    if (auto e = prepare(r, key_salt)) return fail(*e);
-    auto ids = new_ids(r.n);
-    // A request id the client reuses replaces the entry; the older request still ends by its own.
-    state->running[env.id_json] = ids;
-    state->keys[ids.front()] = env.id_json;
-    response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
-                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler};
-    submit(r, std::make_unique<chunk_sink>(meta, std::move(message.outbox), chunk_sink::framing::websocket, env.id_json), ids);
-    // A socket whose outbox is full pauses every stream it runs, new ones too.
-    if (state->paused)
-      for (auto id : ids) scheduler.tell(sched::set_paused{id, true});
+    if (message.text.size() < k_inline_bytes) {
+      generation_request r;
+      if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
+      if (auto e = prepare(r, key_salt)) return fail(*e);
+      return start(r, env.id_json, std::move(message.outbox));
+    }
+    // A large request is parsed, rendered and tokenized on the pool; back on the connection's
+    // strand it is submitted, unless it was cancelled (or the socket closed) meanwhile: then it
+    // only gets its done frame.
+    state->preparing[env.id_json] = false;
+    net::post(pool_, [this, state, start, chat, strand, body = std::move(env.body), key_salt, outbox = std::move(message.outbox),
+                      id = env.id_json]() mutable {
+      auto r = std::make_shared<generation_request>();
+      auto e = parse_generation_request(body, chat, *r);
+      if (!e) e = prepare(*r, key_salt);
+      net::post(strand, [state, start, r, e = std::move(e), outbox = std::move(outbox), id = std::move(id)]() mutable {
+        bool cancelled = true;  // the socket closed: its state is gone
+        if (auto it = state->preparing.find(id); it != state->preparing.end()) {
+          cancelled = it->second;
+          state->preparing.erase(it);
+        }
+        if (cancelled || e) {
+          outbox.send({cancelled ? schema::ws_done_frame(id) : schema::ws_error_frame(id, *e)});
+          return;
+        }
+        start(*r, id, std::move(outbox));
+      });
+    });
   };
   accept.on_ended = [state](std::uint64_t first) {
     auto key = state->keys.find(first);
@@ -204,6 +327,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
       for (auto sid : ids) scheduler.tell(sched::cancel{sid});
     state->running.clear();
     state->keys.clear();
+    state->preparing.clear();
   };
   accept.stall_timeout = engine_.config().limits.ws_stall_timeout;
   return accept;

@@ -5,7 +5,11 @@
 // JSON response.
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include "io/http_types.hpp"
 #include "src/api/generation_request.hpp"
@@ -18,9 +22,14 @@ namespace strata::api {
 using sched::stream_sink;
 using stream::hub_address;
 
+/// Requests are parsed, their chat templates rendered and their prompts tokenized on the
+/// connection's thread when the body is small; a larger one is handed to the service's own small
+/// pool (async_reply), so that a prompt of megabytes never holds up the other connections of that
+/// thread.
 class completions_service {
  public:
   completions_service(const engine::engine& e, hub_address hub);
+  ~completions_service();
 
   io::handler_result chat(io::http_request& req, const io::request_context& ctx);
   io::handler_result completion(io::http_request& req, const io::request_context& ctx);
@@ -31,8 +40,15 @@ class completions_service {
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);
   /// Prompt tokens and settings ready to submit, or an error. `key_salt`: the salt of the
-  /// request's API key, mixed with the body's cache_salt.
+  /// request's API key, mixed with the body's cache_salt. A prompt text longer than
+  /// max_prompt_bytes_ is refused before it is tokenized. Slow for a large prompt: see above.
   std::optional<api_error> prepare(generation_request& r, std::string_view key_salt);
+  /// Parses `body` and prepares the request on the pool, then start()s it back on the
+  /// connection's strand.
+  boost::asio::awaitable<io::handler_result> prepare_off_thread(std::shared_ptr<std::string> body, bool chat, unsigned version,
+                                                                io::request_context ctx);
+  /// Submits a prepared request and returns its reply (a stream, or a response to come).
+  io::handler_result start(generation_request& r, unsigned version, const io::request_context& ctx);
   /// Registers `sink` and submits the request's n sequences; returns their scheduler ids.
   std::vector<std::uint64_t> submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids);
   std::vector<std::uint64_t> new_ids(int n);
@@ -40,6 +56,11 @@ class completions_service {
   const engine::engine& engine_;
   hub_address hub_;
   std::atomic<std::uint64_t> next_id_{1};
+  /// The most bytes of prompt text the context can hold: the context length times the most bytes
+  /// one token stands for. Any longer prompt has more tokens than the context.
+  std::size_t max_prompt_bytes_ = 0;
+  /// Renders and tokenizes large prompts.
+  boost::asio::thread_pool pool_{2};
 };
 
 }  // namespace strata::api
