@@ -6,7 +6,9 @@
 # prefills of every document fit in a few minutes on two cores.
 #
 #   bench/documents.sh [BUILD_DIR]     env: USERS (64), DOC (2000), CONCURRENCY (16), REQUESTS (256), PORT (18083),
-#                                       MODE (hot; off for the same load with no reuse)
+#                                       MODE (hot; off for the same load with no reuse; tiered),
+#                                       WRITE_THROUGH (true; false: blocks reach the SSD when evicted),
+#                                       RECLAIM_LOW (0.02; 0: no background eviction), RECLAIM_HIGH (0.05)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -29,7 +31,12 @@ memory = "$(( conc * per_doc * 3 / 2 ))"
 [cache]
 mode = "${MODE:-hot}"
 hot_memory = "$(( users / 2 * per_doc ))"
+dir = "$dir/documents-cache"
+write_through = ${WRITE_THROUGH:-true}
+reclaim_low = ${RECLAIM_LOW:-0.02}
+reclaim_high = ${RECLAIM_HIGH:-0.05}
 TOML
+rm -rf "$dir/documents-cache"
 echo "hot tier: $(( users / 2 * per_doc / 1048576 )) MiB, room for $(( users / 2 )) of $users documents"
 trap stop_server EXIT
 start_server "$build" "$model" "$port" "$dir/documents.log" --config "$conf"
@@ -37,4 +44,4 @@ start_server "$build" "$model" "$port" "$dir/documents.log" --config "$conf"
   --concurrency "$conc" --requests "${REQUESTS:-256}" --prompt-tokens "$doc" --max-tokens 8 --label documents \
   --out "$dir/documents.json" > /dev/null
 summarize "$dir/documents.json"
-curl -s "http://127.0.0.1:$port/metrics" | grep -E '^strata_(prefix_cache|kv_evictions|kv_blocks_cached)'
+curl -s "http://127.0.0.1:$port/metrics" | grep -E '^strata_(prefix_cache|kv_evictions|kv_reclaimed|kv_blocks_cached)'
