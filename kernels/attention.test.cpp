@@ -127,21 +127,31 @@ void one_row(attention_fn fn, const attention_shape& s, const kv_page_view& kv, 
 /// Quantized pages need whole blocks of 32 values per head.
 bool fits(const attention_case& c, dtype f) { return f == dtype::f16 || c.head_dim % 32 == 0; }
 
+/// Calls check(format, case, shape, cache, query) for every format and case that fits, with a
+/// paged cache of random keys and values and large random queries (which make the softmax
+/// peaked, where online rescaling matters); stops at the first fatal failure.
+template <class Check>
+void for_each_case(std::mt19937& rng, Check check) {
+  for (dtype f : k_formats)
+    for (const auto& c : k_cases) {
+      if (!fits(c, f)) continue;
+      attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
+      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
+      const auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+      check(f, c, s, kv, q);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
   std::mt19937 rng(std::random_device{}());
-  for (dtype f : k_formats)
-  for (const auto& c : k_cases) {
-    if (!fits(c, f)) continue;
-    attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
-    paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
-    // Large queries make the softmax peaked, which is where online rescaling matters.
-    auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+  for_each_case(rng, [&](dtype f, const attention_case& c, const attention_shape& s, const paged_kv& kv, const std::vector<float>& q) {
     std::vector<float> out(q.size(), -1.0f);
     one_row(scalar::attention, s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
     auto want = exact_attention(s, kv, c.first, c.last, q);
     for (std::size_t i = 0; i < out.size(); ++i)
       ASSERT_NEAR(out[i], want[i], k_scalar_vs_exact) << dtype_name(f) << " head_dim " << c.head_dim << " last " << c.last << " at " << i;
-  }
+  });
 }
 
 TEST(attention, one_position_returns_its_value_row) {
@@ -179,18 +189,14 @@ TEST(attention, simd_variants_match_the_scalar_kernel) {
     if (!simd_level_enabled(level)) continue;
     ++tested;
     attention_fn fn = attention_for(level);
-    for (dtype f : k_formats)
-    for (const auto& c : k_cases) {
-      if (!fits(c, f)) continue;
-      attention_shape s{c.n_head, c.n_head_kv, c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim)), c.softcap};
-      paged_kv kv(rng, c.n_head_kv, c.head_dim, c.page_tokens, c.last + 1, f);
-      auto q = random_query(rng, c.n_head * c.head_dim, 4.0f);
+    for_each_case(rng, [&](dtype f, const attention_case& c, const attention_shape& s, const paged_kv& kv, const std::vector<float>& q) {
       std::vector<float> want(q.size()), got(q.size());
       one_row(scalar::attention, s, kv.view(), c.first, c.last, q.data(), want.data(), 0, c.n_head);
       one_row(fn, s, kv.view(), c.first, c.last, q.data(), got.data(), 0, c.n_head);
       for (std::size_t i = 0; i < got.size(); ++i)
         ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar) << simd_level_name(level) << " " << dtype_name(f) << " head_dim " << c.head_dim << " at " << i;
-    }
+    });
+    if (HasFatalFailure()) return;
   }
   if (tested == 0) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
 }

@@ -143,49 +143,18 @@ void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, fl
   }
 }
 
-/// q8_0 weights against q8_32 activations, R weight rows x C activation rows, two blocks (64
-/// values) per step. Each (row, column) pair runs the same operations whatever R and C are
-/// (vpdpbusd of |w| with x negated where w < 0, one scale per block, one f32 accumulator), so
-/// the GEMV (1 x 1) and the GEMM tiles give bit-identical results.
+/// Sets an R x C tile of accumulators to zero.
 template <int R, int C>
-void q8_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  __m512 acc[R][C];
+[[gnu::always_inline]] inline void zero_tile(__m512 (&acc)[R][C]) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const std::int64_t nb = k / 32;
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const bool two = b + 1 < nb;
-    __m512i u[R];
-    __mmask64 neg[R];
-    __m512 sw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 34;
-      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
-      const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)) : _mm256_setzero_si256();
-      const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-      u[r] = _mm512_abs_epi8(q);
-      neg[r] = _mm512_movepi8_mask(q);
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 34, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
-      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i sxv = _mm512_mask_sub_epi8(xv, neg[r], _mm512_setzero_si512(), xv);
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], sxv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
-      }
-    }
-  }
+}
+
+/// Stores the lane sums of an R x C tile of accumulators: y[c * ldy + r].
+template <int R, int C>
+[[gnu::always_inline]] inline void store_tile(const __m512 (&acc)[R][C], float* y, std::int64_t ldy) {
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c)
 #pragma GCC unroll 8
@@ -216,92 +185,107 @@ void run_tiles(const tile_fn (&tiles)[4][4], int max_r, const void* w, std::size
   }
 }
 
-/// q4_0 (nonlinear = false) and iq4_nl weights against q8_32 activations, like q8_0_tile.
-/// q4_0: the nibbles are the unsigned operand of vpdpbusd and the -8 offset comes in as
-/// -8 * (sum of the activation block), the accumulator's starting value in the first lane of each
-/// block. iq4_nl: vpshufb looks the nibbles up in k_iq4_nl_values + 128 (held in each 128-bit
-/// lane), unsigned levels 1..241 for vpdpbusd (whose 32-bit sums cannot saturate), and the + 128
-/// comes back off as -128 * (sum of the activation block) in the same way.
-template <bool nonlinear, int R, int C>
-void nibble_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const std::int64_t nb = k / 32;
-  const __m512i low4 = _mm512_set1_epi8(0xF);
-  // Adding 128 to an int8 level flips its top bit.
-  const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
-                                                             _mm_set1_epi8(static_cast<char>(0x80))));
-  constexpr int offset = nonlinear ? -128 : -8;
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const bool two = b + 1 < nb;
-    __m512i u[R];
-    __m512 sw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 18;
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
-      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 20)) : _mm_setzero_si128();
-      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
-      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
-      u[r] = nonlinear ? _mm512_shuffle_epi8(table, nibbles) : nibbles;
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 18, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
-      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-      const int s0 = offset * x[c].sums[b], s1 = two ? offset * x[c].sums[b + 1] : 0;
-      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
-}
-
-template <bool nonlinear>
-float dot_nibbles(const void* w, const act_row& x, std::int64_t k) {
+/// One tile family (a member template `tile<R, C>`) as a row dot: its 1 x 1 tile, so that the
+/// GEMV and the GEMM tiles give bit-identical results.
+template <class Family>
+float tile_dot(const void* w, const act_row& x, std::int64_t k) {
   float y;
-  nibble_tile<nonlinear, 1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
+  Family::template tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
   return y;
 }
 
-template <bool nonlinear>
-void gemm_nibbles(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-                  std::int64_t ldy) {
+/// One tile family as a row GEMM: its 4 x 4 table of tiles, run by run_tiles. `by_row`: decode
+/// takes one weight row at a time (tile_rows); without it, always four.
+template <class Family, bool by_row = true>
+void tile_gemm(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+               std::int64_t ldy) {
   static constexpr tile_fn tiles[4][4] = {
-      {nibble_tile<nonlinear, 1, 1>, nibble_tile<nonlinear, 1, 2>, nibble_tile<nonlinear, 1, 3>, nibble_tile<nonlinear, 1, 4>},
-      {nibble_tile<nonlinear, 2, 1>, nibble_tile<nonlinear, 2, 2>, nibble_tile<nonlinear, 2, 3>, nibble_tile<nonlinear, 2, 4>},
-      {nibble_tile<nonlinear, 3, 1>, nibble_tile<nonlinear, 3, 2>, nibble_tile<nonlinear, 3, 3>, nibble_tile<nonlinear, 3, 4>},
-      {nibble_tile<nonlinear, 4, 1>, nibble_tile<nonlinear, 4, 2>, nibble_tile<nonlinear, 4, 3>, nibble_tile<nonlinear, 4, 4>},
+      {Family::template tile<1, 1>, Family::template tile<1, 2>, Family::template tile<1, 3>, Family::template tile<1, 4>},
+      {Family::template tile<2, 1>, Family::template tile<2, 2>, Family::template tile<2, 3>, Family::template tile<2, 4>},
+      {Family::template tile<3, 1>, Family::template tile<3, 2>, Family::template tile<3, 3>, Family::template tile<3, 4>},
+      {Family::template tile<4, 1>, Family::template tile<4, 2>, Family::template tile<4, 3>, Family::template tile<4, 4>},
   };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
+  run_tiles(tiles, by_row ? tile_rows(nc) : 4, w, w_stride, nr, x, nc, k, y, ldy);
+}
+
+/// The 16 quant bytes at p and at p + bytes (zero where !two) as 64 nibbles: per block, the low
+/// nibbles (elements 0..15) then the high ones (16..31), the GGUF order.
+[[gnu::always_inline]] inline __m512i nibble_pair(const std::byte* p, std::size_t bytes, bool two) {
+  const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + bytes)) : _mm_setzero_si128();
+  const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
+  const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
+  return _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), _mm512_set1_epi8(0xF));
+}
+
+/// q5_0 / q5_1 levels of two blocks: the nibbles at p + qs_at, plus 16 where the fifth bit (the
+/// 32-bit qh at p + qh_at, one 64-bit mask for the two blocks) is set.
+template <std::size_t bytes, std::size_t qh_at, std::size_t qs_at>
+[[gnu::always_inline]] inline __m512i q5_pair(const std::byte* p, bool two) {
+  std::uint32_t qh0, qh1 = 0;
+  std::memcpy(&qh0, p + qh_at, 4);
+  if (two) std::memcpy(&qh1, p + bytes + qh_at, 4);
+  const __mmask64 fifth = static_cast<__mmask64>(qh0) | (static_cast<__mmask64>(qh1) << 32);
+  const __m512i nibbles = nibble_pair(p + qs_at, bytes, two);
+  return _mm512_mask_add_epi8(nibbles, fifth, nibbles, _mm512_set1_epi8(16));
+}
+
+/// q8_0: the int8 levels of two blocks, signed (pair_tile takes |w| and moves the sign onto x).
+struct q8_0_pair {
+  static constexpr std::size_t bytes = 34;
+  static constexpr int offset = 0;
+  static constexpr bool signed_levels = true, has_mins = false;
+  static __m512i levels(const std::byte* p, bool two) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 36)) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  }
+};
+
+/// q4_0: the nibbles are the unsigned operand of vpdpbusd and the -8 offset comes in as
+/// -8 * (sum of the activation block).
+struct q4_0_pair {
+  static constexpr std::size_t bytes = 18;
+  static constexpr int offset = -8;
+  static constexpr bool signed_levels = false, has_mins = false;
+  static __m512i levels(const std::byte* p, bool two) { return nibble_pair(p + 2, bytes, two); }
+};
+
+/// iq4_nl: vpshufb looks the nibbles up in k_iq4_nl_values + 128 (held in each 128-bit lane),
+/// unsigned levels 1..241 for vpdpbusd (whose 32-bit sums cannot saturate), and the + 128 comes
+/// back off as -128 * (sum of the activation block).
+struct iq4_nl_pair {
+  static constexpr std::size_t bytes = 18;
+  static constexpr int offset = -128;
+  static constexpr bool signed_levels = false, has_mins = false;
+  static __m512i levels(const std::byte* p, bool two) {
+    // Adding 128 to an int8 level flips its top bit.
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
+                                                               _mm_set1_epi8(static_cast<char>(0x80))));
+    return _mm512_shuffle_epi8(table, nibble_pair(p + 2, bytes, two));
+  }
+};
+
+/// q5_0: q4_0 with the fifth bits adding 16 to their levels, and a -16 offset.
+struct q5_0_pair {
+  static constexpr std::size_t bytes = 22;
+  static constexpr int offset = -16;
+  static constexpr bool signed_levels = false, has_mins = false;
+  static __m512i levels(const std::byte* p, bool two) { return q5_pair<bytes, 2, 6>(p, two); }
+};
+
+/// Vector j (words 32 j .. 32 j + 31) of the first min(16, left) blocks of `words` 16-bit words
+/// each at p; words past them read as 0.
+inline __m512i block_words(const std::byte* p, int words, std::int64_t left, int j) {
+  const int n = std::clamp(words * static_cast<int>(std::min<std::int64_t>(16, left)) - 32 * j, 0, 32);
+  return _mm512_maskz_loadu_epi16(static_cast<__mmask32>(n == 32 ? ~0u : (1u << n) - 1), p + 64 * j);
 }
 
 /// The offsets m of q4_1 blocks b..b+15 of a row (fewer at its end: the rest are 0), as f32. The
 /// 16 blocks are 320 bytes, read as five vectors of 32 words; block i's m is word 10 i + 1, and
 /// three word permutes pick them out (the first two from pairs of the vectors).
 inline __m512 q4_1_mins16(const std::byte* p, std::int64_t left) {
-  const int words = 10 * static_cast<int>(std::min<std::int64_t>(16, left));
-  auto load = [&](int j) {
-    const int n = std::clamp(words - 32 * j, 0, 32);
-    const auto mask = static_cast<__mmask32>(n == 32 ? ~0u : (1u << n) - 1);
-    return _mm512_maskz_loadu_epi16(mask, p + 64 * j);
-  };
+  auto load = [&](int j) { return block_words(p, 10, left, j); };
   // Lane i takes word 10 i + 1 of the 160: blocks 0..6 from vectors 0 and 1, 7..12 from 2 and 3
   // (counted from word 64), 13..15 from 4 (from word 128).
   const __m512i at = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -312,165 +296,20 @@ inline __m512 q4_1_mins16(const std::byte* p, std::int64_t left) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_or_si512(_mm512_or_si512(a, b), c)));
 }
 
-/// q4_1 weights against q8_32 activations, like q4_0_tile without the -8: the nibble products in
-/// integers, times d. The offsets are a product of their own, sum over blocks of m times
-/// d_x * (sum of the activation block), taken first with 16 blocks to a vector: one FMA per 16
-/// blocks, where adding each block's m term in the nibble loop took one per two.
-template <int R, int C>
-void q4_1_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const std::int64_t nb = k / 32;
-  for (std::int64_t b = 0; b < nb; b += 16) {
-    const __mmask16 mask = tail_mask(nb - b);
-    __m512 t[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 m = q4_1_mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 20, nb - b);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(m, t[c], acc[r][c]);
-    }
-  }
-  const __m512i low4 = _mm512_set1_epi8(0xF);
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const bool two = b + 1 < nb;
-    __m512i u[R];
-    __m512 sw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 20;
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4));
-      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 24)) : _mm_setzero_si128();
-      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
-      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      u[r] = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 20, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
-      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
-}
-
-float dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  q4_1_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
-
-void gemm_q4_1(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {q4_1_tile<1, 1>, q4_1_tile<1, 2>, q4_1_tile<1, 3>, q4_1_tile<1, 4>},
-      {q4_1_tile<2, 1>, q4_1_tile<2, 2>, q4_1_tile<2, 3>, q4_1_tile<2, 4>},
-      {q4_1_tile<3, 1>, q4_1_tile<3, 2>, q4_1_tile<3, 3>, q4_1_tile<3, 4>},
-      {q4_1_tile<4, 1>, q4_1_tile<4, 2>, q4_1_tile<4, 3>, q4_1_tile<4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
-
-/// q5_0 weights against q8_32 activations, like q4_0_tile: the fifth bits (one 64-bit mask for
-/// the two blocks of a step) add 16 to their levels, and the -16 offset is -16 * (sum of the
-/// activation block) in the accumulator's first lane of each block.
-template <int R, int C>
-void q5_0_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  const std::int64_t nb = k / 32;
-  const __m512i low4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const bool two = b + 1 < nb;
-    __m512i u[R];
-    __m512 sw[R];
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 22;
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 6));
-      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 28)) : _mm_setzero_si128();
-      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
-      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      std::uint32_t qh0, qh1 = 0;
-      std::memcpy(&qh0, p + 2, 4);
-      if (two) std::memcpy(&qh1, p + 24, 4);
-      const __mmask64 fifth = static_cast<__mmask64>(qh0) | (static_cast<__mmask64>(qh1) << 32);
-      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
-      u[r] = _mm512_mask_add_epi8(nibbles, fifth, nibbles, sixteen);
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 22, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
-    }
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
-                             : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
-      const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
-      const int s0 = -16 * x[c].sums[b], s1 = two ? -16 * x[c].sums[b + 1] : 0;
-      const __m512i start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const __m512i p = _mm512_dpbusd_epi32(start, u[r], xv);
-        acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
-}
-
-float dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  q5_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
-
-void gemm_q5_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {q5_0_tile<1, 1>, q5_0_tile<1, 2>, q5_0_tile<1, 3>, q5_0_tile<1, 4>},
-      {q5_0_tile<2, 1>, q5_0_tile<2, 2>, q5_0_tile<2, 3>, q5_0_tile<2, 4>},
-      {q5_0_tile<3, 1>, q5_0_tile<3, 2>, q5_0_tile<3, 3>, q5_0_tile<3, 4>},
-      {q5_0_tile<4, 1>, q5_0_tile<4, 2>, q5_0_tile<4, 3>, q5_0_tile<4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
+/// q4_1: q4_0's nibbles without the -8; the offsets m are a product of their own (has_mins).
+struct q4_1_pair {
+  static constexpr std::size_t bytes = 20;
+  static constexpr int offset = 0;
+  static constexpr bool signed_levels = false, has_mins = true;
+  static __m512i levels(const std::byte* p, bool two) { return nibble_pair(p + 4, bytes, two); }
+  static __m512 mins16(const std::byte* p, std::int64_t left) { return q4_1_mins16(p, left); }
+};
 
 /// The offsets m of q5_1 blocks b..b+15 of a row (fewer at its end: the rest are 0), as f32, as
 /// q4_1_mins16 does for 20-byte blocks. The 16 blocks are 384 bytes, six vectors of 32 words;
 /// block i's m is word 12 i + 1, and each pair of vectors holds five or six of them.
 inline __m512 q5_1_mins16(const std::byte* p, std::int64_t left) {
-  const int words = 12 * static_cast<int>(std::min<std::int64_t>(16, left));
-  auto load = [&](int j) {
-    const int n = std::clamp(words - 32 * j, 0, 32);
-    const auto mask = static_cast<__mmask32>(n == 32 ? ~0u : (1u << n) - 1);
-    return _mm512_maskz_loadu_epi16(mask, p + 64 * j);
-  };
+  auto load = [&](int j) { return block_words(p, 12, left, j); };
   // Lane i takes word 12 i + 1 of the 192: blocks 0..5 from vectors 0 and 1, 6..10 from 2 and 3
   // (counted from word 64), 11..15 from 4 and 5 (from word 128).
   const __m512i at = _mm512_set_epi16(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
@@ -481,49 +320,62 @@ inline __m512 q5_1_mins16(const std::byte* p, std::int64_t left) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_or_si512(_mm512_or_si512(a, b), c)));
 }
 
-/// q5_1 weights against q8_32 activations: q4_1_tile's offsets with q5_0_tile's levels.
-template <int R, int C>
-void q5_1_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+/// q5_1: q4_1's offsets with q5_0's levels.
+struct q5_1_pair {
+  static constexpr std::size_t bytes = 24;
+  static constexpr int offset = 0;
+  static constexpr bool signed_levels = false, has_mins = true;
+  static __m512i levels(const std::byte* p, bool two) { return q5_pair<bytes, 4, 8>(p, two); }
+  static __m512 mins16(const std::byte* p, std::int64_t left) { return q5_1_mins16(p, left); }
+};
+
+/// Weights of 32-value blocks (Format: one of the *_pair structs above, each block an f16 scale
+/// d first) against q8_32 activations, R weight rows x C activation rows, two blocks (64 values)
+/// per step. Each (row, column) pair runs the same operations whatever R and C are (vpdpbusd of
+/// the levels, one scale per block, one f32 accumulator), so the GEMV (1 x 1) and the GEMM tiles
+/// give bit-identical results. Signed levels (q8_0) go in as |w| with x negated where w < 0. A
+/// constant offset per level comes in as offset * (sum of the activation block), the starting
+/// value in the first lane of each block. Offsets m per block (has_mins) are a product of their
+/// own, sum over blocks of m times d_x * (sum of the activation block), taken first with 16 blocks
+/// to a vector: one FMA per 16 blocks, where adding each block's m term in the level loop took
+/// one per two.
+template <class Format, int R, int C>
+void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
+  constexpr std::size_t bytes = Format::bytes;
   __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  zero_tile(acc);
   const std::int64_t nb = k / 32;
-  for (std::int64_t b = 0; b < nb; b += 16) {
-    const __mmask16 mask = tail_mask(nb - b);
-    __m512 t[C];
+  if constexpr (Format::has_mins) {
+    for (std::int64_t b = 0; b < nb; b += 16) {
+      const __mmask16 mask = tail_mask(nb - b);
+      __m512 t[C];
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
+      for (int c = 0; c < C; ++c)
+        t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      const __m512 m = q5_1_mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 24, nb - b);
+      for (int r = 0; r < R; ++r) {
+        const __m512 m = Format::mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * bytes, nb - b);
 #pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(m, t[c], acc[r][c]);
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(m, t[c], acc[r][c]);
+      }
     }
   }
-  const __m512i low4 = _mm512_set1_epi8(0xF), sixteen = _mm512_set1_epi8(16);
   for (std::int64_t b = 0; b < nb; b += 2) {
     const bool two = b + 1 < nb;
     __m512i u[R];
+    [[maybe_unused]] __mmask64 neg[R];
     __m512 sw[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * 24;
-      const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8));
-      const __m128i q1 = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)) : _mm_setzero_si128();
-      const __m256i v0 = _mm256_set_m128i(_mm_srli_epi16(q0, 4), q0);
-      const __m256i v1 = _mm256_set_m128i(_mm_srli_epi16(q1, 4), q1);
-      std::uint32_t qh0, qh1 = 0;
-      std::memcpy(&qh0, p + 4, 4);
-      if (two) std::memcpy(&qh1, p + 28, 4);
-      const __mmask64 fifth = static_cast<__mmask64>(qh0) | (static_cast<__mmask64>(qh1) << 32);
-      const __m512i nibbles = _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(v0), v1, 1), low4);
-      u[r] = _mm512_mask_add_epi8(nibbles, fifth, nibbles, sixteen);
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * bytes;
+      u[r] = Format::levels(p, two);
+      if constexpr (Format::signed_levels) {
+        neg[r] = _mm512_movepi8_mask(u[r]);
+        u[r] = _mm512_abs_epi8(u[r]);
+      }
       std::uint16_t h0, h1 = 0;
       std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + 24, 2);
+      if (two) std::memcpy(&h1, p + bytes, 2);
       sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
     }
 #pragma GCC unroll 8
@@ -531,35 +383,31 @@ void q5_1_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
       const __m512i xv = two ? _mm512_loadu_si512(x[c].qs + b * 32)
                              : _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[c].qs + b * 32)));
       const __m512 sx = _mm512_insertf32x8(_mm512_set1_ps(x[c].d[b]), _mm256_set1_ps(two ? x[c].d[b + 1] : 0.0f), 1);
+      __m512i start = _mm512_setzero_si512();
+      if constexpr (Format::offset != 0) {
+        const int s0 = Format::offset * x[c].sums[b], s1 = two ? Format::offset * x[c].sums[b + 1] : 0;
+        start = _mm512_maskz_set1_epi32(1, s0) | _mm512_maskz_set1_epi32(0x100, s1);
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u[r], xv);
+        __m512i p;
+        if constexpr (Format::signed_levels)
+          p = _mm512_dpbusd_epi32(start, u[r], _mm512_mask_sub_epi8(xv, neg[r], _mm512_setzero_si512(), xv));
+        else
+          p = _mm512_dpbusd_epi32(start, u[r], xv);
         acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sw[r], sx), acc[r][c]);
       }
     }
   }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+  store_tile(acc, y, ldy);
 }
 
-float dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  q5_1_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
-
-void gemm_q5_1(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {q5_1_tile<1, 1>, q5_1_tile<1, 2>, q5_1_tile<1, 3>, q5_1_tile<1, 4>},
-      {q5_1_tile<2, 1>, q5_1_tile<2, 2>, q5_1_tile<2, 3>, q5_1_tile<2, 4>},
-      {q5_1_tile<3, 1>, q5_1_tile<3, 2>, q5_1_tile<3, 3>, q5_1_tile<3, 4>},
-      {q5_1_tile<4, 1>, q5_1_tile<4, 2>, q5_1_tile<4, 3>, q5_1_tile<4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
+/// pair_tile for one Format, as a tile family.
+template <class Format>
+struct pair_family {
+  template <int R, int C>
+  static constexpr tile_fn tile = pair_tile<Format, R, C>;
+};
 
 /// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
 /// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
@@ -568,17 +416,14 @@ void gemm_q5_1(const void* w, std::size_t w_stride, int nr, const act_row* x, in
 /// integers: vpmaddubsw makes 16-bit sums of two (at most 2 x 31 x 127, no saturation), and
 /// vpdpwssd multiplies each by its sub-block's scale (in both 16-bit halves of a lane) and adds
 /// them up, at most 2^22 in a lane; two instructions where a 4-byte dot, a 32-bit multiply and an
-/// add took four. The sum is turned to float once, times d. As with q8_0_tile, each (row, column)
+/// add took four. The sum is turned to float once, times d. As with pair_tile, each (row, column)
 /// pair runs the same operations whatever R and C are.
 template <bool five, int R, int C>
 void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
   constexpr std::size_t qs_at = five ? 48 : 16;
   __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  zero_tile(acc);
   const __m512i low4 = _mm512_set1_epi8(0xF);
   const __m512i sixteen = _mm512_set1_epi8(16);
   for (std::int64_t i = 0; i < k / 256; ++i) {
@@ -644,30 +489,16 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
       }
     }
   }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+  store_tile(acc, y, ldy);
 }
 
-template <bool five>
-float dot_k45(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  k45_tile<five, 1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
 
+/// k45_tile as a tile family.
 template <bool five>
-void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-              std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {k45_tile<five, 1, 1>, k45_tile<five, 1, 2>, k45_tile<five, 1, 3>, k45_tile<five, 1, 4>},
-      {k45_tile<five, 2, 1>, k45_tile<five, 2, 2>, k45_tile<five, 2, 3>, k45_tile<five, 2, 4>},
-      {k45_tile<five, 3, 1>, k45_tile<five, 3, 2>, k45_tile<five, 3, 3>, k45_tile<five, 3, 4>},
-      {k45_tile<five, 4, 1>, k45_tile<five, 4, 2>, k45_tile<five, 4, 3>, k45_tile<five, 4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
+struct k45_family {
+  template <int R, int C>
+  static constexpr tile_fn tile = k45_tile<five, R, C>;
+};
 
 /// q6_K weights against q8_256 activations, R x C. Group t (0..3) is the 64 values from 64 t, in
 /// order: two quarters of one half of the block (low or high nibbles of 64 ql bytes, with 2-bit
@@ -679,10 +510,7 @@ void gemm_k45(const void* w, std::size_t w_stride, int nr, const act_row* x, int
 template <int R, int C>
 void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   __m512 acc[R][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  zero_tile(acc);
   const __m512i low4 = _mm512_set1_epi8(0xF);
   const __m512i three = _mm512_set1_epi8(3);
   const __m512i low16 = _mm512_set1_epi32(0xFFFF);
@@ -735,34 +563,15 @@ void q6_k_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
       for (int r = 0; r < R; ++r)
         acc[r][c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[r][c]), _mm512_set1_ps(d[r] * x[c].d[i]), acc[r][c]);
   }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c)
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
+  store_tile(acc, y, ldy);
 }
 
-float dot_q6_k(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  q6_k_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
 
-void gemm_q6_k(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>},
-      {q6_k_tile<2, 1>, q6_k_tile<2, 2>, q6_k_tile<2, 3>, q6_k_tile<2, 4>},
-      {q6_k_tile<3, 1>, q6_k_tile<3, 2>, q6_k_tile<3, 3>, q6_k_tile<3, 4>},
-      {q6_k_tile<4, 1>, q6_k_tile<4, 2>, q6_k_tile<4, 3>, q6_k_tile<4, 4>},
-  };
-  run_tiles(tiles, tile_rows(nc), w, w_stride, nr, x, nc, k, y, ldy);
-}
-
-float dot_q8_0(const void* w, const act_row& x, std::int64_t k) {
-  float y;
-  q8_0_tile<1, 1>(static_cast<const std::byte*>(w), 0, &x, k, &y, 1);
-  return y;
-}
+/// q6_k_tile as a tile family.
+struct q6_k_family {
+  template <int R, int C>
+  static constexpr tile_fn tile = q6_k_tile<R, C>;
+};
 
 /// One group of 16 repacked q8_0 rows (repack_q8_0_x16) against a tile of C interleaved activation
 /// rows (interleave_q8_x8): lane i of every vector is weight row i, so a block takes 8 vpdpbusd
@@ -814,17 +623,6 @@ void q8_0_x16(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::b
   }
 }
 
-void gemm_q8_0(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
-               std::int64_t ldy) {
-  static constexpr tile_fn tiles[4][4] = {
-      {q8_0_tile<1, 1>, q8_0_tile<1, 2>, q8_0_tile<1, 3>, q8_0_tile<1, 4>},
-      {q8_0_tile<2, 1>, q8_0_tile<2, 2>, q8_0_tile<2, 3>, q8_0_tile<2, 4>},
-      {q8_0_tile<3, 1>, q8_0_tile<3, 2>, q8_0_tile<3, 3>, q8_0_tile<3, 4>},
-      {q8_0_tile<4, 1>, q8_0_tile<4, 2>, q8_0_tile<4, 3>, q8_0_tile<4, 4>},
-  };
-  run_tiles(tiles, 4, w, w_stride, nr, x, nc, k, y, ldy);
-}
-
 /// U loads of 64 bytes per iteration into U sums.
 template <int U>
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
@@ -862,24 +660,24 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
   t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16>;
   t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16>;
-  t.row_dot[dtype_slot(dtype::q4_0)] = dot_nibbles<false>;
-  t.row_dot[dtype_slot(dtype::q4_1)] = dot_q4_1;
-  t.row_dot[dtype_slot(dtype::q5_0)] = dot_q5_0;
-  t.row_dot[dtype_slot(dtype::q5_1)] = dot_q5_1;
-  t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_nibbles<true>;
-  t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
-  t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
-  t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
-  t.row_dot[dtype_slot(dtype::q6_k)] = dot_q6_k;
-  t.row_gemm[dtype_slot(dtype::q4_0)] = gemm_nibbles<false>;
-  t.row_gemm[dtype_slot(dtype::q4_1)] = gemm_q4_1;
-  t.row_gemm[dtype_slot(dtype::q5_0)] = gemm_q5_0;
-  t.row_gemm[dtype_slot(dtype::q5_1)] = gemm_q5_1;
-  t.row_gemm[dtype_slot(dtype::iq4_nl)] = gemm_nibbles<true>;
-  t.row_gemm[dtype_slot(dtype::q8_0)] = gemm_q8_0;
-  t.row_gemm[dtype_slot(dtype::q4_k)] = gemm_k45<false>;
-  t.row_gemm[dtype_slot(dtype::q5_k)] = gemm_k45<true>;
-  t.row_gemm[dtype_slot(dtype::q6_k)] = gemm_q6_k;
+  t.row_dot[dtype_slot(dtype::q4_0)] = tile_dot<pair_family<q4_0_pair>>;
+  t.row_dot[dtype_slot(dtype::q4_1)] = tile_dot<pair_family<q4_1_pair>>;
+  t.row_dot[dtype_slot(dtype::q5_0)] = tile_dot<pair_family<q5_0_pair>>;
+  t.row_dot[dtype_slot(dtype::q5_1)] = tile_dot<pair_family<q5_1_pair>>;
+  t.row_dot[dtype_slot(dtype::iq4_nl)] = tile_dot<pair_family<iq4_nl_pair>>;
+  t.row_dot[dtype_slot(dtype::q8_0)] = tile_dot<pair_family<q8_0_pair>>;
+  t.row_dot[dtype_slot(dtype::q4_k)] = tile_dot<k45_family<false>>;
+  t.row_dot[dtype_slot(dtype::q5_k)] = tile_dot<k45_family<true>>;
+  t.row_dot[dtype_slot(dtype::q6_k)] = tile_dot<q6_k_family>;
+  t.row_gemm[dtype_slot(dtype::q4_0)] = tile_gemm<pair_family<q4_0_pair>>;
+  t.row_gemm[dtype_slot(dtype::q4_1)] = tile_gemm<pair_family<q4_1_pair>>;
+  t.row_gemm[dtype_slot(dtype::q5_0)] = tile_gemm<pair_family<q5_0_pair>>;
+  t.row_gemm[dtype_slot(dtype::q5_1)] = tile_gemm<pair_family<q5_1_pair>>;
+  t.row_gemm[dtype_slot(dtype::iq4_nl)] = tile_gemm<pair_family<iq4_nl_pair>>;
+  t.row_gemm[dtype_slot(dtype::q8_0)] = tile_gemm<pair_family<q8_0_pair>, false>;
+  t.row_gemm[dtype_slot(dtype::q4_k)] = tile_gemm<k45_family<false>>;
+  t.row_gemm[dtype_slot(dtype::q5_k)] = tile_gemm<k45_family<true>>;
+  t.row_gemm[dtype_slot(dtype::q6_k)] = tile_gemm<q6_k_family>;
   t.gemm_f32 = gemm_f32;
   t.q8_0_x16 = q8_0_x16;
 }

@@ -167,15 +167,22 @@ void quant_q8_0(const float* x, block_q8_0* b, std::int64_t nb) {
   }
 }
 
+/// The value of largest magnitude among x[0..n), with its sign (the first of equals; 0 for an
+/// all-zero block).
+float largest_magnitude(const float* x, int n) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
 void quant_q4_0(const float* x, block_q4_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < k_qk; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = largest_magnitude(x, k_qk);
     float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = fp32_to_fp16(d);
     for (int j = 0; j < k_qk / 2; ++j) {
@@ -218,13 +225,7 @@ void quant_q4_1(const float* x, block_q4_1* b, std::int64_t nb) {
 /// with d = max / -16, and the level of x is x / d + 16 rounded to nearest (ties up), at most 31.
 void quant_q5_0(const float* x, block_q5_0* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < k_qk; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = largest_magnitude(x, k_qk);
     const float d = max / -16.0f, id = d != 0 ? 1.0f / d : 0.0f;
     b[i].d = fp32_to_fp16(d);
     int level[k_qk];
@@ -255,13 +256,7 @@ inline constexpr float k_iq4_nl_scale_steps[] = {0, -8, -4, 4, 8, 12, 16, 20, 24
 /// a tie, so step 0 unless another is strictly better).
 void quant_iq4_nl(const float* x, block_iq4_nl* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    float amax = 0, max = 0;
-    for (int j = 0; j < k_qk; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
+    const float max = largest_magnitude(x, k_qk);
     // Without a usable scale (an all-zero block) every value is 1 * 0.
     std::uint16_t best_d = 0;
     int best[k_qk];
@@ -370,13 +365,7 @@ void quant_q6_k(const float* x, block_q6_k* b, std::int64_t nb) {
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk_k) {
     float sc[16], max_abs_sc = 0;
     for (int j = 0; j < 16; ++j) {
-      float amax = 0, max = 0;
-      for (int l = 0; l < 16; ++l) {
-        if (std::fabs(x[16 * j + l]) > amax) {
-          amax = std::fabs(x[16 * j + l]);
-          max = x[16 * j + l];
-        }
-      }
+      const float max = largest_magnitude(x + 16 * j, 16);
       sc[j] = max / -32.0f;
       if (std::fabs(sc[j]) > std::fabs(max_abs_sc)) max_abs_sc = sc[j];
     }

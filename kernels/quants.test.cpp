@@ -34,10 +34,32 @@ std::vector<float> dequantize_block(dtype t, const block& b) {
   return out;
 }
 
-TEST(quants, dequantizes_a_hand_built_q4_0_block) {
-  block_q4_0 b{};
+/// n values from N(0.3, 2) drawn with `seed`.
+std::vector<float> random_values(int n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.3f, 2.0f);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (auto& v : x) v = dist(gen);
+  return x;
+}
+
+/// A hand-built block of a 32-value type: d = 0.5 (and m = -3 where the type has one), nibble
+/// byte j = j | (15 - j) << 4, and (q5 types) the fifth bits of levels 1, 16 and 31.
+template <class block>
+block hand_built_block() {
+  block b{};
   b.d = 0x3800;  // 0.5
+  if constexpr (requires { b.m; }) b.m = 0xC200;  // -3
   for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  if constexpr (requires { b.qh; }) {
+    const std::uint32_t qh = (1u << 1) | (1u << 16) | (1u << 31);
+    std::memcpy(b.qh, &qh, 4);
+  }
+  return b;
+}
+
+TEST(quants, dequantizes_a_hand_built_q4_0_block) {
+  const auto b = hand_built_block<block_q4_0>();
   auto y = dequantize_block(dtype::q4_0, b);
   EXPECT_FLOAT_EQ(y[0], -4.0f);   // (0 - 8) * 0.5
   EXPECT_FLOAT_EQ(y[9], 0.5f);    // (9 - 8) * 0.5
@@ -46,10 +68,7 @@ TEST(quants, dequantizes_a_hand_built_q4_0_block) {
 }
 
 TEST(quants, dequantizes_a_hand_built_q4_1_block) {
-  block_q4_1 b{};
-  b.d = 0x3800;  // 0.5
-  b.m = 0xC200;  // -3
-  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  const auto b = hand_built_block<block_q4_1>();
   auto y = dequantize_block(dtype::q4_1, b);
   EXPECT_FLOAT_EQ(y[0], -3.0f);   // 0 * 0.5 - 3
   EXPECT_FLOAT_EQ(y[9], 1.5f);    // 9 * 0.5 - 3
@@ -57,46 +76,8 @@ TEST(quants, dequantizes_a_hand_built_q4_1_block) {
   EXPECT_FLOAT_EQ(y[31], -3.0f);  // high nibble of qs[15]: 0 * 0.5 - 3
 }
 
-/// q4_1 quantization by its definition: per block d = (max - min) / 15 and m = min (both stored as
-/// f16), levels round((x - min) / d) capped at 15, in the q4_0 nibble order; and the values
-/// dequantize to within half a step (plus the f16 rounding of d and m) of the input.
-TEST(quants, q4_1_quantizes_each_block_to_its_min_and_sixteen_steps) {
-  const unsigned seed = std::random_device{}();
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.3f, 2.0f);
-  constexpr int n_blocks = 64;
-  std::vector<float> x(n_blocks * k_qk), y(x.size());
-  for (auto& v : x) v = dist(gen);
-  std::fill(x.begin() + 32, x.begin() + 64, 1.25f);  // a constant block: d = 0, every value is m
-  std::vector<block_q4_1> b(n_blocks);
-  quantize_row(dtype::q4_1, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
-  dequantize_row(dtype::q4_1, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
-  for (int i = 0; i < n_blocks; ++i) {
-    const float* xb = x.data() + i * k_qk;
-    const float lo = *std::min_element(xb, xb + k_qk), hi = *std::max_element(xb, xb + k_qk);
-    const float d = (hi - lo) / 15.0f;
-    ASSERT_EQ(b[i].d, fp32_to_fp16(d)) << "block " << i << " seed " << seed;
-    ASSERT_EQ(b[i].m, fp32_to_fp16(lo)) << "block " << i << " seed " << seed;
-    const float dd = fp16_to_fp32(b[i].d), mm = fp16_to_fp32(b[i].m);
-    for (int j = 0; j < k_qk; ++j) {
-      const int level = j < 16 ? b[i].qs[j] & 0xF : b[i].qs[j - 16] >> 4;
-      // The nearest of the 16 levels (a hair of slack for x * (1 / d) against x / d at a tie).
-      const float exact = d > 0 ? (xb[j] - lo) / d : 0.0f;
-      ASSERT_LE(std::fabs(static_cast<float>(level) - exact), 0.5f + 1e-4f)
-          << "block " << i << " element " << j << " seed " << seed;
-      ASSERT_FLOAT_EQ(y[i * k_qk + j], static_cast<float>(level) * dd + mm) << "block " << i << " element " << j;
-      ASSERT_NEAR(y[i * k_qk + j], xb[j], 0.5f * d + 15 * std::fabs(dd - d) + std::fabs(mm - lo) + 1e-6f)
-          << "block " << i << " element " << j << " seed " << seed;
-    }
-  }
-}
-
 TEST(quants, dequantizes_a_hand_built_q5_0_block) {
-  block_q5_0 b{};
-  b.d = 0x3800;  // 0.5
-  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
-  const std::uint32_t qh = (1u << 1) | (1u << 16) | (1u << 31);  // the fifth bits of levels 1, 16 and 31
-  std::memcpy(b.qh, &qh, 4);
+  const auto b = hand_built_block<block_q5_0>();
   auto y = dequantize_block(dtype::q5_0, b);
   EXPECT_FLOAT_EQ(y[0], -8.0f);   // (0 - 16) * 0.5
   EXPECT_FLOAT_EQ(y[1], 0.5f);    // (1 + 16 - 16) * 0.5
@@ -107,12 +88,7 @@ TEST(quants, dequantizes_a_hand_built_q5_0_block) {
 }
 
 TEST(quants, dequantizes_a_hand_built_q5_1_block) {
-  block_q5_1 b{};
-  b.d = 0x3800;  // 0.5
-  b.m = 0xC200;  // -3
-  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
-  const std::uint32_t qh = (1u << 1) | (1u << 16) | (1u << 31);
-  std::memcpy(b.qh, &qh, 4);
+  const auto b = hand_built_block<block_q5_1>();
   auto y = dequantize_block(dtype::q5_1, b);
   EXPECT_FLOAT_EQ(y[0], -3.0f);   // 0 * 0.5 - 3
   EXPECT_FLOAT_EQ(y[1], 5.5f);    // 17 * 0.5 - 3
@@ -123,9 +99,7 @@ TEST(quants, dequantizes_a_hand_built_q5_1_block) {
 }
 
 TEST(quants, dequantizes_a_hand_built_iq4_nl_block) {
-  block_iq4_nl b{};
-  b.d = 0x3800;  // 0.5
-  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  const auto b = hand_built_block<block_iq4_nl>();
   auto y = dequantize_block(dtype::iq4_nl, b);
   EXPECT_FLOAT_EQ(y[0], -63.5f);  // index 0: -127 * 0.5
   EXPECT_FLOAT_EQ(y[7], -5.0f);   // index 7: -10 * 0.5
@@ -150,11 +124,8 @@ int q5_level(const block& b, int j) {
 /// half a step (a whole one where capped, plus the f16 rounding of d) of the input.
 TEST(quants, q5_0_quantizes_each_block_to_thirty_two_steps_from_its_largest_magnitude) {
   const unsigned seed = std::random_device{}();
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.3f, 2.0f);
   constexpr int n_blocks = 64;
-  std::vector<float> x(n_blocks * k_qk), y(x.size());
-  for (auto& v : x) v = dist(gen);
+  std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0, every level 16
   // A block whose largest magnitude is positive and met again negated.
   for (int j = 64; j < 96; ++j) x[j] *= 0.1f;
@@ -186,36 +157,51 @@ TEST(quants, q5_0_quantizes_each_block_to_thirty_two_steps_from_its_largest_magn
   EXPECT_EQ(q5_level(b[2], 20), 31) << "-max caps at 31";
 }
 
-/// q5_1 quantization by its definition, q4_1's with 32 levels: d = (max - min) / 31, m = min,
-/// levels round((x - min) / d) capped at 31.
-TEST(quants, q5_1_quantizes_each_block_to_its_min_and_thirty_two_steps) {
+/// Level j of a q4_0 / q4_1 block: nibble j in the GGUF order.
+template <class block>
+int q4_level(const block& b, int j) {
+  return j < 16 ? b.qs[j] & 0xF : b.qs[j - 16] >> 4;
+}
+
+/// Quantizes 64 random blocks (one of them constant: d = 0, every value is m) as `type` and checks
+/// the definition q4_1 (top 15) and q5_1 (top 31) share: per block d = (max - min) / top and
+/// m = min (both stored as f16), levels round((x - min) / d) capped at top; and the values
+/// dequantize to within half a step (plus the f16 rounding of d and m) of the input.
+template <class block, int (*level_of)(const block&, int)>
+void expect_min_and_steps(dtype type, int top) {
   const unsigned seed = std::random_device{}();
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.3f, 2.0f);
   constexpr int n_blocks = 64;
-  std::vector<float> x(n_blocks * k_qk), y(x.size());
-  for (auto& v : x) v = dist(gen);
-  std::fill(x.begin() + 32, x.begin() + 64, 1.25f);  // a constant block: d = 0, every value is m
-  std::vector<block_q5_1> b(n_blocks);
-  quantize_row(dtype::q5_1, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
-  dequantize_row(dtype::q5_1, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
+  std::fill(x.begin() + 32, x.begin() + 64, 1.25f);
+  std::vector<block> b(n_blocks);
+  quantize_row(type, x.data(), b.data(), static_cast<std::int64_t>(x.size()));
+  dequantize_row(type, b.data(), y.data(), static_cast<std::int64_t>(x.size()));
   for (int i = 0; i < n_blocks; ++i) {
     const float* xb = x.data() + i * k_qk;
     const float lo = *std::min_element(xb, xb + k_qk), hi = *std::max_element(xb, xb + k_qk);
-    const float d = (hi - lo) / 31.0f;
+    const float d = (hi - lo) / static_cast<float>(top);
     ASSERT_EQ(b[i].d, fp32_to_fp16(d)) << "block " << i << " seed " << seed;
     ASSERT_EQ(b[i].m, fp32_to_fp16(lo)) << "block " << i << " seed " << seed;
     const float dd = fp16_to_fp32(b[i].d), mm = fp16_to_fp32(b[i].m);
     for (int j = 0; j < k_qk; ++j) {
-      const int level = q5_level(b[i], j);
+      const int level = level_of(b[i], j);
+      // The nearest of the levels (a hair of slack for x * (1 / d) against x / d at a tie).
       const float exact = d > 0 ? (xb[j] - lo) / d : 0.0f;
       ASSERT_LE(std::fabs(static_cast<float>(level) - exact), 0.5f + 1e-4f)
           << "block " << i << " element " << j << " seed " << seed;
       ASSERT_FLOAT_EQ(y[i * k_qk + j], static_cast<float>(level) * dd + mm) << "block " << i << " element " << j;
-      ASSERT_NEAR(y[i * k_qk + j], xb[j], 0.5f * d + 31 * std::fabs(dd - d) + std::fabs(mm - lo) + 1e-6f)
+      ASSERT_NEAR(y[i * k_qk + j], xb[j], 0.5f * d + static_cast<float>(top) * std::fabs(dd - d) + std::fabs(mm - lo) + 1e-6f)
           << "block " << i << " element " << j << " seed " << seed;
     }
   }
+}
+
+TEST(quants, q4_1_quantizes_each_block_to_its_min_and_sixteen_steps) {
+  expect_min_and_steps<block_q4_1, q4_level<block_q4_1>>(dtype::q4_1, 15);
+}
+
+TEST(quants, q5_1_quantizes_each_block_to_its_min_and_thirty_two_steps) {
+  expect_min_and_steps<block_q5_1, q5_level<block_q5_1>>(dtype::q5_1, 31);
 }
 
 /// Squared error of a block with scale d (as stored: f16) and each value at its nearest level.
@@ -235,11 +221,8 @@ float iq4_nl_nearest_error(const float* x, float d) {
 /// blocks the search of scales takes off at least 5% of its squared error.
 TEST(quants, iq4_nl_puts_each_value_at_the_nearest_table_entry_of_a_searched_scale) {
   const unsigned seed = std::random_device{}();
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.3f, 2.0f);
   constexpr int n_blocks = 256;
-  std::vector<float> x(n_blocks * k_qk), y(x.size());
-  for (auto& v : x) v = dist(gen);
+  std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0
   std::vector<block_iq4_nl> b(n_blocks);
   quantize_row(dtype::iq4_nl, x.data(), b.data(), static_cast<std::int64_t>(x.size()));

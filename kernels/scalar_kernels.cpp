@@ -28,46 +28,27 @@ void k_scale_min(int j, const std::uint8_t* q, int& sc, int& m) {
 
 float dot_f32(const void* w, const act_row& x, std::int64_t k) { return dot(static_cast<const float*>(w), x.f, k); }
 
-float dot_f16(const void* w, const act_row& x, std::int64_t k) {
+/// 16-bit floats (f16 or bf16, by `to_f32`) times f32 activations, in 8 running sums.
+template <float (*to_f32)(std::uint16_t)>
+float dot_half(const void* w, const act_row& x, std::int64_t k) {
   const auto* h = static_cast<const std::uint16_t*>(w);
   float s[8] = {};
   for (std::int64_t i = 0; i < k; i += 8)
-    for (int j = 0; j < 8 && i + j < k; ++j) s[j] += fp16_to_fp32(h[i + j]) * x.f[i + j];
+    for (int j = 0; j < 8 && i + j < k; ++j) s[j] += to_f32(h[i + j]) * x.f[i + j];
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-float dot_bf16(const void* w, const act_row& x, std::int64_t k) {
-  const auto* h = static_cast<const std::uint16_t*>(w);
-  float s[8] = {};
-  for (std::int64_t i = 0; i < k; i += 8)
-    for (int j = 0; j < 8 && i + j < k; ++j) s[j] += bf16_to_fp32(h[i + j]) * x.f[i + j];
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+/// The integer dot of one 32-value block's levels with its 32 activations (q8_32), for q4_0.
+int q4_0_level_dot(const block_q4_0& blk, const std::int8_t* q) {
+  int s = 0;
+  for (int j = 0; j < k_qk / 2; ++j) s += ((blk.qs[j] & 0xF) - 8) * q[j] + ((blk.qs[j] >> 4) - 8) * q[j + k_qk / 2];
+  return s;
 }
 
-float dot_q4_0(const void* w, const act_row& x, std::int64_t k) {
-  float sum = 0;
-  for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_q4_0>(w, b);
-    const std::int8_t* q = x.qs + b * k_qk;
-    int s = 0;
-    for (int j = 0; j < k_qk / 2; ++j) s += ((blk.qs[j] & 0xF) - 8) * q[j] + ((blk.qs[j] >> 4) - 8) * q[j + k_qk / 2];
-    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
-  }
-  return sum;
-}
-
-/// sum (d q + m) a over a block is d sum(q a) + m sum(a); the activation sums per 32 give the
-/// second term.
-float dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
-  float sum = 0;
-  for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_q4_1>(w, b);
-    const std::int8_t* q = x.qs + b * k_qk;
-    int s = 0;
-    for (int j = 0; j < k_qk / 2; ++j) s += (blk.qs[j] & 0xF) * q[j] + (blk.qs[j] >> 4) * q[j + k_qk / 2];
-    sum += x.d[b] * (fp16_to_fp32(blk.d) * static_cast<float>(s) + fp16_to_fp32(blk.m) * static_cast<float>(x.sums[b]));
-  }
-  return sum;
+int q4_1_level_dot(const block_q4_1& blk, const std::int8_t* q) {
+  int s = 0;
+  for (int j = 0; j < k_qk / 2; ++j) s += (blk.qs[j] & 0xF) * q[j] + (blk.qs[j] >> 4) * q[j + k_qk / 2];
+  return s;
 }
 
 /// The 32 levels (0..31) of a q5_0 / q5_1 block times the activations, summed.
@@ -84,53 +65,56 @@ int q5_level_dot(const block& blk, const std::int8_t* q) {
   return s;
 }
 
-/// sum (level - 16) a = sum(level a) - 16 sum(a), all in integers.
-float dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
+/// The table's int8 levels times the activations.
+int iq4_nl_level_dot(const block_iq4_nl& blk, const std::int8_t* q) {
+  int s = 0;
+  for (int j = 0; j < k_qk / 2; ++j)
+    s += k_iq4_nl_values[blk.qs[j] & 0xF] * q[j] + k_iq4_nl_values[blk.qs[j] >> 4] * q[j + k_qk / 2];
+  return s;
+}
+
+int q8_0_level_dot(const block_q8_0& blk, const std::int8_t* q) {
+  int s = 0;
+  for (int j = 0; j < k_qk; ++j) s += blk.qs[j] * q[j];
+  return s;
+}
+
+/// Blocks of 32 levels with one scale d (q4_0, q5_0, iq4_nl, q8_0): the levels times the
+/// activations in integers, then one scale per block. Levels stored with a bias (q5_0: 16) take
+/// it off as sum (level - bias) a = sum(level a) - bias sum(a), all in integers.
+template <class block, int (*level_dot)(const block&, const std::int8_t*), int bias = 0>
+float dot_scaled(const void* w, const act_row& x, std::int64_t k) {
   float sum = 0;
   for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_q5_0>(w, b);
-    const int s = q5_level_dot(blk, x.qs + b * k_qk) - 16 * x.sums[b];
+    const auto blk = load_block<block>(w, b);
+    int s = level_dot(blk, x.qs + b * k_qk);
+    if constexpr (bias != 0) s -= bias * x.sums[b];
     sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
   }
   return sum;
 }
 
-/// As dot_q4_1 with five-bit levels.
-float dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
+/// Blocks with a scale d and an offset m (q4_1, q5_1): sum (d q + m) a over a block is
+/// d sum(q a) + m sum(a); the activation sums per 32 give the second term.
+template <class block, int (*level_dot)(const block&, const std::int8_t*)>
+float dot_with_min(const void* w, const act_row& x, std::int64_t k) {
   float sum = 0;
   for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_q5_1>(w, b);
-    const int s = q5_level_dot(blk, x.qs + b * k_qk);
+    const auto blk = load_block<block>(w, b);
+    const int s = level_dot(blk, x.qs + b * k_qk);
     sum += x.d[b] * (fp16_to_fp32(blk.d) * static_cast<float>(s) + fp16_to_fp32(blk.m) * static_cast<float>(x.sums[b]));
   }
   return sum;
 }
 
-/// The table's int8 levels times the activations in integers, then one scale per block.
-float dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
-  float sum = 0;
-  for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_iq4_nl>(w, b);
-    const std::int8_t* q = x.qs + b * k_qk;
-    int s = 0;
-    for (int j = 0; j < k_qk / 2; ++j)
-      s += k_iq4_nl_values[blk.qs[j] & 0xF] * q[j] + k_iq4_nl_values[blk.qs[j] >> 4] * q[j + k_qk / 2];
-    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
-  }
-  return sum;
-}
-
-float dot_q8_0(const void* w, const act_row& x, std::int64_t k) {
-  float sum = 0;
-  for (std::int64_t b = 0; b < k / k_qk; ++b) {
-    const auto blk = load_block<block_q8_0>(w, b);
-    const std::int8_t* q = x.qs + b * k_qk;
-    int s = 0;
-    for (int j = 0; j < k_qk; ++j) s += blk.qs[j] * q[j];
-    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s);
-  }
-  return sum;
-}
+constexpr auto dot_f16 = dot_half<fp16_to_fp32>;
+constexpr auto dot_bf16 = dot_half<bf16_to_fp32>;
+constexpr auto dot_q4_0 = dot_scaled<block_q4_0, q4_0_level_dot>;
+constexpr auto dot_q4_1 = dot_with_min<block_q4_1, q4_1_level_dot>;
+constexpr auto dot_q5_0 = dot_scaled<block_q5_0, q5_level_dot<block_q5_0>, 16>;
+constexpr auto dot_q5_1 = dot_with_min<block_q5_1, q5_level_dot<block_q5_1>>;
+constexpr auto dot_iq4_nl = dot_scaled<block_iq4_nl, iq4_nl_level_dot>;
+constexpr auto dot_q8_0 = dot_scaled<block_q8_0, q8_0_level_dot>;
 
 /// q4_K and q5_K: element 64c + l of a super-block is the low nibble of qs[32c + l] (sub-block 2c),
 /// element 64c + 32 + l the high nibble (sub-block 2c + 1); q5_K adds bit 2c / 2c+1 of qh[l] as 16.

@@ -67,19 +67,14 @@ act_row quantize_activations(const kernel_table& kt, act_format fmt, const float
       std::memcpy(buf, x, n * 4);
       r.f = static_cast<const float*>(buf);
       return r;
-    case act_format::q8_32: {
-      auto* qs = reinterpret_cast<std::int8_t*>(b);
-      auto* d = reinterpret_cast<float*>(b + round64(n));
-      auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / 32 * 4));
-      kt.quantize_groups(x, k, 32, 32, qs, d, sums);
-      r.qs = qs, r.d = d, r.sums = sums;
-      return r;
-    }
+    case act_format::q8_32:
     case act_format::q8_256: {
+      // q8_32: a scale and a sum per 32; q8_256: a scale per 256 and a sum per 16.
+      const int group = fmt == act_format::q8_32 ? 32 : 256, sum_group = fmt == act_format::q8_32 ? 32 : 16;
       auto* qs = reinterpret_cast<std::int8_t*>(b);
       auto* d = reinterpret_cast<float*>(b + round64(n));
-      auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / 256 * 4));
-      kt.quantize_groups(x, k, 256, 16, qs, d, sums);
+      auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / static_cast<std::size_t>(group) * 4));
+      kt.quantize_groups(x, k, group, sum_group, qs, d, sums);
       r.qs = qs, r.d = d, r.sums = sums;
       return r;
     }

@@ -145,42 +145,11 @@ void x86_quantize_groups(const float* x, std::int64_t k, int group, int sum_grou
   return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
-[[maybe_unused]] float x86_dot_q4_0(const void* w, const act_row& x, std::int64_t k) {
-  const auto* b = static_cast<const std::byte*>(w);
-  const __m256i low4 = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  float corr = 0;
-  for (std::int64_t i = 0; i < k / 32; ++i) {
-    const std::byte* b0 = b + i * 18;
-    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-    __m256i qq = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-    qq = _mm256_and_si256(qq, low4);  // elements 0..15 low, 16..31 high: the GGUF order
-    __m256i p = mul_sum_us8(_mm256_setzero_si256(), qq, load256(x.qs + i * 32));
-    const float s = half(b0) * x.d[i];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
-    corr += s * static_cast<float>(8 * x.sums[i]);
-  }
-  return hsum256(acc) - corr;
-}
-
-/// q4_1: the nibbles times the activations as in x86_dot_q4_0, and the offset m of each block
-/// times the block's activation sum.
-[[maybe_unused]] float x86_dot_q4_1(const void* w, const act_row& x, std::int64_t k) {
-  const auto* b = static_cast<const std::byte*>(w);
-  const __m256i low4 = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  float offset = 0;
-  for (std::int64_t i = 0; i < k / 32; ++i) {
-    const std::byte* b0 = b + i * 20;
-    __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 4));
-    __m256i qq = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
-    qq = _mm256_and_si256(qq, low4);  // elements 0..15 low, 16..31 high: the GGUF order
-    __m256i p = mul_sum_us8(_mm256_setzero_si256(), qq, load256(x.qs + i * 32));
-    const float dx = x.d[i];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * dx), acc);
-    offset += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
-  }
-  return hsum256(acc) + offset;
+/// The 32 nibbles (0..15) of a 4-bit block from its 16 bytes at qs: the low nibbles (elements
+/// 0..15), then the high ones (16..31), the GGUF order.
+inline __m256i nibbles256(const std::byte* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0xF));
 }
 
 /// Byte j is 0x10 where bit j of `bits` is set, else 0: a q5_0 / q5_1 block's fifth bits, in the
@@ -199,53 +168,51 @@ inline __m256i fifth_bits(std::uint32_t bits) {
 inline __m256i q5_levels(const std::byte* qs, const std::byte* qh) {
   std::uint32_t h;
   std::memcpy(&h, qh, 4);
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0xF));
-  return _mm256_or_si256(nibbles, fifth_bits(h));
+  return _mm256_or_si256(nibbles256(qs), fifth_bits(h));
 }
 
-/// q5_0: the five-bit levels times the activations as in x86_dot_q4_0, and the -16 as
-/// -16 d * (the block's activation sum).
-[[maybe_unused]] float x86_dot_q5_0(const void* w, const act_row& x, std::int64_t k) {
+/// The levels of one block of q4_0 / q4_1 / q5_0 / q5_1, from the block's start.
+inline __m256i q4_0_levels(const std::byte* b) { return nibbles256(b + 2); }
+inline __m256i q4_1_levels(const std::byte* b) { return nibbles256(b + 4); }
+inline __m256i q5_0_levels(const std::byte* b) { return q5_levels(b + 6, b + 2); }
+inline __m256i q5_1_levels(const std::byte* b) { return q5_levels(b + 8, b + 4); }
+
+/// Blocks of 32 unsigned levels: the levels times the activations in integers, times d. q4_0
+/// (bias 8) and q5_0 (bias 16) take the bias off as -bias d * (the block's activation sum); q4_1
+/// and q5_1 (with_min) add the offset m of each block (the f16 after d) times that sum.
+template <std::size_t bytes, __m256i (*levels)(const std::byte*), int bias, bool with_min = false>
+float x86_dot_levels(const void* w, const act_row& x, std::int64_t k) {
   const auto* b = static_cast<const std::byte*>(w);
   __m256 acc = _mm256_setzero_ps();
-  float corr = 0;
+  float extra = 0;
   for (std::int64_t i = 0; i < k / 32; ++i) {
-    const std::byte* b0 = b + i * 22;
-    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), q5_levels(b0 + 6, b0 + 2), load256(x.qs + i * 32));
-    const float s = half(b0) * x.d[i];
+    const std::byte* b0 = b + i * bytes;
+    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), levels(b0), load256(x.qs + i * 32));
+    const float dx = x.d[i], s = half(b0) * dx;
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
-    corr += s * static_cast<float>(16 * x.sums[i]);
+    if constexpr (with_min) {
+      extra += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
+    } else {
+      extra -= s * static_cast<float>(bias * x.sums[i]);
+    }
   }
-  return hsum256(acc) - corr;
+  return hsum256(acc) + extra;
 }
 
-/// q5_1: as x86_dot_q4_1 with the five-bit levels.
-[[maybe_unused]] float x86_dot_q5_1(const void* w, const act_row& x, std::int64_t k) {
-  const auto* b = static_cast<const std::byte*>(w);
-  __m256 acc = _mm256_setzero_ps();
-  float offset = 0;
-  for (std::int64_t i = 0; i < k / 32; ++i) {
-    const std::byte* b0 = b + i * 24;
-    const __m256i p = mul_sum_us8(_mm256_setzero_si256(), q5_levels(b0 + 8, b0 + 4), load256(x.qs + i * 32));
-    const float dx = x.d[i];
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * dx), acc);
-    offset += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
-  }
-  return hsum256(acc) + offset;
-}
+[[maybe_unused]] constexpr auto x86_dot_q4_0 = x86_dot_levels<18, q4_0_levels, 8>;
+[[maybe_unused]] constexpr auto x86_dot_q5_0 = x86_dot_levels<22, q5_0_levels, 16>;
+[[maybe_unused]] constexpr auto x86_dot_q4_1 = x86_dot_levels<20, q4_1_levels, 0, true>;
+[[maybe_unused]] constexpr auto x86_dot_q5_1 = x86_dot_levels<24, q5_1_levels, 0, true>;
 
 /// iq4_nl: pshufb looks the nibbles up in k_iq4_nl_values (held in both 128-bit lanes), and the
 /// int8 levels multiply the activations as in x86_dot_q8_0 (|w| against x with w's sign).
 [[maybe_unused]] float x86_dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
   const auto* b = static_cast<const std::byte*>(w);
-  const __m256i low4 = _mm256_set1_epi8(0xF);
   const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)));
   __m256 acc = _mm256_setzero_ps();
   for (std::int64_t i = 0; i < k / 32; ++i) {
     const std::byte* b0 = b + i * 18;
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-    const __m256i wq = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), low4));
+    const __m256i wq = _mm256_shuffle_epi8(table, nibbles256(b0 + 2));
     const __m256i xq = load256(x.qs + i * 32);
     const __m256i p = mul_sum_us8(_mm256_setzero_si256(), _mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * x.d[i]), acc);
