@@ -47,6 +47,13 @@ std::string preflight_fields(const std::string& origin, const std::string& heade
   return f;
 }
 
+/// Options that allow one origin, https://app.example.
+http_options app_origin_only() {
+  http_options o;
+  o.cors_origins = {"https://app.example"};
+  return o;
+}
+
 TEST(cors, with_no_origin_listed_responses_carry_no_cors_headers_and_preflights_get_403) {
   counting_handler h;
   loopback_server s({}, h);
@@ -62,10 +69,8 @@ TEST(cors, with_no_origin_listed_responses_carry_no_cors_headers_and_preflights_
 }
 
 TEST(cors, a_listed_origin_is_named_in_every_response_to_it) {
-  http_options o;
-  o.cors_origins = {"https://app.example"};
   counting_handler h;
-  loopback_server s(o, h);
+  loopback_server s(app_origin_only(), h);
   for (std::string line : {"GET /v1/models HTTP/1.1", "POST /v1/completions HTTP/1.1", "POST /stream HTTP/1.1"}) {
     SCOPED_TRACE(line);
     auto res = send(s, line, "Origin: https://app.example\r\nContent-Length: 0\r\n");
@@ -76,10 +81,8 @@ TEST(cors, a_listed_origin_is_named_in_every_response_to_it) {
 }
 
 TEST(cors, an_unlisted_origin_or_none_gets_no_cors_headers) {
-  http_options o;
-  o.cors_origins = {"https://app.example"};
   counting_handler h;
-  loopback_server s(o, h);
+  loopback_server s(app_origin_only(), h);
   for (std::string fields : {"Origin: https://evil.example\r\n", "Origin: https://app.example.evil\r\n", ""}) {
     SCOPED_TRACE(fields);
     auto res = send(s, "GET /v1/models HTTP/1.1", fields);
@@ -89,10 +92,8 @@ TEST(cors, an_unlisted_origin_or_none_gets_no_cors_headers) {
 }
 
 TEST(cors, a_preflight_from_a_listed_origin_gets_204_with_the_methods_and_headers) {
-  http_options o;
-  o.cors_origins = {"https://app.example"};
   counting_handler h;
-  loopback_server s(o, h);
+  loopback_server s(app_origin_only(), h);
   auto pre = send(s, "OPTIONS /v1/chat/completions HTTP/1.1",
                   preflight_fields("https://app.example", "authorization, content-type, x-stainless-os"));
   EXPECT_EQ(pre.result(), http::status::no_content);
@@ -114,10 +115,8 @@ TEST(cors, a_preflight_from_a_listed_origin_gets_204_with_the_methods_and_header
 }
 
 TEST(cors, an_options_request_that_is_no_preflight_goes_to_the_endpoint) {
-  http_options o;
-  o.cors_origins = {"https://app.example"};
   counting_handler h;
-  loopback_server s(o, h);
+  loopback_server s(app_origin_only(), h);
   send(s, "OPTIONS /v1/models HTTP/1.1", "Origin: https://app.example\r\n");
   send(s, "OPTIONS /v1/models HTTP/1.1", "Access-Control-Request-Method: POST\r\n");
   EXPECT_EQ(h.calls->load(), 2);

@@ -24,6 +24,9 @@
 #include <boost/beast/websocket.hpp>
 #include <gtest/gtest.h>
 
+#include "io/chunked_request.test.hpp"
+#include "io/loopback.test.hpp"
+
 namespace strata::io {
 namespace {
 
@@ -38,33 +41,13 @@ handler_result echo(http_request& req, const request_context& rc) {
   return res;
 }
 
-/// A server on a loopback port with its own threads, answering "pong" to every request.
-class running_server {
- public:
-  explicit running_server(http_options opts, request_handler handler = echo) {
-    opts.host = "127.0.0.1";
-    opts.port = 0;
-    server_ = std::make_shared<http_server>(ctx_, opts, std::move(handler));
-    auto started = server_->start();
-    EXPECT_TRUE(started) << (started ? "" : started.err().message);
-    work_.emplace(ctx_.get_executor());
-    for (int i = 0; i < 2; ++i) threads_.emplace_back([this] { ctx_.run(); });
-  }
-  ~running_server() {
-    server_->stop();
-    for (int i = 0; i < 200 && server_->connections() > 0; ++i) std::this_thread::sleep_for(5ms);
-    work_.reset();
-    ctx_.stop();
-    for (auto& t : threads_) t.join();
-  }
-  std::uint16_t port() const { return server_->port(); }
-  http_server& server() { return *server_; }
+using testing::chunked_request;
 
- private:
-  net::io_context ctx_;
-  std::shared_ptr<http_server> server_;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+/// The loopback server, answering with echo unless told otherwise.
+class running_server : public testing::loopback_server {
+ public:
+  explicit running_server(http_options opts, request_handler handler = echo)
+      : loopback_server(std::move(opts), std::move(handler)) {}
 };
 
 struct client {
@@ -92,6 +75,18 @@ struct client {
     return ec == net::error::eof || ec == net::error::connection_reset;
   }
 };
+
+/// Posts to /stream, reads the response header, and closes the connection: a client that leaves
+/// while its stream runs.
+void open_stream_and_leave(std::uint16_t port) {
+  client c(port);
+  http::request<http::string_body> req{http::verb::post, "/stream", 11};
+  req.set(http::field::host, "x");
+  http::write(c.stream, req);
+  http::response_parser<http::string_body> p;
+  http::read_header(c.stream, c.buffer, p);
+  c.stream.socket().close();
+}
 
 TEST(http_server, serves_several_requests_on_one_kept_alive_connection) {
   running_server s({});
@@ -233,15 +228,7 @@ TEST(http_server, streams_events_as_chunks_with_keep_alive_comments_in_the_gaps)
 TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
   streaming_handler h{200, 10ms};
   running_server s({}, h);
-  {
-    client c(s.port());
-    http::request<http::string_body> req{http::verb::post, "/stream", 11};
-    req.set(http::field::host, "x");
-    http::write(c.stream, req);
-    http::response_parser<http::string_body> p;
-    http::read_header(c.stream, c.buffer, p);
-    c.stream.socket().close();
-  }
+  open_stream_and_leave(s.port());
   for (int i = 0; i < 500 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(h.cancelled->load());
   for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
@@ -254,15 +241,7 @@ TEST(http_server, a_client_that_leaves_while_a_stream_waits_for_its_first_event_
   // tell that the client has gone.
   streaming_handler h{1, 4s, 10s};
   running_server s({}, h);
-  {
-    client c(s.port());
-    http::request<http::string_body> req{http::verb::post, "/stream", 11};
-    req.set(http::field::host, "x");
-    http::write(c.stream, req);
-    http::response_parser<http::string_body> p;
-    http::read_header(c.stream, c.buffer, p);
-    c.stream.socket().close();
-  }
+  open_stream_and_leave(s.port());
   for (int i = 0; i < 300 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(h.cancelled->load()) << "not cancelled before the first event";
   h.join();
@@ -417,9 +396,7 @@ TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_
 /// server closed the connection without an answer. The whole exchange has 30 s.
 std::optional<http::response<http::string_body>> exchange(std::uint16_t port, const std::string& raw) {
   net::io_context ctx;
-  beast::tcp_stream stream(ctx);
-  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  stream.expires_after(30s);
+  beast::tcp_stream stream = testing::connect_loopback(ctx, port);
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
   std::optional<beast::error_code> read_ec;
@@ -434,21 +411,6 @@ std::optional<http::response<http::string_body>> exchange(std::uint16_t port, co
   EXPECT_NE(read_ec.value_or(beast::error::timeout), beast::error::timeout) << "the server neither answered nor closed";
   if (!read_ec || *read_ec) return std::nullopt;
   return res;
-}
-
-/// A chunked POST of `body` in chunks of `chunk` bytes, each chunk-size line followed by
-/// `extension`, and the last chunk by `trailers` (each field with its CRLF).
-std::string chunked_request(std::string_view body, std::size_t chunk, std::string_view extension,
-                            std::string_view trailers) {
-  std::string out = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (std::size_t at = 0; at < body.size(); at += chunk) {
-    auto part = body.substr(at, chunk);
-    char size[32];
-    std::snprintf(size, sizeof size, "%zx", part.size());
-    out.append(size).append(extension).append("\r\n").append(part).append("\r\n");
-  }
-  out.append("0").append(extension).append("\r\n").append(trailers).append("\r\n");
-  return out;
 }
 
 bool health_answers_200(std::uint16_t port) {

@@ -53,6 +53,7 @@ class loopback_server {
     for (auto& t : threads_) t.join();
   }
   std::uint16_t port() const { return server_->port(); }
+  http_server& server() { return *server_; }
 
  private:
   net::io_context ctx_;
@@ -60,6 +61,14 @@ class loopback_server {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
 };
+
+/// A stream connected to the loopback server's port, with the 30 s deadline of a whole exchange.
+inline beast::tcp_stream connect_loopback(net::io_context& ctx, std::uint16_t port) {
+  beast::tcp_stream stream(ctx);
+  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+  stream.expires_after(30s);
+  return stream;
+}
 
 /// What the server did with one raw request.
 struct raw_reply {
@@ -74,9 +83,7 @@ struct raw_reply {
 inline raw_reply raw_exchange(std::uint16_t port, const std::string& raw,
                               std::chrono::milliseconds close_wait = std::chrono::seconds(5)) {
   net::io_context ctx;
-  beast::tcp_stream stream(ctx);
-  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  stream.expires_after(30s);
+  beast::tcp_stream stream = connect_loopback(ctx, port);
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
   raw_reply out;
@@ -103,9 +110,7 @@ inline raw_reply raw_exchange(std::uint16_t port, const std::string& raw,
 /// closed it within 30 s.
 inline std::pair<std::string, bool> raw_until_close(std::uint16_t port, const std::string& raw) {
   net::io_context ctx;
-  beast::tcp_stream stream(ctx);
-  stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-  stream.expires_after(30s);
+  beast::tcp_stream stream = connect_loopback(ctx, port);
   std::string received;
   bool closed = false;
   net::async_write(stream, net::buffer(raw), [](beast::error_code, std::size_t) {});

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "io/chunked_request.test.hpp"
+
 namespace strata::io {
 namespace {
 
@@ -34,21 +36,22 @@ fed feed(request_reader& reader, std::string_view raw, std::size_t step) {
   return out;
 }
 
-std::string chunked(std::string_view body, std::size_t chunk, std::string_view extension, std::string_view trailers) {
-  std::string out = "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
-  for (std::size_t at = 0; at < body.size(); at += chunk) {
-    auto part = body.substr(at, chunk);
-    char size[32];
-    std::snprintf(size, sizeof size, "%zx", part.size());
-    out.append(size).append(extension).append("\r\n").append(part).append("\r\n");
+using testing::chunked_request;
+
+/// Feeds `request` a byte, 256 bytes and all of it at a time: each way the reader refuses it
+/// with `want`, holding no more than the header limit plus one step.
+void expect_refused_however_it_arrives(const request_limits& limits, const std::string& request, read_errc want) {
+  for (std::size_t step : {std::size_t{1}, std::size_t{256}, request.size()}) {
+    request_reader reader(limits);
+    auto r = feed(reader, request, step);
+    EXPECT_EQ(r.ec, want) << "step " << step;
+    if (step < limits.max_header) EXPECT_LE(r.most_held, limits.max_header + step) << "step " << step;
   }
-  out.append("0").append(extension).append("\r\n").append(trailers).append("\r\n");
-  return out;
 }
 
 TEST(request_reader, reads_a_chunked_request_with_extensions_and_trailers_fed_a_byte_at_a_time) {
   request_reader reader({});
-  auto r = feed(reader, chunked("hello world", 4, ";a=b", "x-sum: 42\r\n"), 1);
+  auto r = feed(reader, chunked_request("hello world", 4, ";a=b", "x-sum: 42\r\n"), 1);
   ASSERT_FALSE(r.ec) << r.ec.message();
   ASSERT_TRUE(reader.done());
   EXPECT_EQ(reader.get().body(), "hello world");
@@ -68,31 +71,21 @@ TEST(request_reader, leaves_the_next_pipelined_request_unconsumed) {
 
 TEST(request_reader, refuses_a_chunk_line_over_the_header_limit_however_it_arrives) {
   request_limits limits{1024, 1 << 20};
-  const std::string request = chunked("hello", 5, ";e=" + std::string(100'000, 'a'), "");
-  for (std::size_t step : {std::size_t{1}, std::size_t{256}, request.size()}) {
-    request_reader reader(limits);
-    auto r = feed(reader, request, step);
-    EXPECT_EQ(r.ec, read_errc::chunk_line_too_long) << "step " << step;
-    if (step < limits.max_header) EXPECT_LE(r.most_held, limits.max_header + step) << "step " << step;
-  }
+  const std::string request = chunked_request("hello", 5, ";e=" + std::string(100'000, 'a'), "");
+  expect_refused_however_it_arrives(limits, request, read_errc::chunk_line_too_long);
 }
 
 TEST(request_reader, refuses_a_trailer_section_over_the_header_limit_however_it_arrives) {
   request_limits limits{1024, 1 << 20};
-  const std::string request = chunked("hello", 5, "", "x-pad: " + std::string(100'000, 'a') + "\r\n");
-  for (std::size_t step : {std::size_t{1}, std::size_t{256}, request.size()}) {
-    request_reader reader(limits);
-    auto r = feed(reader, request, step);
-    EXPECT_EQ(r.ec, read_errc::trailers_too_large) << "step " << step;
-    if (step < limits.max_header) EXPECT_LE(r.most_held, limits.max_header + step) << "step " << step;
-  }
+  const std::string request = chunked_request("hello", 5, "", "x-pad: " + std::string(100'000, 'a') + "\r\n");
+  expect_refused_however_it_arrives(limits, request, read_errc::trailers_too_large);
 }
 
 TEST(request_reader, takes_a_trailer_section_just_within_the_header_limit_and_not_a_byte_more) {
   request_limits limits{1024, 1 << 20};
   // The CRLF closing the chunk's data, "0\r\n", "x-pad: " and the value, its CRLF, the final CRLF.
   auto request_with = [](std::size_t value) {
-    return chunked("hello", 5, "", "x-pad: " + std::string(value, 'a') + "\r\n");
+    return chunked_request("hello", 5, "", "x-pad: " + std::string(value, 'a') + "\r\n");
   };
   const std::size_t fits = 1024 - 2 - 3 - 7 - 2 - 2;
   for (std::size_t step : {std::size_t{1}, std::size_t{256}, std::size_t{1} << 20}) {
@@ -108,7 +101,7 @@ TEST(request_reader, takes_a_trailer_section_just_within_the_header_limit_and_no
 TEST(request_reader, counts_extensions_against_the_body_limit_to_the_byte) {
   // Ten 10-byte chunks and the last chunk, each with a 6-byte extension: 100 + 11 * 6 bytes.
   const std::string body(100, 'b');
-  const std::string request = chunked(body, 10, ";k=vvv", "");
+  const std::string request = chunked_request(body, 10, ";k=vvv", "");
   {
     request_reader reader({16 * 1024, 166});
     auto r = feed(reader, request, 7);
@@ -123,7 +116,7 @@ TEST(request_reader, counts_extensions_against_the_body_limit_to_the_byte) {
 
 TEST(request_reader, counts_trailer_fields_against_the_body_limit_to_the_byte) {
   // The body (5 bytes) and the trailer's name and value (5 + 10 bytes).
-  const std::string request = chunked("hello", 5, "", "x-pad: aaaaaaaaaa\r\n");
+  const std::string request = chunked_request("hello", 5, "", "x-pad: aaaaaaaaaa\r\n");
   {
     request_reader reader({16 * 1024, 20});
     auto r = feed(reader, request, request.size());
@@ -173,7 +166,7 @@ TEST(request_reader, refuses_a_header_with_two_framings_before_reading_its_body_
 
 TEST(request_reader, refuses_a_host_field_among_the_trailers) {
   request_reader reader({});
-  EXPECT_EQ(feed(reader, chunked("hello", 5, "", "Host: y\r\n"), 1).ec, read_errc::repeated_host);
+  EXPECT_EQ(feed(reader, chunked_request("hello", 5, "", "Host: y\r\n"), 1).ec, read_errc::repeated_host);
 }
 
 TEST(request_reader, takes_its_limits_from_the_server_options) {

@@ -4,6 +4,7 @@
 #include <boost/json/string.hpp>
 
 #include "src/api/json_reader.hpp"
+#include "src/api/request_body.hpp"
 #include "src/api/sampling_reader.hpp"
 #include "src/api/tool_fields.hpp"
 
@@ -139,13 +140,8 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
   chat_request req;
   sampling_reader sampling(endpoint::chat);
   bool has_messages = false;
-  api_status st = for_each_root_member(body, [&](std::string_view key, od::value& v) -> api_status {
-    if (key == "model") {
-      std::optional<std::string> model;
-      if (auto e = read_string(v, key, model)) return e;
-      req.model = model.value_or("");
-      return std::nullopt;
-    }
+  api_status st = read_request_body(body, limits, req.model, sampling, [&](std::string_view key, od::value& v, bool& handled) -> api_status {
+    handled = true;
     if (key == "messages") {
       has_messages = true;
       req.messages.clear();
@@ -172,10 +168,9 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
       req.tool_choice = std::move(choice);  // checked against the tools once both are read
       return std::nullopt;
     }
-    bool handled = false;
-    if (auto e = sampling.read(key, v, handled)) return e;
-    return handled ? std::nullopt : skip_value(v, 2);
-  }, limits);
+    handled = false;
+    return std::nullopt;
+  });
   if (st) return std::move(*st);
   if (!has_messages) return invalid_request("messages", "messages is required");
   if (req.messages.empty()) return invalid_request("messages", "messages must hold at least one message");

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "src/api/json_reader.hpp"
+#include "src/api/request_body.hpp"
 #include "src/api/sampling_reader.hpp"
 
 namespace strata::api::schema {
@@ -61,13 +62,8 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
   completion_request req;
   sampling_reader sampling(endpoint::completions);
   bool has_prompt = false;
-  api_status st = for_each_root_member(body, [&](std::string_view key, od::value& v) -> api_status {
-    if (key == "model") {
-      std::optional<std::string> model;
-      if (auto e = read_string(v, key, model)) return e;
-      req.model = model.value_or("");
-      return std::nullopt;
-    }
+  api_status st = read_request_body(body, limits, req.model, sampling, [&](std::string_view key, od::value& v, bool& handled) -> api_status {
+    handled = true;
     if (key == "prompt") return read_prompt(v, req, has_prompt);
     if (key == "echo") {
       std::optional<bool> echo;
@@ -81,10 +77,9 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
       if (suffix && !suffix->empty()) return invalid_request("suffix", "suffix (insertion) is not supported");
       return std::nullopt;
     }
-    bool handled = false;
-    if (auto e = sampling.read(key, v, handled)) return e;
-    return handled ? std::nullopt : skip_value(v, 2);
-  }, limits);
+    handled = false;
+    return std::nullopt;
+  });
   if (st) return std::move(*st);
   if (!has_prompt) return invalid_request("prompt", "prompt is required");
   auto params = sampling.finish();

@@ -36,6 +36,19 @@ api_status number_of(od::value& value, std::string_view param, double& out) {
   return std::nullopt;
 }
 
+/// Calls fn(key, value) for each member of an object, in order; stops at the first error.
+api_status visit_members(od::object& obj, const member_fn& fn) {
+  for (auto member : obj) {
+    od::field field;
+    if (auto ec = std::move(member).get(field)) return malformed(ec);
+    std::string_view key;
+    if (auto ec = field.unescaped_key().get(key)) return malformed(ec);
+    od::value v = field.value();
+    if (auto st = fn(key, v)) return st;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 api_error malformed(simdjson::error_code ec) { return malformed(simdjson::error_message(ec)); }
@@ -61,14 +74,7 @@ api_status for_each_root_member(std::string_view body, const member_fn& fn, cons
   if (t != od::json_type::object) return invalid_request({}, "the request body must be a JSON object");
   od::object root;
   if (auto ec = doc.get_object().get(root)) return malformed(ec);
-  for (auto member : root) {
-    od::field field;
-    if (auto ec = std::move(member).get(field)) return malformed(ec);
-    std::string_view key;
-    if (auto ec = field.unescaped_key().get(key)) return malformed(ec);
-    od::value v = field.value();
-    if (auto st = fn(key, v)) return st;
-  }
+  if (auto st = visit_members(root, fn)) return st;
   // After the root object only whitespace may follow: a token left means trailing content.
   auto loc = doc.current_location();
   if (loc.error() == simdjson::SUCCESS) return malformed("unexpected content after the JSON object");
@@ -83,14 +89,7 @@ api_status for_each_member(od::value& value, std::string_view param, int depth, 
   if (t != od::json_type::object) return wrong_type(param, "an object");
   od::object obj;
   if (auto ec = value.get_object().get(obj)) return malformed(ec);
-  for (auto member : obj) {
-    od::field field;
-    if (auto ec = std::move(member).get(field)) return malformed(ec);
-    std::string_view key;
-    if (auto ec = field.unescaped_key().get(key)) return malformed(ec);
-    od::value v = field.value();
-    if (auto st = fn(key, v)) return st;
-  }
+  if (auto st = visit_members(obj, fn)) return st;
   return std::nullopt;
 }
 

@@ -91,12 +91,9 @@ void begin_chat_chunk(json_writer& w, const response_head& head, int index) {
   w.key("choices").begin_array().begin_object().key("index").number(std::int64_t{index}).key("delta").begin_object();
 }
 
-// Closes the choice started by begin_chat_chunk, then the chunk.
-std::string end_chat_chunk(json_writer& w, const std::vector<token_logprob>* logprobs,
-                           std::optional<std::string_view> finish_reason, bool include_usage) {
-  w.key("logprobs");
-  if (logprobs) write_chat_logprobs(w, *logprobs);
-  else w.null();
+// Writes the choice's finish_reason, closes the choice and the chunk (with "usage": null where the
+// client asked for usage, which then comes in a chunk of its own), and returns the chunk.
+std::string finish_chunk(json_writer& w, std::optional<std::string_view> finish_reason, bool include_usage) {
   w.key("finish_reason");
   if (finish_reason) w.string(*finish_reason);
   else w.null();
@@ -104,6 +101,15 @@ std::string end_chat_chunk(json_writer& w, const std::vector<token_logprob>* log
   if (include_usage) w.key("usage").null();
   w.end_object();
   return w.take();
+}
+
+// Closes the choice started by begin_chat_chunk, then the chunk.
+std::string end_chat_chunk(json_writer& w, const std::vector<token_logprob>* logprobs,
+                           std::optional<std::string_view> finish_reason, bool include_usage) {
+  w.key("logprobs");
+  if (logprobs) write_chat_logprobs(w, *logprobs);
+  else w.null();
+  return finish_chunk(w, finish_reason, include_usage);
 }
 
 std::string usage_chunk(const response_head& head, const usage_counts& usage, std::string_view object) {
@@ -206,13 +212,7 @@ std::string write_text_chunk(const response_head& head, int index, std::string_v
   w.key("logprobs");
   if (logprobs) write_text_logprobs(w, *logprobs, text_offset_start);
   else w.null();
-  w.key("finish_reason");
-  if (finish_reason) w.string(*finish_reason);
-  else w.null();
-  w.end_object().end_array();
-  if (include_usage) w.key("usage").null();
-  w.end_object();
-  return w.take();
+  return finish_chunk(w, finish_reason, include_usage);
 }
 
 std::string write_text_usage_chunk(const response_head& head, const usage_counts& usage) {

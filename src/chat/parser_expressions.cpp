@@ -70,27 +70,9 @@ expr_ptr parser::parse_condexpr() {
   return node;
 }
 
-expr_ptr parser::parse_or() {
-  auto left = parse_and();
-  while (is_name("or")) {
-    auto b = make(expr_kind::binary, next().line, "or");
-    b->args.push_back(std::move(left));
-    b->args.push_back(parse_and());
-    left = std::move(b);
-  }
-  return left;
-}
+expr_ptr parser::parse_or() { return parse_binary_chain({"or"}, &parser::parse_and); }
 
-expr_ptr parser::parse_and() {
-  auto left = parse_not();
-  while (is_name("and")) {
-    auto b = make(expr_kind::binary, next().line, "and");
-    b->args.push_back(std::move(left));
-    b->args.push_back(parse_not());
-    left = std::move(b);
-  }
-  return left;
-}
+expr_ptr parser::parse_and() { return parse_binary_chain({"and"}, &parser::parse_not); }
 
 expr_ptr parser::parse_not() {
   if (is_name("not")) {
@@ -134,7 +116,7 @@ expr_ptr parser::parse_binary_chain(std::initializer_list<std::string_view> ops,
   auto left = (this->*operand)();
   for (;;) {
     bool at_op = false;
-    for (auto op : ops) at_op = at_op || is_op(op);
+    for (auto op : ops) at_op = at_op || is_op(op) || is_name(op);  // "or" and "and" are names
     if (!at_op) return left;
     const token& op = next();
     auto b = make(expr_kind::binary, op.line, op.text);

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <algorithm>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "kernels/types.hpp"
 
@@ -111,40 +113,43 @@ T read_le(const std::byte* p) {
   return v;
 }
 
-std::optional<double> scalar_as_double(gguf_type t, const std::byte* p) {
+/// Calls f with the scalar of type t at p, as its own C++ type (boolean as bool); nullopt for a
+/// type that is not a scalar.
+template <class R, class F>
+std::optional<R> visit_scalar(gguf_type t, const std::byte* p, F f) {
   switch (t) {
-    case gguf_type::u8: return read_le<std::uint8_t>(p);
-    case gguf_type::i8: return read_le<std::int8_t>(p);
-    case gguf_type::u16: return read_le<std::uint16_t>(p);
-    case gguf_type::i16: return read_le<std::int16_t>(p);
-    case gguf_type::u32: return read_le<std::uint32_t>(p);
-    case gguf_type::i32: return read_le<std::int32_t>(p);
-    case gguf_type::u64: return static_cast<double>(read_le<std::uint64_t>(p));
-    case gguf_type::i64: return static_cast<double>(read_le<std::int64_t>(p));
-    case gguf_type::f32: return read_le<float>(p);
-    case gguf_type::f64: return read_le<double>(p);
-    case gguf_type::boolean: return read_le<std::uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case gguf_type::u8: return f(read_le<std::uint8_t>(p));
+    case gguf_type::i8: return f(read_le<std::int8_t>(p));
+    case gguf_type::u16: return f(read_le<std::uint16_t>(p));
+    case gguf_type::i16: return f(read_le<std::int16_t>(p));
+    case gguf_type::u32: return f(read_le<std::uint32_t>(p));
+    case gguf_type::i32: return f(read_le<std::int32_t>(p));
+    case gguf_type::u64: return f(read_le<std::uint64_t>(p));
+    case gguf_type::i64: return f(read_le<std::int64_t>(p));
+    case gguf_type::f32: return f(read_le<float>(p));
+    case gguf_type::f64: return f(read_le<double>(p));
+    case gguf_type::boolean: return f(read_le<std::uint8_t>(p) != 0);
     default: return std::nullopt;
   }
 }
 
+std::optional<double> scalar_as_double(gguf_type t, const std::byte* p) {
+  return visit_scalar<double>(t, p, [](auto v) -> std::optional<double> { return static_cast<double>(v); });
+}
+
+/// Integers and booleans; floats are not integers, and a u64 above the int64 range has none.
 std::optional<std::int64_t> scalar_as_int(gguf_type t, const std::byte* p) {
-  switch (t) {
-    case gguf_type::u8: return read_le<std::uint8_t>(p);
-    case gguf_type::i8: return read_le<std::int8_t>(p);
-    case gguf_type::u16: return read_le<std::uint16_t>(p);
-    case gguf_type::i16: return read_le<std::int16_t>(p);
-    case gguf_type::u32: return read_le<std::uint32_t>(p);
-    case gguf_type::i32: return read_le<std::int32_t>(p);
-    case gguf_type::u64: {
-      auto v = read_le<std::uint64_t>(p);
+  return visit_scalar<std::int64_t>(t, p, [](auto v) -> std::optional<std::int64_t> {
+    using V = decltype(v);
+    if constexpr (std::is_floating_point_v<V>) {
+      return std::nullopt;
+    } else if constexpr (std::is_same_v<V, std::uint64_t>) {
       if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
       return static_cast<std::int64_t>(v);
+    } else {
+      return static_cast<std::int64_t>(v);
     }
-    case gguf_type::i64: return read_le<std::int64_t>(p);
-    case gguf_type::boolean: return read_le<std::uint8_t>(p) != 0 ? 1 : 0;
-    default: return std::nullopt;
-  }
+  });
 }
 
 }  // namespace
