@@ -3,6 +3,7 @@
 // environment; tests/templates/ compares hundreds more cases and the shared reference ones).
 
 #include "src/chat/chat_template.hpp"
+#include "src/chat/fixed_clock.test.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -205,14 +206,7 @@ TEST(chat_template, renders_a_conversation_with_the_variables_apply_chat_templat
 TEST(chat_template, reads_strftime_now_from_the_injected_clock) {
   auto tpl = chat_template::parse("{{ strftime_now('%d %b %Y') }}");
   ASSERT_TRUE(tpl);
-  tpl->set_clock([] {
-    std::tm tm{};
-    tm.tm_year = 2026 - 1900;
-    tm.tm_mon = 0;
-    tm.tm_mday = 15;
-    tm.tm_hour = 12;
-    return std::chrono::system_clock::from_time_t(timegm(&tm));
-  });
+  tpl->set_clock(strata::chat::testing::fixed_day);
   auto out = tpl->render(boost::json::object{});
   ASSERT_TRUE(out);
   EXPECT_EQ(*out, "15 Jan 2026");

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/quants.hpp"
@@ -47,6 +48,20 @@ synth_options small(const std::string& arch, const std::string& type, const std:
 std::vector<char> read_all(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Mean and standard deviation of blk.1.attn_q.weight, dequantized from `type`.
+std::pair<double, double> attn_q_spread(const gguf_file& f, kernels::dtype type) {
+  const gguf_tensor* q = f.find_tensor("blk.1.attn_q.weight");
+  std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
+  kernels::dequantize_row(type, q->data, v.data(), q->n_elements());
+  double sum = 0, sq = 0;
+  for (float x : v) {
+    sum += x;
+    sq += static_cast<double>(x) * x;
+  }
+  const double mean = sum / v.size();
+  return {mean, std::sqrt(sq / v.size() - mean * mean)};
 }
 
 TEST(synth, every_architecture_loads_back_through_hparams_and_weights) {
@@ -181,15 +196,7 @@ TEST(synth, q4_1_keeps_the_matrices_in_q4_1_and_loads_back) {
   ASSERT_TRUE(w) << w.err().message;
   EXPECT_EQ(w->layers[1].wq.type, kernels::dtype::q4_1);
   // The synthetic spread (stddev 1 / sqrt(192)) survives q4_1 steps.
-  const gguf_tensor* q = f->find_tensor("blk.1.attn_q.weight");
-  std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
-  kernels::dequantize_row(kernels::dtype::q4_1, q->data, v.data(), q->n_elements());
-  double sum = 0, sq = 0;
-  for (float x : v) {
-    sum += x;
-    sq += static_cast<double>(x) * x;
-  }
-  const double mean = sum / v.size(), stddev = std::sqrt(sq / v.size() - mean * mean);
+  const auto [mean, stddev] = attn_q_spread(*f, kernels::dtype::q4_1);
   EXPECT_NEAR(mean, 0.0, 0.005);
   EXPECT_NEAR(stddev, 0.072, 0.01);  // 1 / sqrt(192)
   std::filesystem::remove(o.out);
@@ -225,15 +232,7 @@ TEST(synth, the_32_value_types_keep_the_matrices_in_their_type_and_load_back) {
     auto w = model_weights::bind(*f, *h);
     ASSERT_TRUE(w) << type << ": " << w.err().message;
     EXPECT_EQ(w->layers[1].wq.type, matrices) << type;
-    const gguf_tensor* q = f->find_tensor("blk.1.attn_q.weight");
-    std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
-    kernels::dequantize_row(matrices, q->data, v.data(), q->n_elements());
-    double sum = 0, sq = 0;
-    for (float x : v) {
-      sum += x;
-      sq += static_cast<double>(x) * x;
-    }
-    const double mean = sum / v.size(), stddev = std::sqrt(sq / v.size() - mean * mean);
+    const auto [mean, stddev] = attn_q_spread(*f, matrices);
     EXPECT_NEAR(mean, 0.0, 0.005) << type;
     EXPECT_NEAR(stddev, 0.072, 0.01) << type;  // 1 / sqrt(192)
     std::filesystem::remove(o.out);
@@ -294,15 +293,7 @@ TEST(synth, weights_are_spread_and_norms_are_near_one) {
   ASSERT_TRUE(synthesize(o));
   auto f = gguf_file::open(o.out);
   ASSERT_TRUE(f);
-  const gguf_tensor* q = f->find_tensor("blk.1.attn_q.weight");
-  std::vector<float> v(static_cast<std::size_t>(q->n_elements()));
-  kernels::dequantize_row(kernels::dtype::f16, q->data, v.data(), q->n_elements());
-  double sum = 0, sq = 0;
-  for (float x : v) {
-    sum += x;
-    sq += static_cast<double>(x) * x;
-  }
-  const double mean = sum / v.size(), stddev = std::sqrt(sq / v.size() - mean * mean);
+  const auto [mean, stddev] = attn_q_spread(*f, kernels::dtype::f16);
   EXPECT_NEAR(mean, 0.0, 0.005);
   EXPECT_GT(stddev, 0.02 * 0.9);
   EXPECT_LT(stddev, 0.08 * 1.1);

@@ -18,6 +18,7 @@
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/model/synth.hpp"
+#include "tests/golden/param_name.hpp"
 
 namespace strata::model {
 namespace {
@@ -207,11 +208,7 @@ TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worke
 
 INSTANTIATE_TEST_SUITE_P(shared_models, batch,
                          ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         golden_testing::model_param_name);
 
 }  // namespace
 }  // namespace strata::model

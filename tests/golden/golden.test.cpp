@@ -16,6 +16,7 @@
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
+#include "tests/golden/param_name.hpp"
 
 namespace strata::model {
 namespace {
@@ -130,11 +131,7 @@ std::vector<std::string> manifest_models() {
 }
 
 INSTANTIATE_TEST_SUITE_P(shared_models, golden, ::testing::ValuesIn(manifest_models()),
-                         [](const auto& info) {
-                           std::string s = info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
-                         });
+                         golden_testing::model_param_name);
 
 }  // namespace
 }  // namespace strata::model

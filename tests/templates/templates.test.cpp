@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "src/chat/chat_template.hpp"
+#include "src/chat/fixed_clock.test.hpp"
 
 namespace {
 
@@ -26,15 +27,7 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// Noon UTC on 2026-01-15: the same calendar day in every time zone from UTC-12 to UTC+11.
-std::chrono::system_clock::time_point fixed_day() {
-  std::tm tm{};
-  tm.tm_year = 2026 - 1900;
-  tm.tm_mon = 0;
-  tm.tm_mday = 15;
-  tm.tm_hour = 12;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
+using strata::chat::testing::fixed_day;
 
 TEST(templates, render_every_reference_case_of_expected_json_byte_for_byte) {
   const std::string dir = std::string(STRATA_SHARED_DIR) + "/templates/";
