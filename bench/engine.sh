@@ -20,15 +20,9 @@ strata=$build/strata
 [ -x "$strata" ] || { echo "engine.sh: $strata is missing; build first (cmake --build $build)" >&2; exit 1; }
 
 for t in "${types[@]}"; do
-  m=$dir/qwen2-0.4b-$t.gguf
-  if [ ! -f "$m" ]; then
-    "$strata" synth --arch qwen2 --layers 24 --hidden 896 --heads 14 --kv-heads 2 --ffn 4864 \
-      --vocab ../shared/vocab/ggml-vocab-gpt-2.gguf --type "$t" --out "$m"
-  fi
+  m=$(bench_model "$build" "$t")
   sync
-  for ((i = 0; i < runs; i++)); do
-    "$strata" bench --model "$m" --prompt "${PROMPT:-512}" --gen "${GEN:-128}" --threads "$threads" --json
-  done > "$dir/$t.jsonl"
+  engine_runs "$strata" "$m" "$runs" "$threads" > "$dir/$t.jsonl"
   "$py" -c '
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]).read().strip().split("\n")]

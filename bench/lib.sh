@@ -27,6 +27,15 @@ bench_model() {
   echo "$model"
 }
 
+# engine_runs STRATA MODEL RUNS THREADS: runs `strata bench` RUNS times on MODEL (PROMPT tokens,
+# default 512, then GEN, default 128) and prints its JSON line of each run.
+engine_runs() {
+  local strata=$1 model=$2 runs=$3 threads=$4 i
+  for ((i = 0; i < runs; i++)); do
+    "$strata" bench --model "$model" --prompt "${PROMPT:-512}" --gen "${GEN:-128}" --threads "$threads" --json
+  done
+}
+
 # bench_setup DEFAULT_PORT [BUILD] [TYPE]: the serving benchmarks' arguments. Sets build (default
 # build/bench), model (the 0.4B model in TYPE, default q8_0, synthesized on first use), dir (its
 # folder) and port ($PORT, else DEFAULT_PORT).

@@ -20,9 +20,7 @@ conc=${CONCURRENCY:-16}
 model=$(scripts/fetch-model.sh "$name")
 dir=$(bench_dir "$build")
 
-for ((i = 0; i < runs; i++)); do
-  "$build/strata" bench --model "$model" --prompt "${PROMPT:-512}" --gen "${GEN:-128}" --threads "$threads" --json
-done > "$dir/$name-engine.jsonl"
+engine_runs "$build/strata" "$model" "$runs" "$threads" > "$dir/$name-engine.jsonl"
 "$py" -c '
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1]).read().strip().split("\n")]

@@ -91,6 +91,16 @@ void begin_chat_chunk(json_writer& w, const response_head& head, int index) {
   w.key("choices").begin_array().begin_object().key("index").number(std::int64_t{index}).key("delta").begin_object();
 }
 
+// Closes the choices of a whole (non-stream) completion, adds its usage and fingerprint, and
+// returns it.
+std::string finish_completion(json_writer& w, const response_head& head, const usage_counts& usage) {
+  w.end_array();
+  write_usage(w, usage);
+  write_fingerprint(w, head);
+  w.end_object();
+  return w.take();
+}
+
 // Writes the choice's finish_reason, closes the choice and the chunk (with "usage": null where the
 // client asked for usage, which then comes in a chunk of its own), and returns the chunk.
 std::string finish_chunk(json_writer& w, std::optional<std::string_view> finish_reason, bool include_usage) {
@@ -151,11 +161,7 @@ std::string write_chat_completion(const response_head& head, const std::vector<c
     else w.null();
     w.member("finish_reason", c.finish_reason).end_object();
   }
-  w.end_array();
-  write_usage(w, usage);
-  write_fingerprint(w, head);
-  w.end_object();
-  return w.take();
+  return finish_completion(w, head, usage);
 }
 
 std::string write_chat_role_chunk(const response_head& head, int index, bool include_usage) {
@@ -195,11 +201,7 @@ std::string write_text_completion(const response_head& head, const std::vector<t
     else w.null();
     w.member("finish_reason", c.finish_reason).end_object();
   }
-  w.end_array();
-  write_usage(w, usage);
-  write_fingerprint(w, head);
-  w.end_object();
-  return w.take();
+  return finish_completion(w, head, usage);
 }
 
 std::string write_text_chunk(const response_head& head, int index, std::string_view text, const std::vector<token_logprob>* logprobs,

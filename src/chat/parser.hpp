@@ -56,6 +56,8 @@ class parser {
   expr_ptr parse_binary_chain(std::initializer_list<std::string_view> ops, expr_ptr (parser::*operand)());
   expr_ptr parse_primary();
   expr_ptr parse_postfix(expr_ptr node);
+  /// A call of `callee`: its argument list, from the "(" at the cursor.
+  expr_ptr parse_call(expr_ptr callee);
   expr_ptr parse_filter_expr(expr_ptr node);
   expr_ptr parse_subscript(expr_ptr node);
   expr_ptr parse_filter(expr_ptr node);

@@ -244,14 +244,18 @@ expr_ptr parser::parse_postfix(expr_ptr node) {
     } else if (is_op("[")) {
       node = parse_subscript(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(expr_kind::call, cur().line);
-      call->args.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }
   }
+}
+
+expr_ptr parser::parse_call(expr_ptr callee) {
+  auto call = make(expr_kind::call, cur().line);
+  call->args.push_back(std::move(callee));
+  parse_call_args(*call);
+  return call;
 }
 
 expr_ptr parser::parse_filter_expr(expr_ptr node) {
@@ -261,10 +265,7 @@ expr_ptr parser::parse_filter_expr(expr_ptr node) {
     } else if (is_name("is")) {
       node = parse_test(std::move(node));
     } else if (is_op("(")) {
-      auto call = make(expr_kind::call, cur().line);
-      call->args.push_back(std::move(node));
-      parse_call_args(*call);
-      node = std::move(call);
+      node = parse_call(std::move(node));
     } else {
       return node;
     }

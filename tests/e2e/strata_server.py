@@ -9,6 +9,7 @@ killed from outside leaves no server behind.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -161,6 +162,18 @@ def start_server(args: list[str] = (), *, ready_timeout: float = READY_TIMEOUT_S
         raise FileNotFoundError(f"STRATA_BIN {STRATA_BIN!r} is not a file (set STRATA_BIN to the strata binary)")
     return Server(list(args), ready_timeout=ready_timeout,
                   cache_dir=None if cache_dir is None else os.fspath(cache_dir))
+
+@contextlib.contextmanager
+def configured_server(conf_text: str, args: list[str] = ()):
+    """A server started with a strata.toml of CONF_TEXT (in a temporary folder) and ARGS; when the
+    block ends it is stopped, and SIGTERM must have made it exit 0."""
+    with tempfile.TemporaryDirectory(prefix="strata-conf-") as conf_dir:
+        conf = Path(conf_dir) / "strata.toml"
+        conf.write_text(conf_text)
+        s = start_server(["--config", str(conf), *args])
+        yield s
+        assert s.stop() == 0, "SIGTERM exits 0"
+
 
 
 def metric(text: str, name: str) -> float:

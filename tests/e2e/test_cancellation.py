@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import socket
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from strata_server import metric, model_path, start_server
+from strata_server import configured_server, metric, model_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -32,12 +30,8 @@ DEADLINE_S = 10.0
 
 @pytest.fixture(scope="module")
 def server():
-    with tempfile.TemporaryDirectory(prefix="strata-cancel-") as conf_dir:
-        conf = Path(conf_dir) / "strata.toml"
-        conf.write_text("[scheduler]\nmax_running = 1\n")
-        s = start_server(["--config", str(conf), "-m", model_path("tiny-qwen2-gpt2-f16")])
+    with configured_server("[scheduler]\nmax_running = 1\n", ["-m", model_path("tiny-qwen2-gpt2-f16")]) as s:
         yield s
-        assert s.stop() == 0, "SIGTERM exits 0"
 
 
 def metrics(server) -> dict[str, float]:

@@ -9,25 +9,19 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
-from pathlib import Path
 
 import httpx
 import pytest
 
-from strata_server import metric, model_path, start_server
+from strata_server import configured_server, metric, model_path
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
 def server():
-    with tempfile.TemporaryDirectory(prefix="strata-limits-") as conf_dir:
-        conf = Path(conf_dir) / "strata.toml"
-        conf.write_text('[scheduler]\nmax_running = 1\nmax_queued = 2\n\n[limits]\nmax_body = "4KiB"\n')
-        s = start_server(["--config", str(conf), "-m", model_path("tiny-llama-spm-f16")])
+    with configured_server('[scheduler]\nmax_running = 1\nmax_queued = 2\n\n[limits]\nmax_body = "4KiB"\n', ["-m", model_path("tiny-llama-spm-f16")]) as s:
         yield s
-        assert s.stop() == 0, "SIGTERM exits 0"
 
 
 @pytest.fixture

@@ -17,14 +17,12 @@ import os
 import re
 import socket
 import struct
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
-from strata_server import metric, model_path, start_server
+from strata_server import configured_server, metric, model_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -33,12 +31,8 @@ STALL_S = 2
 
 @pytest.fixture(scope="module")
 def server():
-    with tempfile.TemporaryDirectory(prefix="strata-wsbp-") as conf_dir:
-        conf = Path(conf_dir) / "strata.toml"
-        conf.write_text(f'[model]\nctx = 4096\n\n[scheduler]\nmax_running = 16\n\n[limits]\nws_stall_timeout = "{STALL_S}s"\n')
-        s = start_server(["--config", str(conf), "-m", model_path("tiny-llama-spm-f16")])
+    with configured_server(f'[model]\nctx = 4096\n\n[scheduler]\nmax_running = 16\n\n[limits]\nws_stall_timeout = "{STALL_S}s"\n', ["-m", model_path("tiny-llama-spm-f16")]) as s:
         yield s
-        assert s.stop() == 0, "SIGTERM exits 0"
 
 
 def frame(text: str) -> bytes:
