@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace strata::kernels {
 namespace {
@@ -99,38 +100,32 @@ void dequant_q8_0(const block_q8_0* b, float* y, std::int64_t nb) {
   }
 }
 
-void dequant_q4_k(const block_q4_k* b, float* y, std::int64_t nb) {
+/// q4_K and q5_K: each 64 values are two sub-blocks with their own scale and min, the low nibbles
+/// of 32 bytes then the high ones; q5_K adds bit 2c / 2c + 1 of qh[l] as 16.
+template <class block>
+void dequant_k45(const block* b, float* y, std::int64_t nb) {
+  constexpr bool five = std::is_same_v<block, block_q5_k>;
   for (std::int64_t i = 0; i < nb; ++i) {
     float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
     const std::uint8_t* q = b[i].qs;
+    std::uint8_t u1 = 1, u2 = 2;
     for (int j = 0, is = 0; j < k_qk_k; j += 64, is += 2, q += 32) {
       std::uint8_t sc, m;
       scale_min_k4(is, b[i].scales, sc, m);
       float d1 = d * sc, m1 = dmin * m;
       scale_min_k4(is + 1, b[i].scales, sc, m);
       float d2 = d * sc, m2 = dmin * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
-}
-
-void dequant_q5_k(const block_q5_k* b, float* y, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i) {
-    float d = fp16_to_fp32(b[i].d), dmin = fp16_to_fp32(b[i].dmin);
-    const std::uint8_t* ql = b[i].qs;
-    const std::uint8_t* qh = b[i].qh;
-    std::uint8_t u1 = 1, u2 = 2;
-    for (int j = 0, is = 0; j < k_qk_k; j += 64, is += 2, ql += 32) {
-      std::uint8_t sc, m;
-      scale_min_k4(is, b[i].scales, sc, m);
-      float d1 = d * sc, m1 = dmin * m;
-      scale_min_k4(is + 1, b[i].scales, sc, m);
-      float d2 = d * sc, m2 = dmin * m;
-      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
-      u1 = static_cast<std::uint8_t>(u1 << 2);
-      u2 = static_cast<std::uint8_t>(u2 << 2);
+      int high1[32] = {}, high2[32] = {};
+      if constexpr (five) {
+        for (int l = 0; l < 32; ++l) {
+          high1[l] = (b[i].qh[l] & u1) ? 16 : 0;
+          high2[l] = (b[i].qh[l] & u2) ? 16 : 0;
+        }
+        u1 = static_cast<std::uint8_t>(u1 << 2);
+        u2 = static_cast<std::uint8_t>(u2 << 2);
+      }
+      for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0xF) + high1[l]) - m1;
+      for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + high2[l]) - m2;
     }
   }
 }
@@ -468,8 +463,8 @@ void dequantize_row(dtype t, const void* src, float* dst, std::int64_t n) {
     case dtype::q5_1: dequant_q5_1(static_cast<const block_q5_1*>(src), dst, nb); break;
     case dtype::iq4_nl: dequant_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, nb); break;
     case dtype::q8_0: dequant_q8_0(static_cast<const block_q8_0*>(src), dst, nb); break;
-    case dtype::q4_k: dequant_q4_k(static_cast<const block_q4_k*>(src), dst, nb); break;
-    case dtype::q5_k: dequant_q5_k(static_cast<const block_q5_k*>(src), dst, nb); break;
+    case dtype::q4_k: dequant_k45(static_cast<const block_q4_k*>(src), dst, nb); break;
+    case dtype::q5_k: dequant_k45(static_cast<const block_q5_k*>(src), dst, nb); break;
     case dtype::q6_k: dequant_q6_k(static_cast<const block_q6_k*>(src), dst, nb); break;
   }
 }
