@@ -206,16 +206,6 @@ range_fit fit_range(const float* x, int top, int* level) {
   return {d, lo};
 }
 
-void quant_q4_1(const float* x, block_q4_1* b, std::int64_t nb) {
-  for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
-    int level[k_qk];
-    const range_fit f = fit_range(x, 15, level);
-    b[i].d = fp32_to_fp16(f.d);
-    b[i].m = fp32_to_fp16(f.lo);
-    for (int j = 0; j < k_qk / 2; ++j) b[i].qs[j] = static_cast<std::uint8_t>(level[j] | (level[j + k_qk / 2] << 4));
-  }
-}
-
 /// ggml's q5_0 reference: the block's value of largest magnitude, max, becomes level 0 (-16 d)
 /// with d = max / -16, and the level of x is x / d + 16 rounded to nearest (ties up), at most 31.
 void quant_q5_0(const float* x, block_q5_0* b, std::int64_t nb) {
@@ -230,13 +220,21 @@ void quant_q5_0(const float* x, block_q5_0* b, std::int64_t nb) {
   }
 }
 
-void quant_q5_1(const float* x, block_q5_1* b, std::int64_t nb) {
+/// q4_1 (block_q4_1: 16 levels in nibbles) and q5_1 (32 levels, the fifth bits in qh): per block
+/// its range in even steps (fit_range), d and m stored as f16.
+template <class block>
+void quant_with_min(const float* x, block* b, std::int64_t nb) {
+  constexpr bool five = std::is_same_v<block, block_q5_1>;
   for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
     int level[k_qk];
-    const range_fit f = fit_range(x, 31, level);
+    const range_fit f = fit_range(x, five ? 31 : 15, level);
     b[i].d = fp32_to_fp16(f.d);
     b[i].m = fp32_to_fp16(f.lo);
-    put_q5_levels(level, b[i].qs, b[i].qh);
+    if constexpr (five) {
+      put_q5_levels(level, b[i].qs, b[i].qh);
+    } else {
+      for (int j = 0; j < k_qk / 2; ++j) b[i].qs[j] = static_cast<std::uint8_t>(level[j] | (level[j + k_qk / 2] << 4));
+    }
   }
 }
 
@@ -484,9 +482,9 @@ void quantize_row(dtype t, const float* src, void* dst, std::int64_t n) {
       break;
     }
     case dtype::q4_0: quant_q4_0(src, static_cast<block_q4_0*>(dst), nb); break;
-    case dtype::q4_1: quant_q4_1(src, static_cast<block_q4_1*>(dst), nb); break;
+    case dtype::q4_1: quant_with_min(src, static_cast<block_q4_1*>(dst), nb); break;
     case dtype::q5_0: quant_q5_0(src, static_cast<block_q5_0*>(dst), nb); break;
-    case dtype::q5_1: quant_q5_1(src, static_cast<block_q5_1*>(dst), nb); break;
+    case dtype::q5_1: quant_with_min(src, static_cast<block_q5_1*>(dst), nb); break;
     case dtype::iq4_nl: quant_iq4_nl(src, static_cast<block_iq4_nl*>(dst), nb); break;
     case dtype::q8_0: quant_q8_0(src, static_cast<block_q8_0*>(dst), nb); break;
     case dtype::q4_k: quant_q4_k(src, static_cast<block_q4_k*>(dst), nb); break;
