@@ -147,4 +147,12 @@ std::size_t actor_system::run_all() {
   return n;
 }
 
+std::size_t actor_system::run_until(const std::function<bool()>& done) {
+  std::size_t n = 0;
+  while (!done() && ctx_.poll_one() > 0) ++n;
+  return n;
+}
+
+bool actor_system::run_one_for(std::chrono::milliseconds timeout) { return ctx_.run_one_for(timeout) > 0; }
+
 }  // namespace strata::actors

@@ -37,7 +37,8 @@ struct failure_report {
 /// requests that the whole system stop.
 ///
 /// Manual mode (threads = 0) runs nothing by itself: a test calls run_one() to deliver exactly
-/// one message at a time, deterministically.
+/// one message at a time, deterministically, on its own thread (run_all(), run_until() and
+/// run_one_for() step the same way).
 class actor_system final : private failure_sink {
  public:
   struct options {
@@ -103,6 +104,14 @@ class actor_system final : private failure_sink {
   bool run_one();
   /// Manual mode: runs handlers until none is ready; returns how many ran.
   std::size_t run_all();
+  /// Manual mode: runs handlers one at a time until `done()` holds (checked before each) or none
+  /// is ready; returns how many ran. A test steps to a state ("the first step is in layer 1")
+  /// without counting messages.
+  std::size_t run_until(const std::function<bool()>& done);
+  /// Manual mode: runs one handler, waiting up to `timeout` for one to become ready: for an actor
+  /// that waits on real I/O (a socket, an io_uring eventfd), whose completion arrives from outside
+  /// the system. Returns false if none ran in time.
+  bool run_one_for(std::chrono::milliseconds timeout);
 
   std::size_t thread_count() const { return threads_.size(); }
   std::size_t actor_count() const;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <gtest/gtest.h>
 
 namespace strata::actors {
@@ -431,6 +432,48 @@ TEST(actor_system, manual_mode_delivers_exactly_one_message_per_step) {
   ASSERT_TRUE(sys.run_one());
   EXPECT_EQ(n->load(), 3);
   EXPECT_FALSE(sys.run_one());
+}
+
+TEST(actor_system, manual_mode_run_all_delivers_everything_queued_and_counts_it) {
+  actor_system sys({.threads = 0});
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+  for (int i = 0; i < 5; ++i) c.tell(count_msg{});
+  EXPECT_EQ(sys.run_all(), 5u);
+  EXPECT_EQ(n->load(), 5);
+  EXPECT_EQ(sys.run_all(), 0u);
+}
+
+TEST(actor_system, manual_mode_run_until_stops_as_soon_as_the_condition_holds) {
+  actor_system sys({.threads = 0});
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+  for (int i = 0; i < 4; ++i) c.tell(count_msg{});
+  EXPECT_EQ(sys.run_until([&] { return n->load() == 3; }), 3u);
+  EXPECT_EQ(n->load(), 3);
+  // Nothing is ready any more before the condition holds: it returns with what it ran.
+  EXPECT_EQ(sys.run_until([] { return false; }), 1u);
+  EXPECT_EQ(n->load(), 4);
+}
+
+TEST(actor_system, manual_mode_run_one_for_waits_for_an_event_from_outside_the_system) {
+  actor_system sys({.threads = 0});
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+  EXPECT_FALSE(sys.run_one_for(1ms));  // nothing pending: it gives up after the timeout
+  // A timer stands in for an I/O completion: not ready at once, ready without anyone stepping.
+  boost::asio::steady_timer timer(sys.context(), 20ms);
+  timer.async_wait([c](const boost::system::error_code& ec) {
+    if (!ec) c.tell(count_msg{});
+  });
+  EXPECT_FALSE(sys.run_one());
+  ASSERT_TRUE(sys.run_one_for(10s));  // the timer's handler
+  EXPECT_EQ(n->load(), 0);
+  ASSERT_TRUE(sys.run_one());  // the message it sent
+  EXPECT_EQ(n->load(), 1);
 }
 
 }  // namespace
