@@ -10,6 +10,7 @@
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kernels {
 namespace {
@@ -144,7 +145,7 @@ void for_each_case(std::mt19937& rng, Check check) {
 }
 
 TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   for_each_case(rng, [&](dtype f, const attention_case& c, const attention_shape& s, const paged_kv& kv, const std::vector<float>& q) {
     std::vector<float> out(q.size(), -1.0f);
     one_row(scalar::attention, s, kv.view(), c.first, c.last, q.data(), out.data(), 0, c.n_head);
@@ -155,7 +156,7 @@ TEST(attention, scalar_kernel_matches_the_exact_two_pass_softmax) {
 }
 
 TEST(attention, one_position_returns_its_value_row) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   attention_shape s{4, 2, 32, 0.2f, 0.0f};
   paged_kv kv(rng, 2, 32, 32, 40);
   auto q = random_query(rng, 4 * 32, 1.0f);
@@ -166,7 +167,7 @@ TEST(attention, one_position_returns_its_value_row) {
 }
 
 TEST(attention, writes_only_the_heads_asked_for) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   attention_shape s{8, 2, 64, 0.125f, 0.0f};
   paged_kv kv(rng, 2, 64, 32, 50);
   auto q = random_query(rng, 8 * 64, 1.0f);
@@ -183,7 +184,7 @@ TEST(attention, writes_only_the_heads_asked_for) {
 }
 
 TEST(attention, simd_variants_match_the_scalar_kernel) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   int tested = 0;
   for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
     if (!simd_level_enabled(level)) continue;
@@ -206,7 +207,7 @@ TEST(attention, simd_variants_match_the_scalar_kernel) {
 /// than one pass takes, heads split across a group, windows shorter than the chunk, and
 /// a softcap, so that rows skip whole tiles and mask parts of others.
 TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   struct chunk_case {
     int n_head, n_head_kv, head_dim, page_tokens, start, n_rows, window, head_begin, head_end;
     float softcap;
@@ -254,7 +255,7 @@ TEST(attention, rows_of_a_chunk_in_one_call_match_each_row_alone) {
 /// then merged: on every variant, against the exact two-pass definition over the whole range, and
 /// each lse against the exact log-sum-exp of its range's scores.
 TEST(attention, ranges_attended_apart_and_merged_match_the_whole_range) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   for (attention_fn fn : {attention_for(simd_level::scalar), attention_for(simd_level::avx2), attention_for(simd_level::avx512)}) {
     if (fn == attention_for(simd_level::avx2) && !simd_level_enabled(simd_level::avx2)) continue;
     if (fn == attention_for(simd_level::avx512) && !simd_level_enabled(simd_level::avx512)) continue;

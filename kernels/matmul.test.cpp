@@ -10,6 +10,7 @@
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kernels {
 namespace {
@@ -66,7 +67,7 @@ double exact_tolerance(dtype t) {
 class matmul_types : public ::testing::TestWithParam<dtype> {};
 
 TEST_P(matmul_types, scalar_kernels_match_the_exact_product) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const dtype t = GetParam();
   compute_pool pool(2);
@@ -83,7 +84,7 @@ TEST_P(matmul_types, scalar_kernels_match_the_exact_product) {
 }
 
 TEST_P(matmul_types, every_simd_level_matches_the_scalar_kernels) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const dtype t = GetParam();
   compute_pool pool(2);
@@ -103,7 +104,7 @@ TEST_P(matmul_types, every_simd_level_matches_the_scalar_kernels) {
 }
 
 TEST_P(matmul_types, a_single_thread_and_the_pool_agree_exactly) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const dtype t = GetParam();
   compute_pool one(1), two(2);
@@ -118,7 +119,7 @@ TEST_P(matmul_types, a_single_thread_and_the_pool_agree_exactly) {
 }
 
 TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const dtype t = GetParam();
   compute_pool pool(2);
@@ -146,7 +147,7 @@ TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
 /// batch, and the same on one thread or two.
 TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
   if (!simd_level_enabled(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const kernel_table& kt = kernels_for(simd_level::avx512);
   compute_pool one(1), two(2);
@@ -181,7 +182,7 @@ TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
 }
 
 TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const kernel_table& kt = active_kernels();
   compute_pool two(2);
@@ -233,7 +234,7 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
 /// blocks per row (the last step has one) and rows that fill no tile: every level against the
 /// scalar kernels, for GEMV and GEMM sizes.
 TEST(matmul, an_odd_number_of_32_value_blocks_matches_the_scalar_kernels) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   compute_pool pool(2);
   for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl}) {
@@ -260,7 +261,7 @@ INSTANTIATE_TEST_SUITE_P(all, matmul_types, ::testing::ValuesIn(k_all_types),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(matmul, quantized_activations_keep_their_block_sums) {
-  std::mt19937 gen(std::random_device{}());
+  std::mt19937 gen(test_seed());
   std::normal_distribution<float> dist(0.0f, 3.0f);
   std::vector<float> x(512);
   for (auto& v : x) v = dist(gen);
@@ -276,7 +277,7 @@ TEST(matmul, quantized_activations_keep_their_block_sums) {
 }
 
 TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, 2.0f);
   const std::int64_t k = 1024;

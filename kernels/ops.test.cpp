@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/simd.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kernels {
 namespace {
@@ -28,7 +29,7 @@ std::vector<float> random_values(std::int64_t n, float sigma, unsigned seed) {
 }
 
 TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   auto x = random_values(1003, 6.0f, seed);
   x[0] = 100.0f;
   x[1] = -100.0f;
@@ -49,7 +50,7 @@ TEST(ops, simd_silu_and_gelu_match_the_scalar_ones) {
 }
 
 TEST(ops, simd_f16_conversion_matches_the_scalar_one) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   // Every magnitude from f16's subnormals to past its largest value, both signs, and halfway cases.
   std::vector<float> x(1001);
@@ -70,7 +71,7 @@ TEST(ops, simd_f16_conversion_matches_the_scalar_one) {
 }
 
 TEST(ops, every_read_loop_sums_the_words_as_the_scalar_one_does) {
-  std::mt19937_64 gen(std::random_device{}());
+  std::mt19937_64 gen(test_seed());
   std::vector<std::uint64_t> words(32 * 37);
   for (auto& w : words) w = gen();  // the sums wrap
   const auto n = static_cast<std::int64_t>(words.size());
@@ -99,7 +100,7 @@ TEST(ops, silu_and_gelu_follow_their_formulas) {
 }
 
 TEST(ops, rms_norm_scales_to_unit_rms) {
-  auto x = random_values(896, 3.0f, std::random_device{}());
+  auto x = random_values(896, 3.0f, test_seed());
   std::vector<float> w(896, 2.0f), y(896);
   rms_norm(x.data(), w.data(), y.data(), 896, 1e-6f);
   double ss = 0;
@@ -151,7 +152,7 @@ TEST(ops, softmax_sums_to_one_and_returns_the_logsumexp) {
 }
 
 TEST(ops, f16_rows_convert_both_ways) {
-  auto x = random_values(37, 10.0f, std::random_device{}());
+  auto x = random_values(37, 10.0f, test_seed());
   std::vector<std::uint16_t> h(37);
   std::vector<float> back(37);
   convert_row_to_f16(x.data(), h.data(), 37);
@@ -173,7 +174,7 @@ TEST(ops, elementwise_ops_combine_rows) {
 }
 
 TEST(ops, hadamard32_is_orthonormal_and_keeps_dot_products) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> a(96), b(96);
   for (auto& x : a) x = g(rng);
@@ -202,7 +203,7 @@ TEST(ops, hadamard32_is_orthonormal_and_keeps_dot_products) {
 TEST(ops, hadamard32_at_least_halves_q4_0_error_on_keys_with_outlier_channels) {
   // Keys of trained models have a few channels far larger than the rest; a block's 4-bit scale
   // then fits the outlier and crushes its neighbours. Rotating spreads the outlier over the block.
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> g(0.0f, 1.0f);
   constexpr int dim = 128, n = 400;
   const int outliers[] = {3, 40, 77, 101};

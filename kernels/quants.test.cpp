@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/types.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kernels {
 namespace {
@@ -123,7 +124,7 @@ int q5_level(const block& b, int j) {
 /// 32, needs the cap), max itself at level 0; the values dequantize to (level - 16) * d, within
 /// half a step (a whole one where capped, plus the f16 rounding of d) of the input.
 TEST(quants, q5_0_quantizes_each_block_to_thirty_two_steps_from_its_largest_magnitude) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   constexpr int n_blocks = 64;
   std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0, every level 16
@@ -169,7 +170,7 @@ int q4_level(const block& b, int j) {
 /// dequantize to within half a step (plus the f16 rounding of d and m) of the input.
 template <class block, int (*level_of)(const block&, int)>
 void expect_min_and_steps(dtype type, int top) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   constexpr int n_blocks = 64;
   std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
   std::fill(x.begin() + 32, x.begin() + 64, 1.25f);
@@ -220,7 +221,7 @@ float iq4_nl_nearest_error(const float* x, float d) {
 /// (max / d in [-135, -103]); no block comes out worse than with that scale itself, and over many
 /// blocks the search of scales takes off at least 5% of its squared error.
 TEST(quants, iq4_nl_puts_each_value_at_the_nearest_table_entry_of_a_searched_scale) {
-  const unsigned seed = std::random_device{}();
+  const unsigned seed = test_seed();
   constexpr int n_blocks = 256;
   std::vector<float> x = random_values(n_blocks * k_qk, seed), y(x.size());
   std::fill(x.begin() + 32, x.begin() + 64, 0.0f);  // an all-zero block: d = 0
@@ -341,8 +342,7 @@ TEST(quants, f16_round_trips_every_finite_value_and_rounds_to_nearest_even) {
 }
 
 TEST(quants, round_trip_error_stays_within_each_types_bound) {
-  std::random_device rd;
-  const unsigned seed = rd();
+  const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   const std::int64_t n = 256 * 16;

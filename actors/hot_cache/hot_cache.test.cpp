@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/runtime/actor_system.hpp"
-#include "src/common/test_seed.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::hot_cache {
 namespace {

@@ -26,6 +26,7 @@
 #include "io/ssd/record_format.hpp"
 #include "io/ssd/segment_store.hpp"
 #include "io/ssd/small_disk.test.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::ssd::testing {
 
@@ -58,7 +59,7 @@ struct collected {
 class segment_store_test : public ::testing::Test {
  protected:
   void SetUp() override {
-    seed_ = std::random_device{}();
+    seed_ = test_seed();
     rng_.seed(seed_);
     std::string tmpl = "/tmp/strata-ssd-XXXXXX";
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);

@@ -6,6 +6,8 @@
 #include <boost/json/serialize.hpp>
 #include <gtest/gtest.h>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::api::schema {
 namespace {
 
@@ -308,7 +310,7 @@ TEST(chat_request, refuses_a_body_over_the_size_limit_with_413) {
 }
 
 TEST(chat_request, survives_random_corruption_of_a_valid_body) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   for (int i = 0; i < 3000; ++i) {
     std::string b = valid_body;
     int edits = 1 + static_cast<int>(rng() % 4);

@@ -15,6 +15,8 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "tests/support/test_seed.hpp"
+
 namespace {
 
 using strata::errc;
@@ -93,8 +95,7 @@ TEST(chat_template, prints_numbers_as_python_does) {
 }
 
 TEST(chat_template, prints_random_doubles_so_that_they_read_back_exactly) {
-  std::random_device rd;
-  const unsigned seed = rd();
+  const unsigned seed = strata::test_seed();
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> mantissa(-10.0, 10.0);
   std::uniform_int_distribution<int> exponent(-30, 30);
@@ -219,8 +220,7 @@ TEST(chat_template, never_crashes_on_malformed_templates) {
                              ".", "=", "==", "'", "\"", "x", "messages", "loop", "ns", "namespace(a=1)", "1", "-1",
                              "not", "and", "or", "is", "defined", "none", "~", "+", "*", "//", "%", "tojson",
                              "raise_exception('e')", "range(9)", "\n", " ", "[::-1]", "call", "endcall", "break"};
-  std::random_device rd;
-  const unsigned seed = rd();
+  const unsigned seed = strata::test_seed();
   std::mt19937 rng(seed);
   std::uniform_int_distribution<std::size_t> pick(0, std::size(fragments) - 1);
   std::uniform_int_distribution<int> length(1, 40);

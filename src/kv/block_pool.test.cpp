@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::kv {
 namespace {
 
@@ -160,7 +162,7 @@ TEST(block_pool, cached_blocks_of_one_format_make_room_for_another) {
 }
 
 TEST(block_pool, random_mixed_formats_stay_within_both_budgets) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_seed();
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
   const std::int64_t budget = 2000, cached_budget = static_cast<std::int64_t>(rng() % 2000);
@@ -197,7 +199,7 @@ TEST(block_pool, misuse_of_references_is_reported) {
 }
 
 TEST(block_pool, random_operations_keep_the_counts_consistent) {
-  const auto seed = std::random_device{}();
+  const auto seed = test_seed();
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
   const auto limit = static_cast<std::int32_t>(rng() % 17);

@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "src/common/test_seed.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kv {
 namespace {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::kv {
 namespace {
 
@@ -89,7 +91,7 @@ TEST(prefix_hash, different_salts_never_share_a_block_and_one_salt_gives_one_cha
 
 TEST(prefix_hash, random_chains_do_not_collide) {
   prefix_hasher hasher;
-  const auto seed = std::random_device{}();
+  const auto seed = test_seed();
   SCOPED_TRACE(seed);
   std::mt19937 rng(seed);
   const block_hash root = hasher.root({});

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <random>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::sampling {
 namespace {
 
@@ -78,7 +80,7 @@ std::vector<bool> reference_nucleus(const std::vector<float>& logits, double top
 }
 
 TEST(sampler, temperature_zero_is_the_argmax_whatever_the_truncation) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> nd(0.0f, 3.0f);
   for (int round = 0; round < 50; ++round) {
     std::vector<float> logits(1 + rng() % 2000);
@@ -137,7 +139,7 @@ TEST(sampler, the_chain_applies_top_k_then_top_p_then_min_p_then_temperature) {
 TEST(sampler, top_p_over_a_large_random_vocabulary_keeps_exactly_the_nucleus) {
   // A nucleus of some two hundred tokens out of 5,000: the selection has to grow past its first
   // chunk, and a chi-square over the nucleus checks the whole distribution.
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> logits(5000);
   for (float& x : logits) x = nd(rng);
@@ -226,7 +228,7 @@ TEST(sampler, logit_bias_adds_and_minus_100_bans) {
 }
 
 TEST(sampler, the_same_seed_gives_the_same_tokens_and_another_seed_others) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> nd;
   std::vector<std::vector<float>> steps(64, std::vector<float>(500));
   for (auto& v : steps)
@@ -247,7 +249,7 @@ TEST(sampler, the_same_seed_gives_the_same_tokens_and_another_seed_others) {
 }
 
 TEST(sampler, logprobs_are_the_log_softmax_of_the_raw_logits) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> nd(0.0f, 4.0f);
   for (int round = 0; round < 30; ++round) {
     const std::int32_t n = 100 + static_cast<std::int32_t>(rng() % 3000);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "src/common/utf8.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::sampling {
 namespace {
@@ -150,7 +151,7 @@ std::pair<std::string, int> cut_at_first_stop(const std::string& text, const std
 }
 
 TEST(text_stream, random_text_cut_anywhere_comes_out_whole_up_to_the_first_stop) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   const std::string alphabet[] = {"a", "b", " ", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x9A\x80"};
   auto random_text = [&](std::size_t chars) {
     std::string s;

@@ -5,11 +5,13 @@
 #include <map>
 #include <random>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::sampling {
 namespace {
 
 TEST(token_counts, matches_a_map_under_random_adds_and_removes) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   for (int round = 0; round < 20; ++round) {
     token_counts c;
     std::map<std::int32_t, std::int32_t> ref;

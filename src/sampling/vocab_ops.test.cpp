@@ -7,11 +7,13 @@
 #include <random>
 #include <vector>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::sampling {
 namespace {
 
 TEST(vocab_ops, agree_with_plain_loops_on_fresh_random_logits) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::normal_distribution<float> nd(0.0f, 5.0f);
   const float inf = std::numeric_limits<float>::infinity();
   for (int round = 0; round < 300; ++round) {

@@ -4,6 +4,8 @@
 
 #include <random>
 
+#include "tests/support/test_seed.hpp"
+
 namespace strata::tokenizer {
 namespace {
 
@@ -41,8 +43,7 @@ TEST(pre_tokenizer, invalid_utf8_bytes_become_pieces_of_their_own) {
 }
 
 TEST(pre_tokenizer, pieces_always_concatenate_to_the_text) {
-  std::random_device rd;
-  const auto seed = rd();
+  const auto seed = test_seed();
   std::mt19937 rng(seed);
   for (const char* name : {"default", "gpt-2", "llama-bpe", "qwen2", "starcoder", "falcon", "deepseek-llm", "deepseek-coder",
                            "deepseek-v3", "tekken", "gpt-4o", "poro-chat", "viking", "seed-coder", "chatglm-bpe"}) {

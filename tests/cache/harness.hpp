@@ -19,6 +19,7 @@
 #include "src/config/config.hpp"
 #include "server/engine/engine.hpp"
 #include "src/kv/kv_format.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::cache_test {
 
@@ -177,7 +178,7 @@ class shared_model_test : public ::testing::TestWithParam<std::string> {
     auto m = model::model::load(path_);
     ASSERT_TRUE(m) << m.err().message;
     n_vocab_ = (*m)->hp.n_vocab;
-    const auto seed = std::random_device{}();
+    const auto seed = test_seed();
     trace_.emplace(__FILE__, __LINE__, "seed " + std::to_string(seed));
     rng_.seed(seed);
   }

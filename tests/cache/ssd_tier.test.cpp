@@ -14,6 +14,7 @@
 
 #include "io/ssd/small_disk.test.hpp"
 #include "tests/cache/harness.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata {
 namespace {
@@ -190,7 +191,7 @@ TEST(ssd_tier_modes, hot_mode_creates_no_directory_and_opens_no_file) {
   const fs::path dir = tmp.path / "never";
   auto cfg = small_config(config::cache_mode::hot);
   cfg.cache.dir = dir.string();
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   script user{{random_tokens(rng, 70, 256), random_tokens(rng, 5, 256)}};
   auto r = play(k_shared + "/models/tiny-llama-spm-f16.gguf", cfg, user);
   ASSERT_EQ(r.size(), 2u);

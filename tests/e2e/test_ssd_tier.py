@@ -5,8 +5,9 @@ with the tokens of a server that caches nothing, and restores exactly the blocks
 50 rounds of kill -9 in the middle of heavy writes: no answer is ever wrong, the server always
 starts again, and the directory holds nothing but segment files within its budget.
 
-The prompts are pseudo-random token ids from a seed printed at the start (set STRATA_E2E_SEED to
-run with a given one): they differ between runs of the test, not within one.
+The prompts are pseudo-random token ids from a seed printed at the start (set STRATA_TEST_SEED,
+as for every random test, to run with a given one): they differ between runs of the test, not
+within one.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ SSD_MAX = 16 << 20
 CONFIG = ('[cache]\nmode = "tiered"\nssd_max = "16MiB"\nhot_memory = "8MiB"\n'
           '[kv]\nmemory = "16MiB"\nblock_tokens = 16\n')
 
-SEED = int(os.environ.get("STRATA_E2E_SEED") or ((int(time.time() * 1000) ^ os.getpid()) & 0xFFFFFFFF))
+SEED = int(os.environ.get("STRATA_TEST_SEED") or os.environ.get("STRATA_E2E_SEED")  # the older name
+          or ((int(time.time() * 1000) ^ os.getpid()) & 0xFFFFFFFF))
 _state = SEED
 
 
@@ -52,7 +54,7 @@ KNOWN = [tokens(80 + 30 * i) for i in range(6)]
 @pytest.fixture(autouse=True)
 def show_seed(capsys):
     with capsys.disabled():
-        print(f"\nseed {SEED}")
+        print(f"\nseed = {SEED} (rerun with STRATA_TEST_SEED={SEED})")
 
 
 @pytest.fixture(scope="module")

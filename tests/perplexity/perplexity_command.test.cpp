@@ -20,10 +20,11 @@
 #include <boost/json.hpp>
 
 #include "kernels/compute_pool.hpp"
-#include "src/common/test_seed.hpp"
+#include "tests/support/test_seed.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata {
 namespace {

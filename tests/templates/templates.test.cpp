@@ -105,8 +105,7 @@ TEST(templates, never_crash_on_mutated_reference_templates) {
   const std::string dir = std::string(STRATA_SHARED_DIR) + "/templates/";
   auto expected = boost::json::parse(read_file(dir + "expected.json")).as_object();
   const auto& messages = expected.at("conversations").at("multi_turn").as_array();
-  std::random_device rd;
-  const unsigned seed = rd();
+  const unsigned seed = strata::test_seed();
   std::mt19937 rng(seed);
   const char replacements[] = "{}%#-()[]|.,'\"=~ \nxi0";
   strata::chat::render_limits limits;
