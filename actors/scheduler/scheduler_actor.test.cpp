@@ -1,42 +1,39 @@
-// The scheduler and the compute pipeline as actors, with a small stand-in model whose output
-// depends on every earlier position of its own sequence through the KV pages: a batch that mixed
-// up block tables, positions or rows would change the tokens.
+// The scheduler and the compute pipeline as actors on the manual executor, with a small stand-in
+// model whose output depends on every earlier position of its own sequence through the KV pages:
+// a batch that mixed up block tables, positions or rows would change the tokens. The test steps
+// the system on its own thread; nothing sleeps or polls.
 
 #include "actors/scheduler/scheduler_actor.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cmath>
-#include <future>
 #include <map>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <random>
-#include <thread>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/runtime/actor_system.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::sched {
 namespace {
 
-using namespace std::chrono_literals;
 constexpr int k_block = 4;
 constexpr int k_blocks = 256;
 constexpr int k_vocab = 97;
 
-/// A layer whose "attention" sums every earlier position's value from the KV pages. While `gate`
-/// is closed it holds every step back.
+/// A layer whose "attention" sums every earlier position's value from the KV pages.
 class toy_layer final : public pipeline::layer_compute {
  public:
-  toy_layer(int index, std::shared_ptr<const std::atomic<bool>> gate)
-      : index_(index), gate_(std::move(gate)), pages_(static_cast<std::size_t>(k_blocks * k_block), 0.0) {}
+  explicit toy_layer(int index) : index_(index), pages_(static_cast<std::size_t>(k_blocks * k_block), 0.0) {}
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override {
-    while (!gate_->load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
     if (hidden.empty()) {
       hidden.resize(layout.tokens.size());
       for (std::size_t r = 0; r < layout.tokens.size(); ++r) hidden[r] = static_cast<float>(layout.tokens[r]);
@@ -64,7 +61,6 @@ class toy_layer final : public pipeline::layer_compute {
     return pages_.at(static_cast<std::size_t>(block * k_block + pos % k_block));
   }
   int index_;
-  std::shared_ptr<const std::atomic<bool>> gate_;
   std::vector<double> pages_;
 };
 
@@ -113,62 +109,80 @@ struct outcome {
   bool admitted = false;
   bool event_before_admission = false;  // a token or done that came before request_admitted
 };
+using outcomes = std::map<std::uint64_t, outcome>;
 
-/// Collects every request's events.
+/// Collects every request's events. The system is stepped on the test's thread, so the test reads
+/// the map between steps without a lock.
 class collector final : public actors::actor<stream_inbox> {
  public:
-  explicit collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, outcome>> out)
-      : mu_(std::move(mu)), out_(std::move(out)) {}
+  explicit collector(std::shared_ptr<outcomes> out) : out_(std::move(out)) {}
   void receive(stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
-  void handle(request_admitted a) {
-    std::lock_guard lock(*mu_);
-    (*out_)[a.request].admitted = true;
-  }
+  void handle(request_admitted a) { (*out_)[a.request].admitted = true; }
   void handle(token_event e) {
-    std::lock_guard lock(*mu_);
     auto& o = (*out_)[e.request];
     o.event_before_admission = o.event_before_admission || !o.admitted;
     if (e.token >= 0) o.tokens.push_back(e.token);
     o.text += e.text;
   }
   void handle(request_done d) {
-    std::lock_guard lock(*mu_);
     auto& o = (*out_)[d.request];
     o.event_before_admission = o.event_before_admission || !o.admitted;
     o.done = d;
   }
   void handle(open_stream) {}
-  void handle(request_rejected r) {
-    std::lock_guard lock(*mu_);
-    (*out_)[r.request].rejected = r;
-  }
+  void handle(request_rejected r) { (*out_)[r.request].rejected = r; }
 
  private:
-  std::shared_ptr<std::mutex> mu_;
-  std::shared_ptr<std::map<std::uint64_t, outcome>> out_;
+  std::shared_ptr<outcomes> out_;
 };
 
+/// Whether steps pass, and the ones held while they may not.
+struct gate_state {
+  bool closed = false;
+  std::vector<pipeline::forward> held;
+};
+
+/// Sits in front of the first layer. While closed it holds every step, so requests submitted
+/// meanwhile all reach the scheduler before any step runs; sampler messages always pass.
+class gate_stage final : public actors::actor<pipeline::stage_inbox> {
+ public:
+  gate_stage(std::shared_ptr<gate_state> state, pipeline::stage_address next) : state_(std::move(state)), next_(std::move(next)) {}
+  void receive(pipeline::stage_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(pipeline::forward f) {
+    if (state_->closed) {
+      state_->held.push_back(std::move(f));
+    } else {
+      next_.pass_on(std::move(f));
+    }
+  }
+  void handle(pipeline::open_sampler m) { next_.tell(std::move(m)); }
+  void handle(pipeline::close_sampler m) { next_.tell(std::move(m)); }
+
+ private:
+  std::shared_ptr<gate_state> state_;
+  pipeline::stage_address next_;
+};
+
+text_services toy_text() {
+  return {[](std::int32_t t) { return t == 5 ? std::string("S") : std::string(1, static_cast<char>('a' + t % 26)); },
+          [](std::int32_t t) { return t == 0; },
+          [](const std::vector<std::string>& stop) { return std::make_unique<plain_text>(stop); }};
+}
+
+/// The scheduler, a gate, three toy layers and the output stage on a manual executor: nothing
+/// runs until the test steps the system, on its own thread.
 struct pipeline_fixture {
   // Declared before the system so that they outlive every actor that updates them.
   metrics::registry registry;
   scheduler_metrics m = scheduler_metrics::create(registry);
-  actors::actor_system system;
+  std::shared_ptr<outcomes> results = std::make_shared<outcomes>();
+  std::shared_ptr<gate_state> gate = std::make_shared<gate_state>();
+  actors::actor_system system{{.threads = 0}};
   scheduler_address scheduler;
+  pipeline::stage_address first_layer;
   actors::address<stream_inbox> sink;
-  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
-  std::shared_ptr<std::map<std::uint64_t, outcome>> results = std::make_shared<std::map<std::uint64_t, outcome>>();
-  /// Closed, it holds every step in the first layer: requests submitted meanwhile all reach the
-  /// scheduler before any of them runs, however the threads are scheduled.
-  std::shared_ptr<std::atomic<bool>> gate = std::make_shared<std::atomic<bool>>(true);
-  /// Opens the gate once the scheduler holds n requests (running or waiting): none can run ahead,
-  /// and finish, before the last ones arrive.
-  void open_gate_when_all_arrived(int n) {
-    for (int i = 0; i < 5000 && m.running->value() + m.waiting->value() < n; ++i) std::this_thread::sleep_for(1ms);
-    EXPECT_EQ(m.running->value() + m.waiting->value(), n);
-    gate->store(true);
-  }
 
-  explicit pipeline_fixture(planner_options opts, int threads = 2) : system({.threads = threads}) {
+  explicit pipeline_fixture(planner_options opts) {
     opts.block_tokens = k_block;
     // Built back to front: each stage needs its successor's address; steps carry the scheduler's.
     auto out = system.spawn<pipeline::output_actor>(
@@ -177,14 +191,13 @@ struct pipeline_fixture {
     pipeline::stage_address next = out;
     for (int i = 2; i >= 0; --i) {
       next = system.spawn<pipeline::layer_actor>("layer" + std::to_string(i), actors::supervision::stop_system,
-                                                 std::shared_ptr<pipeline::layer_compute>(std::make_shared<toy_layer>(i, gate)), next);
+                                                 std::shared_ptr<pipeline::layer_compute>(std::make_shared<toy_layer>(i)), next);
     }
-    text_services text{[](std::int32_t t) { return t == 5 ? std::string("S") : std::string(1, static_cast<char>('a' + t % 26)); },
-                       [](std::int32_t t) { return t == 0; },
-                       [](const std::vector<std::string>& stop) { return std::make_unique<plain_text>(stop); }};
-    scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system,
-                                              scheduler_config{opts, k_blocks}, text, next, out, m);
-    sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, results);
+    first_layer = next;
+    auto gated = system.spawn<gate_stage>("gate", actors::supervision::stop_system, gate, first_layer);
+    scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system, scheduler_config{opts, k_blocks},
+                                              toy_text(), gated, out, m);
+    sink = system.spawn<collector>("collector", actors::supervision::stop_system, results);
   }
 
   void submit(std::uint64_t id, std::vector<std::int32_t> prompt, int max_tokens, std::vector<std::string> stop = {},
@@ -196,31 +209,17 @@ struct pipeline_fixture {
     scheduler.tell(sched::submit{id, std::move(prompt), g, sink});
   }
 
-  bool wait_done(const std::vector<std::uint64_t>& ids, std::chrono::milliseconds timeout = 20s) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      {
-        std::lock_guard lock(*mu);
-        bool all = true;
-        for (auto id : ids) {
-          auto it = results->find(id);
-          all = all && it != results->end() && (it->second.done || it->second.rejected);
-        }
-        if (all) return true;
-      }
-      std::this_thread::sleep_for(2ms);
-    }
-    return false;
+  /// Lets the held steps and every later one through.
+  void open_gate() {
+    gate->closed = false;
+    for (auto& f : std::exchange(gate->held, {})) first_layer.tell(std::move(f));
   }
-  bool is_done(std::uint64_t id) {
-    std::lock_guard lock(*mu);
+
+  bool is_done(std::uint64_t id) const {
     auto it = results->find(id);
     return it != results->end() && (it->second.done || it->second.rejected);
   }
-  outcome get(std::uint64_t id) {
-    std::lock_guard lock(*mu);
-    return (*results)[id];
-  }
+  outcome get(std::uint64_t id) const { return results->contains(id) ? results->at(id) : outcome{}; }
 };
 
 std::vector<std::int32_t> random_prompt(std::mt19937& rng, int n) {
@@ -230,33 +229,32 @@ std::vector<std::int32_t> random_prompt(std::mt19937& rng, int n) {
 }
 
 TEST(scheduler_actor, a_request_gives_the_same_tokens_alone_and_batched_with_fifteen_others) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   auto prompt = random_prompt(rng, 37);
   std::vector<std::int32_t> alone;
   {
     pipeline_fixture f({.token_budget = 16, .max_running = 16});
     f.submit(1, prompt, 24);
-    ASSERT_TRUE(f.wait_done({1}));
+    f.system.run_all();
+    ASSERT_TRUE(f.is_done(1));
     alone = f.get(1).tokens;
     ASSERT_EQ(alone.size(), 24u);
   }
   pipeline_fixture f({.token_budget = 16, .max_running = 16});
-  std::vector<std::uint64_t> ids;
   for (std::uint64_t i = 2; i <= 16; ++i) {
     f.submit(i, random_prompt(rng, 5 + static_cast<int>(rng() % 60)), 10 + static_cast<int>(rng() % 30));
-    ids.push_back(i);
   }
   f.submit(1, prompt, 24);
-  ids.push_back(1);
-  ASSERT_TRUE(f.wait_done(ids));
+  f.system.run_all();
+  for (std::uint64_t i = 1; i <= 16; ++i) ASSERT_TRUE(f.is_done(i)) << "request " << i;
   EXPECT_EQ(f.get(1).tokens, alone);
   EXPECT_EQ(f.get(1).done->reason, finish_reason::length);
   EXPECT_EQ(f.get(1).done->completion_tokens, 24);
   EXPECT_EQ(f.get(1).done->prompt_tokens, 37);
   // Every request was admitted before any of its events.
-  for (auto id : ids) {
-    EXPECT_TRUE(f.get(id).admitted) << id;
-    EXPECT_FALSE(f.get(id).event_before_admission) << id;
+  for (std::uint64_t i = 1; i <= 16; ++i) {
+    EXPECT_TRUE(f.get(i).admitted) << i;
+    EXPECT_FALSE(f.get(i).event_before_admission) << i;
   }
 }
 
@@ -264,12 +262,15 @@ TEST(scheduler_actor, cancelled_requests_leave_the_batch_and_return_their_blocks
   pipeline_fixture f({.token_budget = 32, .max_running = 8});
   std::mt19937 rng(7);
   for (std::uint64_t i = 1; i <= 6; ++i) f.submit(i, random_prompt(rng, 20), 3000);
-  for (int i = 0; i < 2000 && f.m.kv_blocks_used->value() < 30; ++i) std::this_thread::sleep_for(1ms);
-  EXPECT_GE(f.m.kv_blocks_used->value(), 30.0);
+  f.system.run_until([&] { return f.m.kv_blocks_used->value() >= 30; });
+  ASSERT_GE(f.m.kv_blocks_used->value(), 30.0);
+  for (std::uint64_t i = 1; i <= 6; ++i) EXPECT_FALSE(f.is_done(i));
   for (std::uint64_t i = 1; i <= 6; ++i) f.scheduler.tell(cancel{i});
-  ASSERT_TRUE(f.wait_done({1, 2, 3, 4, 5, 6}));
-  for (std::uint64_t i = 1; i <= 6; ++i) EXPECT_EQ(f.get(i).done->reason, finish_reason::cancelled);
-  for (int i = 0; i < 100 && f.m.kv_blocks_used->value() > 0; ++i) std::this_thread::sleep_for(5ms);
+  f.system.run_all();
+  for (std::uint64_t i = 1; i <= 6; ++i) {
+    ASSERT_TRUE(f.is_done(i));
+    EXPECT_EQ(f.get(i).done->reason, finish_reason::cancelled);
+  }
   EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
   EXPECT_EQ(f.m.running->value(), 0.0);
 }
@@ -277,11 +278,12 @@ TEST(scheduler_actor, cancelled_requests_leave_the_batch_and_return_their_blocks
 TEST(scheduler_actor, a_cancelled_waiting_request_leaves_the_queue_at_once_and_the_others_finish) {
   pipeline_fixture f({.token_budget = 32, .max_running = 1});
   // The gate holds the first step: request 1 runs (its blocks taken), 2 and 3 wait behind it.
-  f.gate->store(false);
+  f.gate->closed = true;
   f.submit(1, {10, 11, 12, 13, 14, 15}, 6);
   f.submit(2, {20, 21, 22, 23, 24, 25, 26, 27, 28}, 6);
   f.submit(3, {30, 31, 32}, 6);
-  for (int i = 0; i < 2000 && f.m.waiting->value() < 2; ++i) std::this_thread::sleep_for(1ms);
+  f.system.run_all();
+  ASSERT_EQ(f.gate->held.size(), 1u);
   ASSERT_EQ(f.m.waiting->value(), 2.0);
   ASSERT_EQ(f.m.running->value(), 1.0);
   const double blocks_of_first = f.m.kv_blocks_used->value();
@@ -289,27 +291,30 @@ TEST(scheduler_actor, a_cancelled_waiting_request_leaves_the_queue_at_once_and_t
 
   // Answered while the step is still held: the queue does not wait for the batch.
   f.scheduler.tell(cancel{2});
-  ASSERT_TRUE(f.wait_done({2}));
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(2));
   auto second = f.get(2);
   EXPECT_EQ(second.done->reason, finish_reason::cancelled);
   EXPECT_EQ(second.done->completion_tokens, 0);
   EXPECT_TRUE(second.tokens.empty());
-  for (int i = 0; i < 2000 && f.m.waiting->value() > 1; ++i) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(f.m.waiting->value(), 1.0);
   EXPECT_EQ(f.m.kv_blocks_used->value(), blocks_of_first);
+  EXPECT_FALSE(f.is_done(1));
+  EXPECT_EQ(f.gate->held.size(), 1u);
 
-  f.gate->store(true);
-  ASSERT_TRUE(f.wait_done({1, 3}));
+  f.open_gate();
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(1));
+  ASSERT_TRUE(f.is_done(3));
   EXPECT_EQ(f.get(1).done->reason, finish_reason::length);
   EXPECT_EQ(f.get(3).done->reason, finish_reason::length);
   EXPECT_EQ(f.get(3).done->completion_tokens, 6);
-  for (int i = 0; i < 2000 && f.m.kv_blocks_used->value() > 0; ++i) std::this_thread::sleep_for(1ms);
   EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
   EXPECT_EQ(f.m.waiting->value(), 0.0);
 }
 
 TEST(scheduler_actor, a_full_queue_rejects_with_429) {
-  pipeline_fixture f({.token_budget = 8, .max_running = 1, .max_queued = 1}, 0);
+  pipeline_fixture f({.token_budget = 8, .max_running = 1, .max_queued = 1});
   f.submit(1, {10, 11, 12}, 4);
   f.submit(2, {10, 11, 12}, 4);
   f.submit(3, {10, 11, 12}, 4);
@@ -324,8 +329,8 @@ TEST(scheduler_actor, a_full_queue_rejects_with_429) {
 }
 
 TEST(scheduler_actor, ends_on_a_stop_sequence_or_an_end_token_with_reason_stop) {
-  pipeline_fixture f({.token_budget = 64, .max_running = 8}, 0);
-  std::mt19937 rng(std::random_device{}());
+  pipeline_fixture f({.token_budget = 64, .max_running = 8});
+  std::mt19937 rng(test_seed());
   // Whichever of the tokens 5 ("S", a stop string) or 0 (end of generation) comes first ends it.
   for (std::uint64_t i = 1; i <= 20; ++i) f.submit(i, random_prompt(rng, 9), 200, {"S"}, false);
   f.system.run_all();
@@ -351,30 +356,32 @@ TEST(scheduler_actor, survives_kv_exhaustion_by_preempting_and_finishes_everythi
   // 256 blocks of 4 = 1024 positions; 12 sequences of 60 + 40 need 1200.
   pipeline_fixture f({.token_budget = 64, .max_running = 12, .max_context = 512});
   std::mt19937 rng(3);
-  std::vector<std::uint64_t> ids;
-  f.gate->store(false);
-  for (std::uint64_t i = 1; i <= 12; ++i) {
-    f.submit(i, random_prompt(rng, 60), 40);
-    ids.push_back(i);
-  }
-  f.open_gate_when_all_arrived(12);
-  ASSERT_TRUE(f.wait_done(ids, 60s));
-  for (auto id : ids) {
+  // All twelve reach the scheduler before the first step runs: none can run ahead, and finish,
+  // before the last ones arrive.
+  f.gate->closed = true;
+  for (std::uint64_t i = 1; i <= 12; ++i) f.submit(i, random_prompt(rng, 60), 40);
+  f.system.run_all();
+  EXPECT_EQ(f.m.running->value() + f.m.waiting->value(), 12.0);
+  f.open_gate();
+  f.system.run_all();
+  for (std::uint64_t id = 1; id <= 12; ++id) {
     auto o = f.get(id);
-    ASSERT_TRUE(o.done);
+    ASSERT_TRUE(o.done) << "request " << id;
     EXPECT_EQ(o.done->completion_tokens, 40);
   }
   EXPECT_GT(f.m.preemptions->value(), 0u);
 }
 
 /// Conversations of several turns, all running at once: turn t + 1's prompt is turn t's prompt,
-/// its reply and a new user message. Returns each turn's outcome by (conversation, turn).
+/// its reply and a new user message, submitted as soon as turn t is done. Returns each turn's
+/// outcome by (conversation, turn).
 std::map<std::pair<int, int>, outcome> converse(bool prefix_cache, const std::vector<std::vector<std::vector<std::int32_t>>>& user,
                                                 int reply_tokens) {
   planner_options o{.token_budget = 24, .max_running = 16};
   o.prefix_cache = prefix_cache;
   pipeline_fixture f(o);
   const int n_conv = static_cast<int>(user.size());
+  const int n_turns = static_cast<int>(user[0].size());
   std::vector<std::vector<std::int32_t>> prompt(static_cast<std::size_t>(n_conv));
   std::vector<int> turn(static_cast<std::size_t>(n_conv), 0);
   auto id_of = [](int c, int t) { return static_cast<std::uint64_t>(c * 100 + t + 1); };
@@ -383,29 +390,26 @@ std::map<std::pair<int, int>, outcome> converse(bool prefix_cache, const std::ve
     f.submit(id_of(c, 0), prompt[static_cast<std::size_t>(c)], reply_tokens);
   }
   std::map<std::pair<int, int>, outcome> out;
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (static_cast<int>(out.size()) < n_conv * static_cast<int>(user[0].size()) && std::chrono::steady_clock::now() < deadline) {
+  // One message at a time; after each, the turns that just ended submit their next ones.
+  do {
     for (int c = 0; c < n_conv; ++c) {
       auto& t = turn[static_cast<std::size_t>(c)];
-      if (t >= static_cast<int>(user[0].size()) || !f.is_done(id_of(c, t))) continue;
+      if (t >= n_turns || !f.is_done(id_of(c, t))) continue;
       outcome got = f.get(id_of(c, t));
       out[{c, t}] = got;
-      if (++t >= static_cast<int>(user[0].size())) continue;
+      if (++t >= n_turns) continue;
       auto& p = prompt[static_cast<std::size_t>(c)];
       p.insert(p.end(), got.tokens.begin(), got.tokens.end());
       const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
       p.insert(p.end(), u.begin(), u.end());
       f.submit(id_of(c, t), p, reply_tokens);
     }
-    std::this_thread::sleep_for(1ms);
-  }
+  } while (f.system.run_one());
   return out;
 }
 
 TEST(scheduler_actor, multi_turn_conversations_give_the_same_tokens_with_and_without_the_prefix_cache) {
-  const auto seed = std::random_device{}();
-  SCOPED_TRACE(seed);
-  std::mt19937 rng(seed);
+  std::mt19937 rng(test_seed());
   constexpr int n_conv = 8, n_turns = 3, reply = 8;
   std::vector<std::vector<std::vector<std::int32_t>>> user(n_conv);
   for (auto& conv : user) {
@@ -440,16 +444,18 @@ TEST(scheduler_actor, multi_turn_conversations_give_the_same_tokens_with_and_wit
 }
 
 TEST(scheduler_actor, preemption_with_the_prefix_cache_still_finishes_everything_with_the_same_tokens) {
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(test_seed());
   std::vector<std::vector<std::int32_t>> prompts;
   for (int i = 0; i < 12; ++i) prompts.push_back(random_prompt(rng, 60));
   std::map<std::uint64_t, std::vector<std::int32_t>> reference;
   {
     pipeline_fixture f({.token_budget = 64, .max_running = 4, .max_context = 512});
     for (std::uint64_t i = 1; i <= 12; ++i) f.submit(i, prompts[i - 1], 40);
-    std::vector<std::uint64_t> ids{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-    ASSERT_TRUE(f.wait_done(ids, 60s));
-    for (auto id : ids) reference[id] = f.get(id).tokens;
+    f.system.run_all();
+    for (std::uint64_t id = 1; id <= 12; ++id) {
+      ASSERT_TRUE(f.is_done(id)) << "request " << id;
+      reference[id] = f.get(id).tokens;
+    }
   }
   // 256 blocks of 4 = 1024 positions for 12 sequences of 100: preemptions, and cached blocks
   // evicted to make room. The gate keeps the first requests from running ahead (and finishing)
@@ -457,15 +463,17 @@ TEST(scheduler_actor, preemption_with_the_prefix_cache_still_finishes_everything
   planner_options o{.token_budget = 64, .max_running = 12, .max_context = 512};
   o.prefix_cache = true;
   pipeline_fixture f(o);
-  f.gate->store(false);
-  std::vector<std::uint64_t> ids;
-  for (std::uint64_t i = 1; i <= 12; ++i) {
-    f.submit(i, prompts[i - 1], 40);
-    ids.push_back(i);
+  f.gate->closed = true;
+  for (std::uint64_t i = 1; i <= 12; ++i) f.submit(i, prompts[i - 1], 40);
+  f.system.run_all();
+  ASSERT_EQ(f.gate->held.size(), 1u);
+  EXPECT_EQ(f.m.running->value() + f.m.waiting->value(), 12.0);
+  f.open_gate();
+  f.system.run_all();
+  for (std::uint64_t id = 1; id <= 12; ++id) {
+    ASSERT_TRUE(f.is_done(id)) << "request " << id;
+    EXPECT_EQ(f.get(id).tokens, reference[id]) << "request " << id;
   }
-  f.open_gate_when_all_arrived(12);
-  ASSERT_TRUE(f.wait_done(ids, 60s));
-  for (auto id : ids) EXPECT_EQ(f.get(id).tokens, reference[id]) << "request " << id;
   EXPECT_GT(f.m.preemptions->value(), 0u);
 }
 

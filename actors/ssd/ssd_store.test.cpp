@@ -12,6 +12,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "io/ssd/small_disk.test.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::ssd {
 namespace {
@@ -77,7 +78,7 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
   ASSERT_TRUE(opened) << opened.err().message;
   std::unique_ptr<segment_store> store = std::move(*opened);
 
-  const auto seed = std::random_device{}();
+  const auto seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   auto log = std::make_shared<inbox_log>();
@@ -138,7 +139,7 @@ TEST(ssd_store, stopping_flushes_the_writes_still_queued) {
   auto opened = segment_store::open(o);
   ASSERT_TRUE(opened) << opened.err().message;
   std::unique_ptr<segment_store> store = std::move(*opened);
-  std::mt19937_64 rng(std::random_device{}());
+  std::mt19937_64 rng(test_seed());
   std::vector<kv::block_hash> hashes;
   {
     actors::actor_system system({.threads = 1});
@@ -171,7 +172,7 @@ TEST(ssd_store, defers_blocks_while_the_disk_is_full_and_says_by_itself_when_it_
   ASSERT_TRUE(opened) << opened.err().message;
   disk.fill();  // full before the first record
 
-  const auto seed = std::random_device{}();
+  const auto seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
   metrics::registry registry;

@@ -148,7 +148,7 @@ TEST(ssd_tier_modes, blocks_computed_while_the_disk_was_full_are_written_once_it
   temp_dir tmp;
   ssd::testing::small_disk disk(tmp.path);
   if (!disk.unavailable().empty()) GTEST_SKIP() << disk.unavailable();
-  const auto seed = std::random_device{}();
+  const auto seed = strata::test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   const std::string model = k_shared + "/models/tiny-llama-spm-f16.gguf";
