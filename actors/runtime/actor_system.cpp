@@ -155,4 +155,16 @@ std::size_t actor_system::run_until(const std::function<bool()>& done) {
 
 bool actor_system::run_one_for(std::chrono::milliseconds timeout) { return ctx_.run_one_for(timeout) > 0; }
 
+bool actor_system::run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    // Checked at every step, not only when idle: actors that keep each other busy forever do not
+    // outlast the timeout either.
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (ctx_.poll_one() > 0) continue;
+    if (ctx_.run_one_until(deadline) == 0) return done();
+  }
+  return true;
+}
+
 }  // namespace strata::actors

@@ -112,6 +112,11 @@ class actor_system final : private failure_sink {
   /// that waits on real I/O (a socket, an io_uring eventfd), whose completion arrives from outside
   /// the system. Returns false if none ran in time.
   bool run_one_for(std::chrono::milliseconds timeout);
+  /// Manual mode: runs handlers until `done()` holds; when none is ready, waits for the next event
+  /// from outside (as run_one_for); for at most `timeout` in all, busy or waiting. Returns whether
+  /// done() holds: a test of an actor on real I/O steps to an outcome without sleeping and without
+  /// hanging.
+  bool run_until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
 
   std::size_t thread_count() const { return threads_.size(); }
   std::size_t actor_count() const;

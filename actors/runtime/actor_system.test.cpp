@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <future>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -474,6 +475,34 @@ TEST(actor_system, manual_mode_run_one_for_waits_for_an_event_from_outside_the_s
   EXPECT_EQ(n->load(), 0);
   ASSERT_TRUE(sys.run_one());  // the message it sent
   EXPECT_EQ(n->load(), 1);
+}
+
+TEST(actor_system, manual_mode_run_until_with_a_timeout_waits_for_outside_events_until_the_condition_holds) {
+  actor_system sys({.threads = 0});
+  auto n = std::make_shared<std::atomic<int>>(0);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  auto c = sys.spawn<counter>("counter", supervision::stop_system, n, stopped);
+  boost::asio::steady_timer timer(sys.context(), 20ms);
+  timer.async_wait([c](const boost::system::error_code& ec) {
+    if (!ec) c.tell(count_msg{});
+  });
+  c.tell(count_msg{});
+  // The message ready now, then the timer's event, then the message it sends.
+  EXPECT_TRUE(sys.run_until([&] { return n->load() == 2; }, 10s));
+  EXPECT_EQ(n->load(), 2);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(sys.run_until([] { return false; }, 30ms));  // nothing more comes: it gives up
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 30ms);
+}
+
+TEST(actor_system, manual_mode_run_until_with_a_timeout_gives_up_on_actors_that_never_go_idle) {
+  actor_system sys({.threads = 0});
+  auto a = sys.spawn<player>("a", supervision::stop_system);
+  auto b = sys.spawn<player>("b", supervision::stop_system);
+  a.tell(set_peer_msg{b});
+  b.tell(set_peer_msg{a});
+  a.tell(hit{std::numeric_limits<int>::max()});  // a rally that outlasts any test
+  EXPECT_FALSE(sys.run_until([] { return false; }, 30ms));
 }
 
 }  // namespace

@@ -8,11 +8,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "actors/runtime/actor_system.hpp"
@@ -36,28 +34,20 @@ struct reply {
   std::optional<sched::request_rejected> rejected;
 };
 
+/// Keeps each request's reply. The system is manual, stepped on the test's thread: no lock.
 class collector final : public actors::actor<sched::stream_inbox> {
  public:
-  collector(std::shared_ptr<std::mutex> mu, std::shared_ptr<std::map<std::uint64_t, reply>> out)
-      : mu_(std::move(mu)), out_(std::move(out)) {}
+  explicit collector(std::shared_ptr<std::map<std::uint64_t, reply>> out) : out_(std::move(out)) {}
   void receive(sched::stream_inbox msg) override { visit_handle(*this, std::move(msg)); }
   void handle(sched::token_event e) {
-    std::lock_guard lock(*mu_);
     if (e.token >= 0) (*out_)[e.request].tokens.push_back(e.token);
   }
-  void handle(sched::request_done d) {
-    std::lock_guard lock(*mu_);
-    (*out_)[d.request].done = d;
-  }
-  void handle(sched::request_rejected r) {
-    std::lock_guard lock(*mu_);
-    (*out_)[r.request].rejected = r;
-  }
+  void handle(sched::request_done d) { (*out_)[d.request].done = d; }
+  void handle(sched::request_rejected r) { (*out_)[r.request].rejected = r; }
   void handle(sched::open_stream) {}
   void handle(sched::request_admitted) {}
 
  private:
-  std::shared_ptr<std::mutex> mu_;
   std::shared_ptr<std::map<std::uint64_t, reply>> out_;
 };
 
@@ -91,8 +81,8 @@ inline config::server_config small_config(config::cache_mode mode) {
 struct play_hooks {
   /// After the engine started, before the first request.
   std::function<void(engine::engine&)> started;
-  /// After the last reply, before the server stops.
-  std::function<void(engine::engine&)> finished;
+  /// After the last reply, before the server stops; the system is manual: the hook steps it.
+  std::function<void(engine::engine&, actors::actor_system&)> finished;
 };
 
 /// Plays every conversation of `user` on a fresh server with this configuration; all
@@ -107,12 +97,13 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
   if (!loaded) return {};
   auto& eng = **loaded;
   metrics::registry registry;
-  actors::actor_system system({.threads = 2});
+  // Manual: the engine's actors run on this thread when it steps them (the compute pool's threads
+  // still split each step's work). The SSD tier's I/O completes outside; run_until waits for it.
+  actors::actor_system system({.threads = 0});
   eng.start(system, registry);
   if (hooks.started) hooks.started(eng);
-  auto mu = std::make_shared<std::mutex>();
   auto out = std::make_shared<std::map<std::uint64_t, reply>>();
-  auto sink = system.spawn<collector>("collector", actors::supervision::stop_system, mu, out);
+  auto sink = system.spawn<collector>("collector", actors::supervision::stop_system, out);
 
   const int n_conv = static_cast<int>(user.size());
   const int n_turns = static_cast<int>(user[0].size());
@@ -127,37 +118,47 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
     g.kv_format = kv::k_kv_formats[static_cast<std::size_t>(c) % kv::k_kv_formats.size()];
     eng.scheduler().tell(sched::submit{id_of(c, turn[static_cast<std::size_t>(c)]), prompt[static_cast<std::size_t>(c)], g, sink});
   };
+  /// The reply to conversation c's current turn, once it is over.
+  auto finished = [&](int c) -> const reply* {
+    const int t = turn[static_cast<std::size_t>(c)];
+    if (t >= n_turns) return nullptr;
+    auto it = out->find(id_of(c, t));
+    return it != out->end() && (it->second.done || it->second.rejected) ? &it->second : nullptr;
+  };
   for (int c = 0; c < n_conv; ++c) {
     prompt[static_cast<std::size_t>(c)] = user[static_cast<std::size_t>(c)][0];
     submit(c);
   }
   std::map<std::pair<int, int>, turn_result> results;
+  // Step until some turn is over, then submit each finished conversation's next turn.
   const auto deadline = std::chrono::steady_clock::now() + 600s;
-  while (static_cast<int>(results.size()) < n_conv * n_turns && std::chrono::steady_clock::now() < deadline) {
+  while (static_cast<int>(results.size()) < n_conv * n_turns) {
+    const bool progressed = system.run_until(
+        [&] {
+          for (int c = 0; c < n_conv; ++c)
+            if (finished(c)) return true;
+          return false;
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    EXPECT_TRUE(progressed) << "the conversations did not end within 600 s";
+    if (!progressed) break;
     for (int c = 0; c < n_conv; ++c) {
+      const reply* r = finished(c);
+      if (!r) continue;
+      EXPECT_FALSE(r->rejected) << r->rejected->message;
+      if (r->rejected) return results;
       int& t = turn[static_cast<std::size_t>(c)];
-      if (t >= n_turns) continue;
-      reply r;
-      {
-        std::lock_guard lock(*mu);
-        auto it = out->find(id_of(c, t));
-        if (it == out->end() || (!it->second.done && !it->second.rejected)) continue;
-        r = it->second;
-      }
-      EXPECT_FALSE(r.rejected) << r.rejected->message;
-      if (r.rejected) return results;
-      results[{c, t}] = {r.tokens, r.done->prompt_tokens, r.done->cached_tokens};
+      results[{c, t}] = {r->tokens, r->done->prompt_tokens, r->done->cached_tokens};
       if (++t >= n_turns) continue;
       auto& p = prompt[static_cast<std::size_t>(c)];
-      const auto answer = render ? render(c, t - 1, r.tokens) : r.tokens;
+      const auto answer = render ? render(c, t - 1, r->tokens) : r->tokens;
       p.insert(p.end(), answer.begin(), answer.end());
       const auto& u = user[static_cast<std::size_t>(c)][static_cast<std::size_t>(t)];
       p.insert(p.end(), u.begin(), u.end());
       submit(c);
     }
-    std::this_thread::sleep_for(2ms);
   }
-  if (hooks.finished) hooks.finished(eng);
+  if (hooks.finished) hooks.finished(eng, system);
   system.stop();
   return results;
 }
