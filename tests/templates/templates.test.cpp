@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "src/chat/chat_template.hpp"
+#include "tests/support/test_seed.hpp"
 #include "src/chat/fixed_clock.test.hpp"
 
 namespace {
