@@ -26,8 +26,10 @@ class layer_actor final : public actors::actor<stage_inbox> {
       }
       compute_->save_pages(f.saved);
     }
-    if (!f.layout.copy.empty()) compute_->copy_pages(f.layout.copy);
+    // Loads before copies: a block restored by this very step may already be the source of a
+    // copy (a sequence admitted in the same plan reuses part of it).
     if (!f.layout.load.empty()) compute_->load_pages(f.layout.load);
+    if (!f.layout.copy.empty()) compute_->copy_pages(f.layout.copy);
     if (f.layout.n_rows() > 0) compute_->run(f.layout, f.hidden);
     next_.pass_on(std::move(f));  // the next layer runs on this thread, after this handler
   }

@@ -55,12 +55,13 @@ struct batch_layout {
   /// Blocks whose pages every layer copies out, before computing, into forward::saved (to persist
   /// them). Before computing: a block evicted for this very step still holds its old KV then.
   std::vector<std::int32_t> save;
-  /// Pages every layer copies from block to block, after the saves and before the loads and the
-  /// compute: a sequence starting from a cached partial block gets its own copy of it.
-  std::vector<block_copy> copy;
   /// Blocks restored from the SSD: every layer copies its part into the block's pages, after the
-  /// saves and before computing.
+  /// saves and before the copies and the compute.
   std::vector<frozen_block> load;
+  /// Pages every layer copies from block to block, after the saves and the loads (a block this
+  /// step restores may be a source) and before the compute: a sequence starting from part of a
+  /// cached block gets its own copy of it.
+  std::vector<block_copy> copy;
   std::int32_t n_rows() const { return static_cast<std::int32_t>(tokens.size()); }
 };
 

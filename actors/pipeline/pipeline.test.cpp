@@ -215,19 +215,20 @@ TEST(pipeline, a_sampler_closed_while_its_step_is_in_the_layers_gives_no_token_f
   EXPECT_EQ(p.done()[0]->samples[0].token, -1);
 }
 
-TEST(pipeline, frozen_blocks_are_saved_over_every_layer_before_the_copies_loads_and_compute) {
+TEST(pipeline, frozen_blocks_are_saved_over_every_layer_before_the_loads_copies_and_compute) {
   pipeline_probe p;
   p.output.tell(open_sampler{1, {}, {}});
   forward f = p.step(1, 1, {2});
   f.layout.save = {3, 7};
-  f.layout.copy = {block_copy{5, 6}};
+  // Block 4 is restored by this step and copied from by it: the load must come first.
+  f.layout.copy = {block_copy{4, 6}};
   f.layout.load = {frozen_block{4, std::vector<std::byte>(8)}};
   p.first.tell(std::move(f));
   p.system.run_all();
   std::vector<std::string> want;
   for (int i = 0; i < k_layers; ++i) {
     const std::string layer = "layer " + std::to_string(i) + " ";
-    want.insert(want.end(), {layer + "save", layer + "copy 5->6", layer + "load 4", layer + "run step 1"});
+    want.insert(want.end(), {layer + "save", layer + "load 4", layer + "copy 4->6", layer + "run step 1"});
   }
   EXPECT_EQ(*p.events, want);
   ASSERT_EQ(p.done().size(), 1u);
