@@ -181,3 +181,14 @@ def metric(text: str, name: str) -> float:
     m = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     assert m, f"no sample {name} in /metrics"
     return float(m.group(1))
+
+
+def access_line(server, request_id: str) -> str:
+    """The access-log line of REQUEST_ID, waiting for it: it is written once the response is out."""
+    deadline = time.monotonic() + 30
+    while True:
+        m = re.search(rf"\[{re.escape(request_id)}\] \S+ \S+ \d+ tokens=.*", server.log())
+        if m:
+            return m.group(0)
+        assert time.monotonic() < deadline, f"no access line for {request_id}:\n{server.log()[-3000:]}"
+        time.sleep(0.05)

@@ -19,7 +19,7 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from strata_server import start_server
+from strata_server import access_line, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -97,15 +97,6 @@ def test_metrics_answer_without_a_key_only_when_the_config_makes_them_public(lau
     assert s.stop() == 0
 
 
-def access_line(server, request_id: str) -> str:
-    """The access-log line of REQUEST_ID, waiting for it: it is written once the response is out."""
-    deadline = time.monotonic() + 30
-    while True:
-        m = re.search(rf"\[{re.escape(request_id)}\] \S+ \S+ \d+ tokens=.*", server.log())
-        if m:
-            return m.group(0)
-        assert time.monotonic() < deadline, f"no access line for {request_id}:\n{server.log()[-3000:]}"
-        time.sleep(0.05)
 
 
 def expected_counts(usage) -> str:

@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import model_path
+from strata_server import access_line, model_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -110,14 +110,6 @@ def test_the_salt_is_refused_unless_it_is_a_non_empty_string(launch):
     assert s.stop() == 0
 
 
-def access_line(server, request_id: str) -> str:
-    deadline = time.monotonic() + 30
-    while True:
-        m = re.search(rf"\[{re.escape(request_id)}\] \S+ \S+ \d+ tokens=.*", server.log())
-        if m:
-            return m.group(0)
-        assert time.monotonic() < deadline, f"no access line for {request_id}:\n{server.log()[-3000:]}"
-        time.sleep(0.05)
 
 
 def test_keys_with_different_salts_share_nothing_and_a_request_cannot_leave_its_keys_salt(launch, mode, tmp_path: Path):
