@@ -10,6 +10,7 @@
 
 #include "actors/runtime/address.hpp"
 #include "actors/runtime/port.hpp"
+#include "src/kv/kv_cache_manager.hpp"
 #include "src/sampling/sampling_params.hpp"
 
 namespace strata::pipeline {
@@ -40,11 +41,9 @@ struct frozen_block {
   std::vector<std::byte> bytes;
 };
 
-/// Copy every layer's page of block `from` into block `to`.
-struct block_copy {
-  std::int32_t from = -1;
-  std::int32_t to = -1;
-};
+/// Copy every layer's page of block `from` into block `to` (the cache manager's order, as it
+/// makes it).
+using kv::block_copy;
 
 /// One step's batch: token rows grouped by sequence. Moved from stage to stage with the
 /// activations, so no stage reads another's state.

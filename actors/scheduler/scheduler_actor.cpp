@@ -286,7 +286,7 @@ void scheduler_actor::maybe_step() {
   layout.step = next_step_++;
   for (const auto& s : saves) layout.save.push_back(s.block);
   pending_saves_ = std::move(saves);
-  for (const auto& c : copies) layout.copy.push_back(pipeline::block_copy{c.from, c.to});
+  layout.copy = std::move(copies);
   layout.load = std::move(loads_);
   loads_.clear();
   layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));
