@@ -8,6 +8,7 @@
 
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
+#include "src/sampling/grammar_spec.hpp"
 #include "src/sampling/sampling_params.hpp"
 
 namespace strata::sampling {
@@ -22,6 +23,8 @@ struct generation_settings {
   /// The request's cache salt (its API key's and its cache_salt, digested): requests with different
   /// salts share no prefix block. Empty: the cache every unsalted request shares.
   kv::cache_salt cache_salt;
+  /// What the output must match (response_format, forced tool calls, grammar); none by default.
+  grammar_spec grammar;
 };
 
 }  // namespace strata::sampling
