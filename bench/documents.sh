@@ -8,7 +8,10 @@
 #   bench/documents.sh [BUILD_DIR]     env: USERS (64), DOC (2000), CONCURRENCY (16), REQUESTS (256), PORT (18083),
 #                                       MODE (hot; off for the same load with no reuse; tiered),
 #                                       WRITE_THROUGH (true; false: blocks reach the SSD when evicted),
-#                                       RECLAIM_LOW (0.02; 0: no background eviction), RECLAIM_HIGH (0.05)
+#                                       RECLAIM_LOW (0.02; 0: no background eviction), RECLAIM_HIGH (0.05),
+#                                       KV_MEMORY (bytes for running requests; default 1.5x what CONCURRENCY documents
+#                                       take, so the pool never runs short: below 1x, admissions take their blocks from
+#                                       the hot tier's, which is when background eviction matters)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -27,7 +30,7 @@ per_doc=$(( (doc + 40) * 2048 ))
 conf=$dir/documents.toml
 cat > "$conf" <<TOML
 [kv]
-memory = "$(( conc * per_doc * 3 / 2 ))"
+memory = "${KV_MEMORY:-$(( conc * per_doc * 3 / 2 ))}"
 [cache]
 mode = "${MODE:-hot}"
 hot_memory = "$(( users / 2 * per_doc ))"

@@ -75,7 +75,7 @@ ttft, itl = r["ttft_ms"], r["itl_ms"]
 f = lambda x: "-" if x is None else "%.0f" % x
 per_stream = "%.1f" % (1000 / itl["p50"]) if itl["p50"] else "-"
 print("%-12s %d streams, %d/%d ok: %.1f generated tok/s, " % (r.get("label", ""), r["concurrency"], r["ok"], r["requests"], r["generated_tok_s"])
-      + "TTFT p50 %s ms p90 %s ms, inter-token p50 %s ms p90 %s ms, " % (f(ttft["p50"]), f(ttft["p90"]), f(itl["p50"]), f(itl["p90"]))
+      + "TTFT p50 %s ms p90 %s ms p99 %s ms, inter-token p50 %s ms p90 %s ms, " % (f(ttft["p50"]), f(ttft["p90"]), f(ttft["p99"]), f(itl["p50"]), f(itl["p90"]))
       + "(1000 / inter-token p50 = %s tok/s per stream), " % per_stream
       + "%.0f prompt tokens per request, %.1f%% cached" % (r["prompt_tokens"] / max(1, r["ok"]), 100 * r["cached_fraction"])
       + (", errors %s" % json.dumps(r["first_errors"], separators=(",", ":")) if r["errors"] else ""))
