@@ -40,6 +40,8 @@ struct request_done {
   std::int32_t prompt_tokens = 0;
   std::int32_t completion_tokens = 0;
   std::int32_t cached_tokens = 0;
+  /// The stop string that ended it (its index in the request's list), or -1.
+  std::int32_t stop_index = -1;
   std::string error;  // set when reason == error
 };
 

@@ -121,6 +121,7 @@ void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
   done.reason = reason;
   done.prompt_tokens = st.prompt_tokens;
   done.completion_tokens = st.generated;
+  done.stop_index = st.stop_index;
   if (const sequence* seq = planner_.find(id)) done.cached_tokens = seq->cached_tokens;
   st.reply_to.tell(std::move(done));
   planner_.finish(id);
@@ -158,6 +159,7 @@ void scheduler_actor::handle(step_done d) {
     auto out = st.text->feed(text_.piece(s.token));
     st.reply_to.tell(token_event{s.seq, 0, std::move(out.text), s.token, s.logprob, std::move(s.top_logprobs)});
     if (out.stopped) {
+      st.stop_index = out.stop_index;
       finish(s.seq, finish_reason::stop);
     } else if (st.generated >= st.settings.max_tokens) {
       finish(s.seq, finish_reason::length);

@@ -100,6 +100,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
     stream_address reply_to;
     generation_settings settings;
     std::unique_ptr<text_assembler> text;
+    int stop_index = -1;  // the stop sequence that ended it
     std::int32_t prompt_tokens = 0;
     std::int32_t generated = 0;
     std::chrono::steady_clock::time_point arrived;

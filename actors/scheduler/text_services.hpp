@@ -18,6 +18,8 @@ class text_assembler {
   struct output {
     std::string text;
     bool stopped = false;
+    /// When stopped: which of the request's stop sequences matched (its index), else -1.
+    int stop_index = -1;
   };
   virtual output feed(const std::string& piece) = 0;
   /// Whatever is still held when the request ends for another reason.

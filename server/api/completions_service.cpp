@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "server/api/on_pool.hpp"
 #include "src/api/response_writer.hpp"
 #include "server/api/sinks.hpp"
 #include "src/api/stream_framing.hpp"
@@ -34,30 +35,6 @@ std::size_t longest_token_bytes(const tokenizer::tokenizer& tok) {
   std::size_t longest = 4;
   for (std::int32_t id = 0; id < tok.n_vocab(); ++id) longest = std::max(longest, tok.token_to_piece(id, true).size());
   return longest;
-}
-
-/// Runs `f` on `pool`; awaiting the result resumes the coroutine on its own executor with f's
-/// result (or its exception). Give it a named function object, not a lambda written inside the
-/// co_await expression: GCC 12 destroys such a temporary twice.
-template <class F, class R = std::invoke_result_t<F&>>
-net::awaitable<R> on_pool(net::thread_pool& pool, F f) {
-  auto initiate = [&pool](auto handler, F work) {
-    net::post(pool, [handler = std::move(handler), work = std::move(work)]() mutable {
-      std::exception_ptr failure;
-      R result{};
-      try {
-        result = work();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      auto home = net::get_associated_executor(handler);
-      net::dispatch(home, [handler = std::move(handler), failure, result = std::move(result)]() mutable {
-        std::move(handler)(failure, std::move(result));
-      });
-    });
-  };
-  return net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, R)>(std::move(initiate), net::use_awaitable,
-                                                                                        std::move(f));
 }
 
 /// The reply that `f` makes on `pool`.

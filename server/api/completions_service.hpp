@@ -36,6 +36,10 @@ class completions_service {
   io::handler_result tokenize(io::http_request& req, const io::request_context& ctx);
   io::handler_result detokenize(io::http_request& req, const io::request_context& ctx);
   io::handler_result websocket(io::http_request& req, const io::request_context& ctx);
+  /// Anthropic's Messages API (messages_service.cpp): POST /v1/messages and
+  /// /v1/messages/count_tokens, with errors in Anthropic's shape.
+  io::handler_result messages(io::http_request& req, const io::request_context& ctx);
+  io::handler_result count_tokens(io::http_request& req, const io::request_context& ctx);
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);
@@ -52,6 +56,14 @@ class completions_service {
   /// Registers `sink` and submits the request's n sequences; returns their scheduler ids.
   std::vector<std::uint64_t> submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids);
   std::vector<std::uint64_t> new_ids(int n);
+  /// A Messages body parsed into a generation request and prepared (count_only: for
+  /// count_tokens); an error otherwise.
+  std::optional<api_error> prepare_message(const std::string& body, bool count_only, std::string_view key_salt,
+                                           generation_request& r);
+  boost::asio::awaitable<io::handler_result> prepare_message_off_thread(std::shared_ptr<std::string> body, bool count_only,
+                                                                        unsigned version, io::request_context ctx);
+  /// The reply to a prepared Messages request (count_only: its token count).
+  io::handler_result answer_message(generation_request& r, bool count_only, unsigned version, const io::request_context& ctx);
 
   const engine::engine& engine_;
   hub_address hub_;

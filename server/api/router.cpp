@@ -61,10 +61,13 @@ io::http_response router::models(const io::http_request& req) const {
 bool router::authorized(const io::http_request& req, const config::api_key*& key) const {
   key = nullptr;
   if (status_.api_keys.empty()) return true;
+  // `Authorization: Bearer KEY` (OpenAI's clients), else `x-api-key: KEY` (Anthropic's).
   auto header = req[http::field::authorization];
   constexpr std::string_view bearer = "Bearer ";
-  if (header.size() <= bearer.size() || header.substr(0, bearer.size()) != bearer) return false;
-  std::string_view given(header.data() + bearer.size(), header.size() - bearer.size());
+  std::string_view given = req["x-api-key"];
+  if (header.size() > bearer.size() && header.substr(0, bearer.size()) == bearer)
+    given = std::string_view(header.data() + bearer.size(), header.size() - bearer.size());
+  if (given.empty()) return false;
   // Every key is compared and the match selected without a branch, so the time taken does not
   // reveal whether, or which, key matched.
   std::size_t found = 0;  // 1 + the index of the last match; 0 for none
@@ -93,7 +96,7 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
   const config::api_key* key = nullptr;
   if (!is_public(path) && !authorized(req, key)) {
     auto res = io::make_error(req.version(), http::status::unauthorized,
-                              "missing or invalid API key: send 'Authorization: Bearer KEY'", "invalid_request_error",
+                              "missing or invalid API key: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY')", "invalid_request_error",
                               "invalid_api_key");
     res.set(http::field::www_authenticate, "Bearer");
     return res;

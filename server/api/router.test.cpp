@@ -10,9 +10,15 @@ namespace {
 
 namespace http = io::http;
 
+/// `auth`: an Authorization header, or "x-api-key: KEY" for that header instead.
 io::http_response call(const router& r, http::verb verb, std::string target, std::string auth = {}) {
   io::http_request req{verb, target, 11};
-  if (!auth.empty()) req.set(http::field::authorization, auth);
+  constexpr std::string_view x_api_key = "x-api-key: ";
+  if (auth.starts_with(x_api_key)) {
+    req.set("x-api-key", auth.substr(x_api_key.size()));
+  } else if (!auth.empty()) {
+    req.set(http::field::authorization, auth);
+  }
   auto result = r.handle(req, io::request_context{});
   return std::get<io::http_response>(std::move(result));
 }
@@ -58,6 +64,10 @@ TEST(router, v1_paths_need_one_of_the_configured_keys) {
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-firs").result(), http::status::unauthorized);
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "sk-first").result(), http::status::unauthorized);
   EXPECT_EQ(call(r, http::verb::get, "/v1/models", "Bearer sk-second").result(), http::status::ok);
+  // Anthropic's clients send the key as x-api-key.
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "x-api-key: sk-first").result(), http::status::ok);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "x-api-key: sk-firs").result(), http::status::unauthorized);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/models", "x-api-key: ").result(), http::status::unauthorized);
   // Health stays open for probes.
   EXPECT_NE(call(r, http::verb::get, "/health").result(), http::status::unauthorized);
 }

@@ -195,6 +195,9 @@ int serve(const serve_options& opts) {
     auto* c = completions.get();
     router.add(verb::post, "/v1/chat/completions", [c](io::http_request& r, const io::request_context& x) { return c->chat(r, x); });
     router.add(verb::post, "/v1/completions", [c](io::http_request& r, const io::request_context& x) { return c->completion(r, x); });
+    router.add(verb::post, "/v1/messages", [c](io::http_request& r, const io::request_context& x) { return c->messages(r, x); });
+    router.add(verb::post, "/v1/messages/count_tokens",
+               [c](io::http_request& r, const io::request_context& x) { return c->count_tokens(r, x); });
     router.add(verb::post, "/tokenize", [c](io::http_request& r, const io::request_context& x) { return c->tokenize(r, x); });
     router.add(verb::post, "/detokenize", [c](io::http_request& r, const io::request_context& x) { return c->detokenize(r, x); });
     router.add(verb::get, "/v1/ws", [c](io::http_request& r, const io::request_context& x) { return c->websocket(r, x); });

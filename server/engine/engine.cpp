@@ -28,7 +28,7 @@ class assembler final : public sched::text_assembler {
   explicit assembler(std::vector<std::string> stop) : t_(std::move(stop)) {}
   output feed(const std::string& piece) override {
     auto o = t_.feed(piece);
-    return {std::move(o.text), o.stopped};
+    return {std::move(o.text), o.stopped, o.stopped ? t_.matched_stop() : -1};
   }
   std::string finish() override { return t_.finish(); }
 

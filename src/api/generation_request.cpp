@@ -8,12 +8,6 @@
 namespace strata::api {
 namespace {
 
-/// A seed when the client gave none: every unseeded request draws differently.
-std::uint64_t fresh_seed() {
-  static thread_local std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
 void apply_sampling(const schema::sampling_params& p, generation_request& out) {
   auto& s = out.settings.sampling;
   s.temperature = static_cast<float>(p.temperature);
@@ -42,6 +36,11 @@ void apply_sampling(const schema::sampling_params& p, generation_request& out) {
 }
 
 }  // namespace
+
+std::uint64_t fresh_seed() {
+  static thread_local std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
 
 std::optional<api_error> parse_generation_request(std::string_view body, bool chat, generation_request& out) {
   out.chat = chat;

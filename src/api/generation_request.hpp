@@ -40,6 +40,9 @@ struct generation_request {
   std::vector<std::int32_t> prompt_tokens;  // completions given as ids; filled from the prompt otherwise
 };
 
+/// A seed for a request that gave none: every unseeded request draws differently.
+std::uint64_t fresh_seed();
+
 /// Parses and validates a body of the chat (`chat` true) or the completions endpoint.
 std::optional<api_error> parse_generation_request(std::string_view body, bool chat, generation_request& out);
 

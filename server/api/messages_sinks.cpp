@@ -1,0 +1,92 @@
+#include "server/api/messages_sinks.hpp"
+
+#include "server/api/sinks.hpp"
+#include "src/api/messages_request.hpp"
+
+namespace strata::api {
+namespace {
+
+schema::message_usage usage_of(const message_meta& meta, const sched::request_done& d) {
+  return {d.prompt_tokens > 0 ? d.prompt_tokens : meta.prompt_tokens, d.cached_tokens, d.completion_tokens};
+}
+
+io::request_usage log_usage(const schema::message_usage& u) {
+  return {static_cast<std::int32_t>(u.input_tokens), static_cast<std::int32_t>(u.cache_read_input_tokens),
+          static_cast<std::int32_t>(u.output_tokens)};
+}
+
+sched::request_rejected failure_of(const sched::request_done& d) { return {d.request, 500, d.error, "generation_failed"}; }
+
+}  // namespace
+
+finish_info stop_of(const message_meta& meta, const sched::request_done& d) {
+  if (d.reason == sched::finish_reason::length) return {"max_tokens", nullptr};
+  if (d.stop_index >= 0 && static_cast<std::size_t>(d.stop_index) < meta.stop.size())
+    return {"stop_sequence", &meta.stop[static_cast<std::size_t>(d.stop_index)]};
+  return {"end_turn", nullptr};
+}
+
+message_stream_sink::message_stream_sink(message_meta meta, io::reply_address out) : meta_(std::move(meta)), out_(std::move(out)) {}
+
+void message_stream_sink::on_admitted(const sched::request_admitted&) {
+  if (admitted_ || failed_) return;
+  admitted_ = true;
+  send(schema::write_message_start(meta_.head, {meta_.prompt_tokens, 0, 0}));
+}
+
+void message_stream_sink::on_token(const sched::token_event& e) {
+  if (failed_ || e.text.empty()) return;
+  if (!open_) {
+    send(schema::write_block_start(blocks_++, {}));
+    open_ = true;
+  }
+  send(schema::write_block_delta(blocks_ - 1, schema::content_block::kind::text, e.text));
+}
+
+void message_stream_sink::on_done(const sched::request_done& d) {
+  if (failed_) return;
+  if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
+  if (open_) send(schema::write_block_stop(blocks_ - 1));
+  open_ = false;
+  const auto stop = stop_of(meta_, d);
+  const auto usage = usage_of(meta_, d);
+  send(schema::write_message_delta(stop.reason, stop.sequence, usage.output_tokens));
+  end(schema::write_message_stop(), usage);
+}
+
+void message_stream_sink::end(std::string last, const schema::message_usage& u) {
+  out_.send({std::move(last), 0, meta_.id, log_usage(u)});
+  out_.close();
+}
+
+void message_stream_sink::on_rejected(const sched::request_rejected& r) {
+  if (failed_) return;
+  failed_ = true;
+  const auto err = rejection_error(r);
+  if (!admitted_) {
+    // Nothing was sent yet: the connection answers with the status itself.
+    out_.send({schema::write_anthropic_error(err), r.status});
+    return out_.close();
+  }
+  end(schema::sse_named_event("error", schema::write_anthropic_error(err)), {});
+}
+
+message_full_sink::message_full_sink(message_meta meta, io::reply_address out) : meta_(std::move(meta)), out_(std::move(out)) {}
+
+void message_full_sink::on_done(const sched::request_done& d) {
+  if (failed_) return;
+  if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
+  const auto stop = stop_of(meta_, d);
+  const auto usage = usage_of(meta_, d);
+  std::vector<schema::content_block> content;
+  if (!text_.empty()) content.push_back({schema::content_block::kind::text, std::move(text_), {}, {}});
+  out_.send({schema::write_message(meta_.head, content, stop.reason, stop.sequence, usage), 200, meta_.id, log_usage(usage)});
+}
+
+void message_full_sink::on_rejected(const sched::request_rejected& r) {
+  if (failed_) return;
+  failed_ = true;
+  out_.send({schema::write_anthropic_error(rejection_error(r)), r.status, meta_.id});
+}
+
+}  // namespace strata::api

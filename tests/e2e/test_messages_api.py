@@ -1,0 +1,129 @@
+"""Anthropic's Messages API (POST /v1/messages, /v1/messages/count_tokens) as the official
+`anthropic` Python SDK sees it, against the server running one of the ../shared models (random
+weights, real tokenizer).
+
+At temperature 0 the Messages answer must be the chat-completions answer to the same conversation
+(the same template, the same greedy tokens), streamed or not; stop sequences end it with
+stop_reason "stop_sequence" and name the one that matched; usage counts the prompt as
+count_tokens does; errors come in Anthropic's shape; `x-api-key` authenticates.
+"""
+
+from __future__ import annotations
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from strata_server import model_path, start_server
+
+pytestmark = pytest.mark.timeout(300)
+
+SYSTEM = "You are terse."
+MESSAGES = [{"role": "user", "content": "Name three colours."}]
+KEY = "messages-test-key"
+# The SDK has no sampling parameters of its own; they travel as extra body members, as Anthropic's
+# API reads them.
+GREEDY = {"temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = start_server(["-m", model_path("tiny-qwen2-gpt2-f16"), "--api-key", KEY])
+    yield s
+    assert s.stop() == 0, "SIGTERM exits 0"
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with anthropic.Anthropic(base_url=server.base_url, api_key=KEY, max_retries=0, timeout=300) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def greedy_chat(server):
+    """The chat-completions answer to the same conversation at temperature 0."""
+    with openai.OpenAI(base_url=f"{server.base_url}/v1", api_key=KEY, max_retries=0, timeout=300) as c:
+        r = c.chat.completions.create(model="m", messages=[{"role": "system", "content": SYSTEM}, *MESSAGES],
+                                      max_tokens=24, temperature=0)
+    return r.choices[0].message.content, r.usage.prompt_tokens, r.choices[0].finish_reason
+
+
+def test_a_message_is_the_greedy_chat_answer_with_its_usage(client, greedy_chat):
+    text, prompt_tokens, finish = greedy_chat
+    m = client.messages.create(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES)
+    assert m.type == "message" and m.role == "assistant" and m.id.startswith("msg_")
+    assert [b.type for b in m.content] == (["text"] if text else [])
+    assert (m.content[0].text if m.content else "") == text
+    assert m.usage.input_tokens == prompt_tokens
+    assert m.stop_reason == {"length": "max_tokens", "stop": "end_turn"}[finish]
+    if m.stop_reason == "max_tokens":
+        assert m.usage.output_tokens == 24
+    assert m.stop_sequence is None
+
+
+def test_the_stream_sends_anthropics_events_and_the_same_text(client, greedy_chat):
+    text, prompt_tokens, _ = greedy_chat
+    kinds = []
+    with client.messages.stream(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES) as s:
+        for event in s:
+            kinds.append(event.type)
+        final = s.get_final_message()
+    streamed = "".join(b.text for b in final.content if b.type == "text")
+    assert streamed == text
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop" and kinds[-2] == "message_delta"
+    if text:
+        assert kinds[1] == "content_block_start" and "content_block_stop" in kinds
+    assert final.usage.input_tokens == prompt_tokens
+
+
+def test_a_stop_sequence_ends_the_answer_and_is_named(client, greedy_chat):
+    text = greedy_chat[0]
+    words = [w for w in text.split(" ") if len(w) >= 2]
+    if len(words) < 2:
+        pytest.skip("the greedy answer has too few words to pick a stop sequence from: " + repr(text))
+    stop = words[1]
+    m = client.messages.create(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES,
+                               stop_sequences=["never-appears-here", stop])
+    assert m.stop_reason == "stop_sequence" and m.stop_sequence == stop
+    assert (m.content[0].text if m.content else "") == text[: text.index(stop)]
+
+
+def test_count_tokens_counts_what_a_message_would_use(client, greedy_chat):
+    n = client.messages.count_tokens(model="m", system=SYSTEM, messages=MESSAGES)
+    assert n.input_tokens == greedy_chat[1]
+
+
+def test_a_conversation_with_content_blocks_renders(client):
+    m = client.messages.create(model="m", max_tokens=4, system=[{"type": "text", "text": SYSTEM}], messages=[
+        {"role": "user", "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Count."}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "One."}]},
+        {"role": "user", "content": "Go on."},
+    ])
+    assert m.usage.output_tokens <= 4 and m.usage.input_tokens > 10
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"messages": MESSAGES}, "max_tokens"),
+    ({"max_tokens": 4, "messages": []}, "messages"),
+    ({"max_tokens": 4, "messages": MESSAGES, "temperature": 1.5}, "temperature"),
+    ({"max_tokens": 4, "messages": [{"role": "robot", "content": "x"}]}, "role"),
+    ({"max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}, "image"),
+    ({"max_tokens": 4, "messages": MESSAGES, "tools": [{"name": "f"}]}, "input_schema"),
+    ({"max_tokens": 4, "messages": MESSAGES, "tool_choice": {"type": "tool", "name": "nope"}}, "nope"),
+])
+def test_bad_requests_get_anthropic_shaped_400s(server, body, param):
+    r = httpx.post(f"{server.base_url}/v1/messages", json={"model": "m", **body}, headers={"x-api-key": KEY}, timeout=60)
+    assert r.status_code == 400, r.text
+    err = r.json()
+    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+    assert param in err["error"]["message"]
+
+
+def test_the_sdk_raises_on_an_error_and_on_a_wrong_key(server, client):
+    with pytest.raises(anthropic.BadRequestError) as e:
+        client.messages.create(model="m", max_tokens=4, messages=MESSAGES, extra_body={"temperature": 3})
+    assert "temperature" in str(e.value)
+    with anthropic.Anthropic(base_url=server.base_url, api_key="wrong", max_retries=0) as bad:
+        with pytest.raises(anthropic.AuthenticationError):
+            bad.messages.create(model="m", max_tokens=4, messages=MESSAGES)
