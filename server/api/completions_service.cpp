@@ -15,6 +15,8 @@
 #include "server/api/sinks.hpp"
 #include "src/api/stream_framing.hpp"
 #include "src/api/tokenize_request.hpp"
+#include "src/api/tool_fields.hpp"
+#include "src/chat/tool_messages.hpp"
 #include "src/api/ws_envelope.hpp"
 
 namespace strata::api {
@@ -68,6 +70,12 @@ struct ws_state {
 
 completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {
   max_prompt_bytes_ = static_cast<std::size_t>(engine_.max_context()) * longest_token_bytes(engine_.tok());
+  const auto& tok = engine_.tok();
+  tool_format_ = chat::detect_tool_format(engine_.has_own_template() ? tok.chat_template() : std::string(), [&tok](std::string_view s) {
+    const auto id = tok.find(s);
+    return id >= 0 && tok.type(id) == tokenizer::token_type::control;
+  });
+  spdlog::info("tool calls: {}", tool_format_.describe());
 }
 
 completions_service::~completions_service() { pool_.join(); }
@@ -97,12 +105,10 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
                            "context_length_exceeded");
   };
   if (r.chat) {
-    json::object extra;
-    if (!r.tools.is_null()) extra["tools"] = r.tools;
-    auto text = engine_.chat().render_chat(r.messages, true, engine_.bos_text(), engine_.eos_text(), extra);
-    if (!text) return invalid_request("messages", "chat template error: " + text.err().message, "template_error");
-    if (auto e = too_many_bytes(text->size())) return e;
-    r.prompt_tokens = tok.encode(*text, false, true);
+    std::string text;
+    if (auto e = render_chat(r, text)) return e;
+    if (auto e = too_many_bytes(text.size())) return e;
+    r.prompt_tokens = tok.encode(text, false, true);
     if (tok.add_bos() && tok.bos_id() >= 0 && (r.prompt_tokens.empty() || r.prompt_tokens[0] != tok.bos_id()))
       r.prompt_tokens.insert(r.prompt_tokens.begin(), tok.bos_id());
   } else if (r.prompt_tokens.empty()) {
@@ -133,6 +139,45 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
                            "context_length_exceeded");
   }
   r.settings.max_tokens = static_cast<std::int32_t>(r.max_tokens ? *r.max_tokens : room);
+  return std::nullopt;
+}
+
+namespace {
+
+/// Whether `prompt` ends inside a `<think>` block (the template opened it for the model).
+bool ends_in_open_think(std::string_view prompt) {
+  const auto open = prompt.rfind("<think>");
+  return open != std::string_view::npos && prompt.find("</think>", open) == std::string_view::npos;
+}
+
+/// Whether `prompt` ends with a closed `<think>` block (the template turned thinking off).
+bool ends_in_closed_think(std::string_view prompt) {
+  const auto end = prompt.find_last_not_of(" \t\r\n");
+  return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with("</think>");
+}
+
+}  // namespace
+
+std::optional<api_error> completions_service::render_chat(generation_request& r, std::string& text) const {
+  const bool none = r.tool_choice.is_string() && r.tool_choice.as_string() == "none";
+  const bool offered = !none && r.tools.is_array() && !r.tools.as_array().empty();
+  auto rendered = chat::render_with_tools(engine_.chat(), tool_format_, r.messages, offered ? r.tools : json::value(), r.template_kwargs,
+                                          engine_.bos_text(), engine_.eos_text());
+  if (!rendered) return invalid_request("messages", "chat template error: " + rendered.err().message, "template_error");
+  text = std::move(*rendered);
+  chat::parser_options o;
+  o.format = tool_format_;
+  o.parse_calls = offered;
+  o.starts_in_reasoning = tool_format_.thinks && ends_in_open_think(text);
+  if (offered) o.tools = r.tools;
+  std::optional<sampling::grammar_spec::free_block> reasoning;
+  if (o.starts_in_reasoning) reasoning = sampling::grammar_spec::free_block{"", "</think>"};
+  else if (tool_format_.thinks && !ends_in_closed_think(text)) reasoning = sampling::grammar_spec::free_block{"<think>", "</think>"};
+  if (offered) {
+    auto g = schema::forced_tool_grammar(tool_format_, r.tools, r.tool_choice, r.parallel_tool_calls, std::move(reasoning));
+    if (g.active()) r.settings.grammar = std::move(g);
+  }
+  if (offered || tool_format_.thinks || tool_format_.syntax == chat::tool_syntax::harmony) r.output = std::move(o);
   return std::nullopt;
 }
 
@@ -175,7 +220,7 @@ io::handler_result completions_service::start(generation_request& r, unsigned ve
   const bool chat = r.chat;
   auto ids = new_ids(r.n);
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
-                     r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler()};
+                     r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler(), r.output};
   spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
   // Whether the request is admitted is the scheduler's answer alone: the reply waits for it.
   auto queue = io::reply_queue::create(ctx.executor);
@@ -239,7 +284,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
     state->running[id_json] = ids;
     state->keys[ids.front()] = id_json;
     response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
-                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler};
+                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler, r.output};
     submit(r, std::make_unique<chunk_sink>(meta, std::move(outbox), chunk_sink::framing::websocket, id_json), ids);
     // A socket whose outbox is full pauses every stream it runs, new ones too.
     if (state->paused)

@@ -16,6 +16,7 @@
 #include "actors/stream/stream_hub.hpp"
 #include "src/common/metrics.hpp"
 #include "server/engine/engine.hpp"
+#include "src/chat/tool_format.hpp"
 
 namespace strata::api {
 
@@ -47,6 +48,11 @@ class completions_service {
   /// request's API key, mixed with the body's cache_salt. A prompt text longer than
   /// max_prompt_bytes_ is refused before it is tokenized. Slow for a large prompt: see above.
   std::optional<api_error> prepare(generation_request& r, std::string_view key_salt);
+  /// Chat: renders the conversation with its tools and template variables into `text`, and sets
+  /// how the output is read (r.output) and, for tool_choice "required" or a named function, the
+  /// grammar of the calls. tool_choice "none" offers no tools: the template does not see them and
+  /// no calls are read.
+  std::optional<api_error> render_chat(generation_request& r, std::string& text) const;
   /// Parses `body` and prepares the request on the pool, then start()s it back on the
   /// connection's strand.
   boost::asio::awaitable<io::handler_result> prepare_off_thread(std::shared_ptr<std::string> body, bool chat, unsigned version,
@@ -71,6 +77,8 @@ class completions_service {
   /// The most bytes of prompt text the context can hold: the context length times the most bytes
   /// one token stands for. Any longer prompt has more tokens than the context.
   std::size_t max_prompt_bytes_ = 0;
+  /// How the model writes tool calls and reasoning, from its chat template.
+  chat::tool_format tool_format_;
   /// Renders and tokenizes large prompts.
   boost::asio::thread_pool pool_{2};
 };

@@ -7,6 +7,23 @@ namespace {
 
 const char* finish_name(sched::finish_reason r) { return r == sched::finish_reason::length ? "length" : "stop"; }
 
+/// A choice that ended normally after making calls finished with them.
+const char* finish_name(sched::finish_reason r, const std::optional<chat::tool_parser>& parser) {
+  return r == sched::finish_reason::stop && parser && parser->calls() > 0 ? "tool_calls" : finish_name(r);
+}
+
+/// What the parser reads of a token: its text and, for a control token that is markup of the
+/// format (which the detokenizer drops), that markup.
+std::string parser_text(const response_meta& meta, const sched::token_event& e) {
+  std::string text = e.text;
+  const auto& markup = meta.output->format.control_markup;
+  if (e.token < 0 || markup.empty() || meta.tok->type(e.token) != tokenizer::token_type::control) return text;
+  const std::string_view piece = meta.tok->token_text(e.token);
+  for (const auto& m : markup)
+    if (m == piece) text += m;
+  return text;
+}
+
 /// One position's logprobs with the tokens spelled as raw bytes (the writer names them).
 schema::token_logprob logprob_of(const tokenizer::tokenizer& tok, const sched::token_event& e) {
   schema::token_logprob lp{tok.token_to_piece(e.token, false), e.logprob, {}};
@@ -35,6 +52,13 @@ io::request_usage log_usage(const schema::usage_counts& u) { return {u.prompt_to
 
 }  // namespace
 
+std::vector<std::optional<chat::tool_parser>> make_parsers(const response_meta& meta) {
+  std::vector<std::optional<chat::tool_parser>> parsers(static_cast<std::size_t>(meta.n));
+  if (meta.output)
+    for (auto& p : parsers) p.emplace(*meta.output);
+  return parsers;
+}
+
 schema::api_error rejection_error(const sched::request_rejected& r) {
   std::string type = r.status == 429 ? "rate_limit_error" : r.status >= 500 ? "server_error" : "invalid_request_error";
   return schema::api_error{r.status, r.message, std::move(type), {}, r.code};
@@ -42,7 +66,7 @@ schema::api_error rejection_error(const sched::request_rejected& r) {
 
 chunk_sink::chunk_sink(response_meta meta, io::reply_address out, framing f, std::string ws_id_json)
     : meta_(std::move(meta)), out_(std::move(out)), framing_(f), ws_id_(std::move(ws_id_json)),
-      text_offsets_(static_cast<std::size_t>(meta_.n), 0) {}
+      text_offsets_(static_cast<std::size_t>(meta_.n), 0), parsers_(make_parsers(meta_)) {}
 
 void chunk_sink::send(const std::string& chunk_json) {
   out_.send({framing_ == framing::sse ? schema::sse_event(chunk_json) : schema::ws_chunk_frame(ws_id_, chunk_json)});
@@ -56,13 +80,35 @@ void chunk_sink::on_admitted(const sched::request_admitted&) {
   for (int i = 0; i < meta_.n; ++i) send(schema::write_chat_role_chunk(meta_.head, i, meta_.include_usage));
 }
 
+void chunk_sink::send_events(int index, const std::vector<chat::parse_event>& events, const std::vector<schema::token_logprob>* logprobs) {
+  for (const auto& ev : events) {
+    switch (ev.type) {
+      case chat::parse_event::kind::content:
+        send(schema::write_chat_content_chunk(meta_.head, index, ev.text, std::exchange(logprobs, nullptr), meta_.include_usage));
+        break;
+      case chat::parse_event::kind::reasoning:
+        send(schema::write_chat_reasoning_chunk(meta_.head, index, ev.text, meta_.include_usage));
+        break;
+      case chat::parse_event::kind::call:
+        send(schema::write_chat_tool_call_start_chunk(meta_.head, index, ev.index, ev.call, meta_.include_usage));
+        send(schema::write_chat_tool_call_arguments_chunk(meta_.head, index, ev.index, ev.call.arguments, meta_.include_usage));
+        break;
+    }
+  }
+  if (logprobs) send(schema::write_chat_content_chunk(meta_.head, index, "", logprobs, meta_.include_usage));
+}
+
 void chunk_sink::on_token(const sched::token_event& e) {
   if (failed_) return;
-  if (e.text.empty() && !meta_.logprobs) return;
+  auto& parser = parsers_[static_cast<std::size_t>(e.index)];
+  std::string text = parser ? parser_text(meta_, e) : std::string();
+  if ((parser ? text : e.text).empty() && !meta_.logprobs) return;
   std::vector<schema::token_logprob> lps;
   if (meta_.logprobs && e.token >= 0) lps.push_back(logprob_of(*meta_.tok, e));
   const auto* lp = meta_.logprobs ? &lps : nullptr;
-  if (meta_.chat) {
+  if (parser) {
+    send_events(e.index, parser->feed(text), lp);
+  } else if (meta_.chat) {
     send(schema::write_chat_content_chunk(meta_.head, e.index, e.text, lp, meta_.include_usage));
   } else {
     auto& offset = text_offsets_[static_cast<std::size_t>(e.index)];
@@ -75,8 +121,10 @@ void chunk_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
   add_usage(usage_, d);
+  auto& parser = parsers_[static_cast<std::size_t>(d.index)];
+  if (parser) send_events(d.index, parser->finish(), nullptr);
   if (meta_.chat) {
-    send(schema::write_chat_finish_chunk(meta_.head, d.index, finish_name(d.reason), meta_.include_usage));
+    send(schema::write_chat_finish_chunk(meta_.head, d.index, finish_name(d.reason, parser), meta_.include_usage));
   } else {
     send(schema::write_text_chunk(meta_.head, d.index, "", nullptr, 0, std::string_view(finish_name(d.reason)), meta_.include_usage));
   }
@@ -108,18 +156,32 @@ void chunk_sink::on_rejected(const sched::request_rejected& r) {
 }
 
 full_sink::full_sink(response_meta meta, io::reply_address out)
-    : meta_(std::move(meta)), out_(std::move(out)), choices_(static_cast<std::size_t>(meta_.n)) {}
+    : meta_(std::move(meta)), out_(std::move(out)), choices_(static_cast<std::size_t>(meta_.n)) {
+  auto parsers = make_parsers(meta_);
+  for (std::size_t i = 0; i < choices_.size(); ++i) choices_[i].parser = std::move(parsers[i]);
+}
+
+void full_sink::choice_state::take(const std::vector<chat::parse_event>& events) {
+  for (const auto& ev : events) {
+    if (ev.type == chat::parse_event::kind::content) text += ev.text;
+    else if (ev.type == chat::parse_event::kind::reasoning) reasoning += ev.text;
+    else calls.push_back(ev.call);
+  }
+}
 
 void full_sink::on_token(const sched::token_event& e) {
   auto& c = choices_[static_cast<std::size_t>(e.index)];
-  c.text += e.text;
+  if (c.parser) c.take(c.parser->feed(parser_text(meta_, e)));
+  else c.text += e.text;
   if (meta_.logprobs && e.token >= 0) c.logprobs.push_back(logprob_of(*meta_.tok, e));
 }
 
 void full_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
-  choices_[static_cast<std::size_t>(d.index)].finish = finish_name(d.reason);
+  auto& choice = choices_[static_cast<std::size_t>(d.index)];
+  if (choice.parser) choice.take(choice.parser->finish());
+  choice.finish = finish_name(d.reason, choice.parser);
   add_usage(usage_, d);
   if (++done_ < meta_.n) return;
   std::string body;
@@ -127,7 +189,8 @@ void full_sink::on_done(const sched::request_done& d) {
     std::vector<schema::chat_choice> out;
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       auto& c = choices_[i];
-      out.push_back({static_cast<int>(i), std::move(c.text), meta_.logprobs, std::move(c.logprobs), c.finish});
+      out.push_back({static_cast<int>(i), std::move(c.text), std::move(c.reasoning), std::move(c.calls), meta_.logprobs,
+                     std::move(c.logprobs), c.finish});
     }
     body = schema::write_chat_completion(meta_.head, out, usage_);
   } else {

@@ -5,11 +5,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "io/reply_queue.hpp"
 #include "src/api/response_writer.hpp"
+#include "src/chat/tool_parser.hpp"
 #include "actors/stream/stream_hub.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 
@@ -30,7 +32,13 @@ struct response_meta {
   /// Scheduler ids of the choices, to cancel the others when one is refused.
   std::vector<std::uint64_t> ids;
   sched::scheduler_address scheduler;
+  /// Chat: how each choice's text is read into content, reasoning and tool calls; empty: it is all
+  /// content, sent as it comes.
+  std::optional<chat::parser_options> output;
 };
+
+/// One choice's reader of its output (when meta.output is set).
+std::vector<std::optional<chat::tool_parser>> make_parsers(const response_meta& meta);
 
 /// Streams chunks: SSE (`data: {...}\n\n`, then `data: [DONE]\n\n`) or WebSocket frames
 /// (`{"type":"chunk","id":ID,"data":{...}}`, then `{"type":"done","id":ID}`), each one part sent to
@@ -50,6 +58,9 @@ class chunk_sink final : public stream_sink {
 
  private:
   void send(const std::string& chunk_json);
+  /// Sends a choice's parsed events as chunks; `logprobs` (the token's) go with the first content
+  /// chunk, or with an empty one.
+  void send_events(int index, const std::vector<chat::parse_event>& events, const std::vector<schema::token_logprob>* logprobs);
   /// The last part: `data` and what the request used; an SSE stream ends with it.
   void finish(std::string data);
 
@@ -58,6 +69,7 @@ class chunk_sink final : public stream_sink {
   framing framing_;
   std::string ws_id_;
   std::vector<std::int64_t> text_offsets_;  // completions: bytes sent per choice, for text_offset
+  std::vector<std::optional<chat::tool_parser>> parsers_;
   int done_ = 0;
   schema::usage_counts usage_;
   bool admitted_ = false;
@@ -78,6 +90,10 @@ class full_sink final : public stream_sink {
     std::string text;
     std::vector<schema::token_logprob> logprobs;
     std::string finish = "stop";
+    std::optional<chat::tool_parser> parser;
+    std::string reasoning;
+    std::vector<chat::tool_call> calls;
+    void take(const std::vector<chat::parse_event>& events);
   };
   response_meta meta_;
   io::reply_address out_;

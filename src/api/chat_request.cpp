@@ -134,10 +134,40 @@ api_status read_message(od::value& value, std::size_t i, chat_message& m, json::
   return std::nullopt;
 }
 
+/// `chat_template_kwargs`: null or an object of template variables, which may not replace the
+/// conversation or its tools.
+api_status read_template_kwargs(od::value& value, json::object& out) {
+  json::value v;
+  if (auto e = read_json(value, 2, v)) return e;
+  if (v.is_null()) {
+    out.clear();
+    return std::nullopt;
+  }
+  if (!v.is_object()) return invalid_request("chat_template_kwargs", "chat_template_kwargs must be an object");
+  for (const char* reserved : {"messages", "tools"})
+    if (v.as_object().contains(reserved))
+      return invalid_request("chat_template_kwargs", std::string("chat_template_kwargs may not set ") + reserved +
+                                                         ": give it as the request's own field");
+  out = std::move(v.as_object());
+  return std::nullopt;
+}
+
+/// `reasoning_effort`: null or one of none, minimal, low, medium, high.
+api_status read_reasoning_effort(od::value& value, std::optional<std::string>& out) {
+  out.reset();
+  if (auto e = read_string(value, "reasoning_effort", out)) return e;
+  if (out && *out != "none" && *out != "minimal" && *out != "low" && *out != "medium" && *out != "high")
+    return invalid_request("reasoning_effort", "reasoning_effort must be \"none\", \"minimal\", \"low\", \"medium\" or \"high\", got \"" +
+                                                   *out + "\"");
+  return std::nullopt;
+}
+
 }  // namespace
 
 api_result<chat_request> parse_chat_request(std::string_view body, const parse_limits& limits) {
   chat_request req;
+  json::object kwargs;
+  std::optional<std::string> effort;
   sampling_reader sampling(endpoint::chat);
   bool has_messages = false;
   api_status st = read_request_body(body, limits, req.model, sampling, [&](std::string_view key, od::value& v, bool& handled) -> api_status {
@@ -162,6 +192,8 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
       req.tools = std::move(tools);
       return std::nullopt;
     }
+    if (key == "chat_template_kwargs") return read_template_kwargs(v, kwargs);
+    if (key == "reasoning_effort") return read_reasoning_effort(v, effort);
     if (key == "tool_choice") {
       json::value choice;
       if (auto e = read_json(v, 2, choice)) return e;
@@ -175,6 +207,8 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
   if (!has_messages) return invalid_request("messages", "messages is required");
   if (req.messages.empty()) return invalid_request("messages", "messages must hold at least one message");
   if (auto e = check_tool_choice(req.tool_choice, req.tools)) return std::move(*e);
+  if (effort) req.template_kwargs["reasoning_effort"] = *effort;
+  for (auto& [k, v] : kwargs) req.template_kwargs[k] = std::move(v);
   auto params = sampling.finish();
   if (!params) return std::move(params).err();
   req.sampling = std::move(params).value();

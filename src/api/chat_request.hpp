@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include "src/api/api_error.hpp"
@@ -40,6 +41,9 @@ struct chat_request {
   /// `tools` and `tool_choice` as given (null when absent), checked (tool_fields.hpp), for the template.
   boost::json::value tools;
   boost::json::value tool_choice;
+  /// Variables for the chat template: `chat_template_kwargs` (an object; e.g. enable_thinking),
+  /// and `reasoning_effort` when given, under that name.
+  boost::json::object template_kwargs;
   sampling_params sampling;
 };
 

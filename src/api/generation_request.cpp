@@ -49,6 +49,9 @@ std::optional<api_error> parse_generation_request(std::string_view body, bool ch
     if (!r) return std::move(r).err();
     out.messages = std::move(r->messages_json);
     out.tools = std::move(r->tools);
+    out.tool_choice = std::move(r->tool_choice);
+    out.template_kwargs = std::move(r->template_kwargs);
+    out.parallel_tool_calls = r->sampling.parallel_tool_calls;
     apply_sampling(r->sampling, out);
   } else {
     auto r = schema::parse_completion_request(body);

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 
 #include "src/api/api_error.hpp"
+#include "src/chat/tool_parser.hpp"
 #include "src/sampling/generation_settings.hpp"
 
 namespace strata::api {
@@ -36,6 +38,12 @@ struct generation_request {
   sampling::generation_settings settings;
   boost::json::array messages;  // chat: as the template sees them
   boost::json::value tools;     // chat: null when absent
+  boost::json::value tool_choice;  // chat: null when absent
+  bool parallel_tool_calls = true;
+  boost::json::object template_kwargs;  // chat: chat_template_kwargs and reasoning_effort
+  /// Chat: how the sinks read the output into content, reasoning and tool calls (set when the
+  /// prompt is rendered); empty: all of it is content.
+  std::optional<chat::parser_options> output;
   std::string prompt_text;      // completions
   std::vector<std::int32_t> prompt_tokens;  // completions given as ids; filled from the prompt otherwise
 };

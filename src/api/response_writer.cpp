@@ -155,7 +155,20 @@ std::string write_chat_completion(const response_head& head, const std::vector<c
   w.key("choices").begin_array();
   for (const auto& c : choices) {
     w.begin_object().key("index").number(std::int64_t{c.index});
-    w.key("message").begin_object().member("role", "assistant").member("content", c.content).key("refusal").null().end_object();
+    w.key("message").begin_object().member("role", "assistant").key("content");
+    if (c.content.empty() && !c.tool_calls.empty()) w.null();
+    else w.string(c.content);
+    w.key("refusal").null();
+    if (!c.reasoning.empty()) w.member("reasoning_content", c.reasoning);
+    if (!c.tool_calls.empty()) {
+      w.key("tool_calls").begin_array();
+      for (const auto& call : c.tool_calls) {
+        w.begin_object().member("id", call.id).member("type", "function").key("function").begin_object();
+        w.member("name", call.name).member("arguments", call.arguments).end_object().end_object();
+      }
+      w.end_array();
+    }
+    w.end_object();
     w.key("logprobs");
     if (c.has_logprobs) write_chat_logprobs(w, c.logprobs);
     else w.null();
@@ -177,6 +190,32 @@ std::string write_chat_content_chunk(const response_head& head, int index, std::
   begin_chat_chunk(w, head, index);
   w.member("content", content).end_object();
   return end_chat_chunk(w, logprobs, std::nullopt, include_usage);
+}
+
+std::string write_chat_reasoning_chunk(const response_head& head, int index, std::string_view reasoning, bool include_usage) {
+  json_writer w;
+  begin_chat_chunk(w, head, index);
+  w.member("reasoning_content", reasoning).end_object();
+  return end_chat_chunk(w, nullptr, std::nullopt, include_usage);
+}
+
+std::string write_chat_tool_call_start_chunk(const response_head& head, int index, int call_index, const chat::tool_call& call,
+                                             bool include_usage) {
+  json_writer w;
+  begin_chat_chunk(w, head, index);
+  w.key("tool_calls").begin_array().begin_object().key("index").number(std::int64_t{call_index});
+  w.member("id", call.id).member("type", "function").key("function").begin_object();
+  w.member("name", call.name).member("arguments", "").end_object().end_object().end_array().end_object();
+  return end_chat_chunk(w, nullptr, std::nullopt, include_usage);
+}
+
+std::string write_chat_tool_call_arguments_chunk(const response_head& head, int index, int call_index, std::string_view arguments,
+                                                 bool include_usage) {
+  json_writer w;
+  begin_chat_chunk(w, head, index);
+  w.key("tool_calls").begin_array().begin_object().key("index").number(std::int64_t{call_index});
+  w.key("function").begin_object().member("arguments", arguments).end_object().end_object().end_array().end_object();
+  return end_chat_chunk(w, nullptr, std::nullopt, include_usage);
 }
 
 std::string write_chat_finish_chunk(const response_head& head, int index, std::string_view finish_reason, bool include_usage) {

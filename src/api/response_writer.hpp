@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "src/api/api_error.hpp"
+#include "src/chat/tool_parser.hpp"
 
 namespace strata::api::schema {
 
@@ -57,7 +58,12 @@ struct token_logprob {
 /// One finished chat choice.
 struct chat_choice {
   int index = 0;
+  /// Written as null when empty and the choice made tool calls.
   std::string content;
+  /// `reasoning_content`, written only when not empty.
+  std::string reasoning;
+  /// `tool_calls`, written only when not empty.
+  std::vector<chat::tool_call> tool_calls;
   /// Written only when `has_logprobs`; otherwise `"logprobs": null`.
   bool has_logprobs = false;
   std::vector<token_logprob> logprobs;
@@ -90,6 +96,15 @@ std::string write_chat_role_chunk(const response_head& head, int index, bool inc
 /// A chunk with generated text, and its tokens' logprobs when `logprobs` is given.
 std::string write_chat_content_chunk(const response_head& head, int index, std::string_view content,
                                      const std::vector<token_logprob>* logprobs, bool include_usage);
+/// A chunk of reasoning: `delta: {"reasoning_content": text}`.
+std::string write_chat_reasoning_chunk(const response_head& head, int index, std::string_view reasoning, bool include_usage);
+/// The first chunk of a tool call, as OpenAI streams it:
+/// `delta: {"tool_calls":[{"index","id","type":"function","function":{"name","arguments":""}}]}`.
+std::string write_chat_tool_call_start_chunk(const response_head& head, int index, int call_index, const chat::tool_call& call,
+                                             bool include_usage);
+/// A fragment of a tool call's arguments: `delta: {"tool_calls":[{"index","function":{"arguments"}}]}`.
+std::string write_chat_tool_call_arguments_chunk(const response_head& head, int index, int call_index, std::string_view arguments,
+                                                 bool include_usage);
 /// The last chunk of a chat choice: an empty delta and the finish reason.
 std::string write_chat_finish_chunk(const response_head& head, int index, std::string_view finish_reason, bool include_usage);
 /// The chunk after all choices finish when include_usage is on: `"choices": []` and the usage.

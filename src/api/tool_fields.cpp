@@ -5,6 +5,7 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
 
 namespace strata::api::schema {
 namespace {
@@ -67,6 +68,11 @@ api_status check_tool(const json::value& tool, const std::string& param) {
     return invalid_request(f + ".description", f + ".description must be a string");
   if (auto p = present(*fn, "parameters"); p && !p->is_object())
     return invalid_request(f + ".parameters", f + ".parameters must be an object (a JSON Schema)");
+  if (auto p = present(*fn, "parameters")) {
+    const json::value* type = p->as_object().if_contains("type");
+    if (type && !(type->is_string() && type->as_string() == "object"))
+      return invalid_request(f + ".parameters", f + ".parameters must be the schema of an object: its type is \"object\"");
+  }
   if (auto s = present(*fn, "strict"); s && !s->is_bool())
     return invalid_request(f + ".strict", f + ".strict must be a boolean");
   return std::nullopt;
@@ -85,9 +91,16 @@ bool has_function(const json::value& tools, std::string_view name) {
 api_status check_tools(const json::value& tools) {
   if (tools.is_null()) return std::nullopt;
   if (!tools.is_array()) return invalid_request("tools", "tools must be an array");
-  std::size_t i = 0;
-  for (const json::value& t : tools.as_array())
-    if (auto e = check_tool(t, "tools[" + std::to_string(i++) + "]")) return e;
+  const auto& list = tools.as_array();
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string param = "tools[" + std::to_string(i) + "]";
+    if (auto e = check_tool(list[i], param)) return e;
+    const auto& name = list[i].as_object().at("function").as_object().at("name").as_string();
+    for (std::size_t j = 0; j < i; ++j)
+      if (list[j].as_object().at("function").as_object().at("name").as_string() == name)
+        return invalid_request(param + ".function.name", param + ".function.name \"" + std::string(name) +
+                                                           "\" is already the name of tools[" + std::to_string(j) + "]");
+  }
   return std::nullopt;
 }
 
@@ -95,6 +108,8 @@ api_status check_tool_choice(const json::value& choice, const json::value& tools
   if (choice.is_null()) return std::nullopt;
   if (choice.is_string()) {
     const auto& s = choice.as_string();
+    if (s == "required" && !(tools.is_array() && !tools.as_array().empty()))
+      return invalid_request("tool_choice", "tool_choice \"required\" needs tools to choose from");
     if (s == "none" || s == "auto" || s == "required") return std::nullopt;
     return invalid_request("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or a named function, got \"" +
                                               std::string(s) + "\"");
@@ -111,6 +126,49 @@ api_status check_tool_choice(const json::value& choice, const json::value& tools
     return invalid_request("tool_choice.function.name", "tool_choice.function.name \"" + std::string(name) +
                                                             "\" is not the name of a function in tools");
   return std::nullopt;
+}
+
+namespace {
+
+/// One call of `fn` as format `f` writes it.
+sampling::grammar_spec::call call_of(const chat::tool_format& f, const json::object& fn) {
+  const std::string name(fn.at("name").as_string());
+  const json::value* params = present(fn, "parameters");
+  std::string schema = params ? json::serialize(*params) : "{}";
+  switch (f.syntax) {
+    case chat::tool_syntax::llama3_json: return {"{\"name\": \"" + name + "\", \"parameters\": ", std::move(schema), "}"};
+    case chat::tool_syntax::json_list: return {"{\"name\": \"" + name + "\", \"arguments\": ", std::move(schema), "}"};
+    case chat::tool_syntax::harmony:
+      return {"<|channel|>commentary to=functions." + name + " <|constrain|>json<|message|>", std::move(schema), "<|call|>"};
+    default: return {"<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": ", std::move(schema), "}\n</tool_call>"};
+  }
+}
+
+}  // namespace
+
+sampling::grammar_spec forced_tool_grammar(const chat::tool_format& f, const json::value& tools, const json::value& choice, bool parallel,
+                                           std::optional<sampling::grammar_spec::free_block> reasoning) {
+  sampling::grammar_spec g;
+  const bool required = choice.is_string() && choice.as_string() == "required";
+  if (!(required || choice.is_object()) || f.syntax == chat::tool_syntax::qwen3_xml || !tools.is_array()) return g;
+  g.type = sampling::grammar_spec::kind::tool_calls;
+  for (const json::value& t : tools.as_array()) {
+    const json::object& fn = t.as_object().at("function").as_object();
+    if (!required && fn.at("name") != choice.as_object().at("function").as_object().at("name")) continue;
+    g.calls.push_back(call_of(f, fn));
+  }
+  // Llama 3's and harmony's templates take one call per turn.
+  g.parallel = required && parallel && f.syntax != chat::tool_syntax::llama3_json && f.syntax != chat::tool_syntax::harmony;
+  if (f.syntax == chat::tool_syntax::json_list) {
+    g.prefix = f.list_marker + "[";
+    g.separator = ", ";
+    g.suffix = "]";
+  } else if (f.syntax == chat::tool_syntax::hermes) {
+    g.separator = "\n";
+  }
+  if (f.syntax == chat::tool_syntax::harmony) reasoning = sampling::grammar_spec::free_block{"<|channel|>analysis<|message|>", "<|end|><|start|>assistant"};
+  g.reasoning = std::move(reasoning);
+  return g;
 }
 
 }  // namespace strata::api::schema
