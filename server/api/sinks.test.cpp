@@ -97,5 +97,57 @@ TEST(full_sink, answers_once_with_the_status_and_body) {
   EXPECT_EQ(parts[0].usage.generated_tokens, 1);
 }
 
+/// A chat request whose output is read in the Hermes format, with tools.
+response_meta tool_meta(std::vector<std::uint64_t> ids) {
+  response_meta m = chat_meta(std::move(ids));
+  chat::parser_options o;
+  o.format = chat::detect_tool_format("<tool_call>");
+  o.parse_calls = true;
+  m.output = o;
+  return m;
+}
+
+TEST(chunk_sink, streams_a_call_split_over_tokens_as_openai_does_and_finishes_with_tool_calls) {
+  connection c;
+  chunk_sink sink(tool_meta({7}), c.queue->address(), chunk_sink::framing::sse);
+  sink.on_admitted({7, 0});
+  for (const char* piece : {"<tool", "_call>\n{\"name\": \"f\", ", "\"arguments\": {\"a\": 1}}\n</tool_", "call>"})
+    sink.on_token({7, 0, piece, 3, 0.0f, {}});
+  sink.on_done({7, 0, sched::finish_reason::stop, 5, 4, 0, {}});
+  auto& parts = c.drain();
+  ASSERT_EQ(parts.size(), 5u);  // role, call start, call arguments, finish, [DONE]
+  EXPECT_NE(parts[1].data.find(R"("delta":{"tool_calls":[{"index":0,"id":"call_)"), std::string::npos) << parts[1].data;
+  EXPECT_NE(parts[1].data.find(R"("type":"function","function":{"name":"f","arguments":""}}]})"), std::string::npos) << parts[1].data;
+  EXPECT_NE(parts[2].data.find(R"("delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\":1}"}}]})"), std::string::npos)
+      << parts[2].data;
+  EXPECT_NE(parts[3].data.find(R"("finish_reason":"tool_calls")"), std::string::npos) << parts[3].data;
+  for (const auto& p : parts) EXPECT_EQ(p.data.find("<tool"), std::string::npos) << "markup leaked: " << p.data;
+}
+
+TEST(full_sink, answers_calls_with_null_content_and_tool_calls_as_the_finish_reason) {
+  connection c;
+  full_sink sink(tool_meta({9}), c.queue->address());
+  sink.on_admitted({9, 0});
+  sink.on_token({9, 0, "<tool_call>{\"name\": \"f\", \"arguments\": {}}", 4, 0.0f, {}});
+  sink.on_token({9, 0, "</tool_call>", 5, 0.0f, {}});
+  sink.on_done({9, 0, sched::finish_reason::stop, 3, 2, 0, {}});
+  auto& parts = c.drain();
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_NE(parts[0].data.find(R"("content":null)"), std::string::npos) << parts[0].data;
+  EXPECT_NE(parts[0].data.find(R"("type":"function","function":{"name":"f","arguments":"{}"}}])"), std::string::npos) << parts[0].data;
+  EXPECT_NE(parts[0].data.find(R"("finish_reason":"tool_calls")"), std::string::npos) << parts[0].data;
+}
+
+TEST(full_sink, keeps_a_call_cut_off_by_the_length_limit_as_content) {
+  connection c;
+  full_sink sink(tool_meta({9}), c.queue->address());
+  sink.on_token({9, 0, "<tool_call>{\"name\": \"f\", \"argu", 4, 0.0f, {}});
+  sink.on_done({9, 0, sched::finish_reason::length, 3, 1, 0, {}});
+  auto& parts = c.drain();
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_NE(parts[0].data.find(R"("content":"<tool_call>{\"name\": \"f\", \"argu")"), std::string::npos) << parts[0].data;
+  EXPECT_NE(parts[0].data.find(R"("finish_reason":"length")"), std::string::npos) << parts[0].data;
+}
+
 }  // namespace
 }  // namespace strata::api

@@ -136,6 +136,14 @@ TEST(chat_request, names_the_field_of_every_ill_formed_tool) {
       // A named function needs tools that hold it.
       {R"("tool_choice":{"type":"function","function":{"name":"get_weather-2"}})", "tool_choice.function.name", false},
       {R"("parallel_tool_calls":"yes")", "parallel_tool_calls", true},
+      {R"("tools":[)" + weather_tool + "," + weather_tool + "]", "tools[1].function.name", false},
+      {R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"string"}}}])", "tools[0].function.parameters", false},
+      {R"("tool_choice":"required")", "tool_choice", false},
+      {R"("tool_choice":"required","tools":[])", "tool_choice", false},
+      {R"("chat_template_kwargs":[])", "chat_template_kwargs", true},
+      {R"("chat_template_kwargs":{"messages":[]})", "chat_template_kwargs", true},
+      {R"("reasoning_effort":"extreme")", "reasoning_effort", true},
+      {R"("reasoning_effort":1)", "reasoning_effort", true},
   };
   for (const auto& c : cases) {
     auto e = error_of(with(c.with_a_tool ? c.member + R"(,"tools":[)" + weather_tool + "]" : c.member));
@@ -320,6 +328,21 @@ TEST(chat_request, survives_random_corruption_of_a_valid_body) {
       EXPECT_EQ(r.err().status, 400) << b;
     }
   }
+}
+
+TEST(chat_request, gives_chat_template_kwargs_and_reasoning_effort_to_the_template) {
+  auto r = parse_chat_request(with(R"("reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":false,"x":[1]})"));
+  ASSERT_TRUE(r.has_value()) << r.err().message;
+  EXPECT_EQ(r->template_kwargs.at("reasoning_effort").as_string(), "low");
+  EXPECT_EQ(r->template_kwargs.at("enable_thinking").as_bool(), false);
+  EXPECT_EQ(r->template_kwargs.at("x").as_array().size(), 1u);
+  // A kwarg of the same name wins, as it is the template's own variable.
+  auto k = parse_chat_request(with(R"("chat_template_kwargs":{"reasoning_effort":"high"},"reasoning_effort":"low")"));
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->template_kwargs.at("reasoning_effort").as_string(), "high");
+  auto none = parse_chat_request(with(R"("chat_template_kwargs":null,"reasoning_effort":null)"));
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->template_kwargs.empty());
 }
 
 }  // namespace

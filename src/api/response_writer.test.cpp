@@ -144,5 +144,47 @@ TEST(stream_framing, frames_sse_and_websocket_messages) {
   EXPECT_EQ(e.at("type").as_string(), "error");
 }
 
+TEST(response_writer, writes_tool_calls_with_null_content_and_reasoning) {
+  chat_choice c;
+  c.reasoning = "think";
+  c.tool_calls.push_back({"call_1", "get_weather", R"({"city":"Paris"})"});
+  c.finish_reason = "tool_calls";
+  auto o = parsed(write_chat_completion(head, {c}, {}));
+  const auto& m = o.at("choices").as_array().at(0).at("message").as_object();
+  EXPECT_TRUE(m.at("content").is_null());
+  EXPECT_EQ(m.at("reasoning_content").as_string(), "think");
+  const auto& call = m.at("tool_calls").as_array().at(0).as_object();
+  EXPECT_EQ(call.at("id").as_string(), "call_1");
+  EXPECT_EQ(call.at("type").as_string(), "function");
+  EXPECT_EQ(call.at("function").at("name").as_string(), "get_weather");
+  EXPECT_EQ(call.at("function").at("arguments").as_string(), R"({"city":"Paris"})");
+  // Without calls or reasoning the message is as before: content a string, no extra members.
+  auto plain = parsed(write_chat_completion(head, {chat_choice{}}, {}));
+  const auto& pm = plain.at("choices").as_array().at(0).at("message").as_object();
+  EXPECT_EQ(pm.at("content").as_string(), "");
+  EXPECT_FALSE(pm.contains("tool_calls"));
+  EXPECT_FALSE(pm.contains("reasoning_content"));
+}
+
+TEST(response_writer, writes_tool_call_and_reasoning_deltas_as_openai_streams_them) {
+  auto start = parsed(write_chat_tool_call_start_chunk(head, 1, 2, {"call_9", "f", "{}"}, false));
+  const auto& ch = start.at("choices").as_array().at(0).as_object();
+  EXPECT_EQ(ch.at("index").as_int64(), 1);
+  const auto& tc = ch.at("delta").at("tool_calls").as_array().at(0).as_object();
+  EXPECT_EQ(tc.at("index").as_int64(), 2);
+  EXPECT_EQ(tc.at("id").as_string(), "call_9");
+  EXPECT_EQ(tc.at("type").as_string(), "function");
+  EXPECT_EQ(tc.at("function").at("name").as_string(), "f");
+  EXPECT_EQ(tc.at("function").at("arguments").as_string(), "");
+  auto args = parsed(write_chat_tool_call_arguments_chunk(head, 1, 2, R"({"a":1})", true));
+  const auto& ac = args.at("choices").as_array().at(0).at("delta").at("tool_calls").as_array().at(0).as_object();
+  EXPECT_EQ(ac.at("index").as_int64(), 2);
+  EXPECT_FALSE(ac.contains("id"));
+  EXPECT_EQ(ac.at("function").at("arguments").as_string(), R"({"a":1})");
+  EXPECT_TRUE(args.at("usage").is_null());
+  auto r = parsed(write_chat_reasoning_chunk(head, 0, "hmm", false));
+  EXPECT_EQ(r.at("choices").as_array().at(0).at("delta").at("reasoning_content").as_string(), "hmm");
+}
+
 }  // namespace
 }  // namespace strata::api::schema
