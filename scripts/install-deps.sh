@@ -33,6 +33,8 @@ else
   echo "install-deps: Debian packages present"
 fi
 
+# The source of xgrammar's C++ core, which cmake/xgrammar.cmake builds into the grammar engine.
+scripts/fetch-xgrammar.sh >/dev/null
 
 # Python for the tests, tools and benchmarks: a virtual environment inside the project (.venv/,
 # ignored by git) with the packages pinned in requirements.txt. pip keeps its cache where it

@@ -4,6 +4,7 @@
 // straight to the output stage.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "actors/runtime/address.hpp"
 #include "actors/runtime/port.hpp"
 #include "src/kv/kv_cache_manager.hpp"
+#include "src/sampling/generation_settings.hpp"
 #include "src/sampling/sampling_params.hpp"
 
 namespace strata::pipeline {
@@ -96,6 +98,8 @@ struct open_sampler {
   sampling::sampling_params settings;
   /// Tokens already in the sequence (prompt), for repetition penalties.
   std::vector<std::int32_t> history;
+  /// What the output must match (generation_settings::compiled_grammar), or null.
+  std::shared_ptr<const grammar::compiled_grammar> grammar;
 };
 struct close_sampler {
   std::uint64_t id = 0;

@@ -92,7 +92,7 @@ void scheduler_actor::handle(submit s) {
   st.prompt_tokens = static_cast<std::int32_t>(s.prompt.size());
   st.settings = std::move(s.settings);
   if (metrics_.prompt_tokens) metrics_.prompt_tokens->inc(static_cast<std::uint64_t>(st.prompt_tokens));
-  output_.tell(pipeline::open_sampler{s.request, st.settings.sampling, std::move(s.prompt)});
+  output_.tell(pipeline::open_sampler{s.request, st.settings.sampling, std::move(s.prompt), st.settings.compiled_grammar});
   requests_.emplace(s.request, std::move(st));
   maybe_step();
 }

@@ -51,6 +51,31 @@ io::http_response error_response(unsigned version, const api_error& e) {
   return res;
 }
 
+/// Whether a body may carry a grammar: its compile (tens of milliseconds on a large vocabulary
+/// when not cached) then runs on the pool, off the connection's thread.
+bool may_constrain(std::string_view body) {
+  for (std::string_view key : {"\"response_format\"", "\"grammar\"", "\"json_schema\"", "\"tool_choice\""})
+    if (body.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
+/// Compiles the request's grammar (from the engine's cache when it was seen before); one that
+/// does not compile is a 400 naming the member it came from.
+std::optional<api_error> compile_grammar(const engine::engine& e, generation_request& r) {
+  const auto& spec = r.settings.grammar;
+  if (!spec.active()) return std::nullopt;
+  auto g = e.grammars().compile(spec);
+  if (g) {
+    r.settings.compiled_grammar = std::move(g.grammar);
+    return std::nullopt;
+  }
+  const bool tools = spec.type == sampling::grammar_spec::kind::tool_calls;
+  std::string field = r.grammar_field.empty() ? (tools ? "tools" : "response_format") : r.grammar_field;
+  if (tools && g.error.call >= 0) field = "tools[" + std::to_string(g.error.call) + "].function.parameters";
+  const char* what = spec.type == sampling::grammar_spec::kind::ebnf ? "grammar" : tools ? "function parameters schema" : "JSON schema";
+  return invalid_request(field, std::string("the ") + what + " cannot be used for constrained decoding: " + g.error.message, "invalid_grammar");
+}
+
 std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -139,7 +164,7 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
                            "context_length_exceeded");
   }
   r.settings.max_tokens = static_cast<std::int32_t>(r.max_tokens ? *r.max_tokens : room);
-  return std::nullopt;
+  return compile_grammar(engine_, r);
 }
 
 namespace {
@@ -194,7 +219,7 @@ std::vector<std::uint64_t> completions_service::submit(generation_request& r, st
 
 io::handler_result completions_service::generate(io::http_request& req, const io::request_context& ctx, bool chat) {
   const unsigned version = req.version();
-  if (req.body().size() >= k_inline_bytes) {
+  if (req.body().size() >= k_inline_bytes || may_constrain(req.body())) {
     auto body = std::make_shared<std::string>(std::move(req.body()));
     return io::async_reply{[this, body, chat, version, ctx] { return prepare_off_thread(body, chat, version, ctx); }};
   }
@@ -302,7 +327,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
       return;
     }
     const bool chat = env.endpoint == schema::ws_envelope::target::chat_completions;
-    if (message.text.size() < k_inline_bytes) {
+    if (message.text.size() < k_inline_bytes && !may_constrain(message.text)) {
       generation_request r;
       if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
       if (auto e = prepare(r, key_salt)) return fail(*e);

@@ -122,6 +122,16 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   return e;
 }
 
+const grammar::grammar_compiler& engine::grammars() const {
+  std::call_once(grammars_once_, [this] {
+    const auto t0 = std::chrono::steady_clock::now();
+    grammars_ = std::make_unique<grammar::grammar_compiler>(grammar::vocabulary::of(*tok_, model_->hp.n_vocab));
+    spdlog::info("grammar engine ready for {} tokens in {:.0f} ms", model_->hp.n_vocab,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  });
+  return *grammars_;
+}
+
 std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }
 std::string engine::eos_text() const { return std::string(tok_->token_text(tok_->eos_id())); }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
+#include "src/grammar/grammar_compiler.hpp"
 #include "src/kv/block_pool.hpp"
 #include "src/kv/prefix_hash.hpp"
 #include "src/model/model.hpp"
@@ -37,6 +39,9 @@ class engine {
   std::shared_ptr<const tokenizer::tokenizer> tok_ptr() const { return tok_; }
   /// The model's template, or ChatML when the GGUF has none.
   const chat::chat_template& chat() const { return *template_; }
+  /// Compiles requests' grammars for this model's vocabulary (built on first use, then shared by
+  /// every thread that prepares requests).
+  const grammar::grammar_compiler& grammars() const;
   bool has_own_template() const { return own_template_; }
   std::string bos_text() const;
   std::string eos_text() const;
@@ -63,6 +68,8 @@ class engine {
   engine() = default;
   std::shared_ptr<const model::model> model_;
   std::shared_ptr<const tokenizer::tokenizer> tok_;
+  mutable std::once_flag grammars_once_;
+  mutable std::unique_ptr<grammar::grammar_compiler> grammars_;
   std::optional<chat::chat_template> template_;
   bool own_template_ = false;
   std::string model_id_;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <spdlog/spdlog.h>
+
 #include "src/common/block_buffers.hpp"
 
 namespace strata::engine {
@@ -66,10 +68,19 @@ void output_stage::logits(const std::vector<float>& hidden, const std::vector<st
   model::output_logits(*m_, hidden.data(), rows, out.data(), *pool_);
 }
 
-sequence_sampler::sequence_sampler(const pipeline::open_sampler& o) : id_(o.id), s_(o.settings, o.history) {}
+sequence_sampler::sequence_sampler(const pipeline::open_sampler& o) : id_(o.id), s_(o.settings, o.history) {
+  if (o.grammar) grammar_.emplace(o.grammar);
+}
 
 pipeline::sampled_token sequence_sampler::draw(float* logits, std::int32_t n_vocab) {
+  if (grammar_) grammar_->mask_logits(logits, n_vocab);
   auto c = s_.draw(logits, n_vocab);
+  // Only an allowed token can be drawn (every other one is at -inf), unless the grammar allows
+  // none: then the sequence ends rather than leave its grammar.
+  if (grammar_ && !grammar_->accept(c.token)) {
+    spdlog::warn("sequence {}: token {} is outside its grammar; ending it", id_, c.token);
+    c.token = grammar_->stop_tokens().empty() ? c.token : grammar_->stop_tokens().front();
+  }
   return pipeline::sampled_token{id_, c.token, c.logprob, std::move(c.top_logprobs)};
 }
 

@@ -3,11 +3,13 @@
 // that layer's KV pages), the output stage's LM head, and the per-sequence samplers.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/pipeline/stage_compute.hpp"
 #include "kernels/compute_pool.hpp"
 #include "src/model/forward.hpp"
+#include "src/grammar/grammar_matcher.hpp"
 #include "src/model/layer_kv.hpp"
 #include "src/sampling/sampler.hpp"
 
@@ -46,6 +48,8 @@ class output_stage final : public pipeline::output_compute {
   std::shared_ptr<kernels::compute_pool> pool_;
 };
 
+/// One sequence's draws: the request's sampling chain, under its grammar when it has one (the
+/// grammar masks the logits before the chain sees them, and follows each drawn token).
 class sequence_sampler final : public pipeline::token_sampler {
  public:
   explicit sequence_sampler(const pipeline::open_sampler& o);
@@ -54,6 +58,7 @@ class sequence_sampler final : public pipeline::token_sampler {
  private:
   std::uint64_t id_;
   sampling::sampler s_;
+  std::optional<grammar::grammar_matcher> grammar_;
 };
 
 }  // namespace strata::engine

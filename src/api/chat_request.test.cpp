@@ -179,7 +179,7 @@ TEST(chat_request, names_the_parameter_of_every_type_and_range_error) {
       {R"("logit_bias":{"-1":1})", "logit_bias"}, {R"("logit_bias":[])", "logit_bias"},
       {R"("user":1)", "user"},                    {R"("ignore_eos":"yes")", "ignore_eos"},
       {R"("kv_bits":5)", "kv_bits"},              {R"("kv_bits":"8")", "kv_bits"},
-      {R"("response_format":{"type":"json_object"})", "response_format"},
+      {R"("response_format":{"type":"xml"})", "response_format"},
       {R"("response_format":"text")", "response_format"}, {R"("stream":1)", "stream"},
       {R"("stream_options":{"include_usage":"y"})", "stream_options.include_usage"},
       {R"("model":7)", "model"},                  {R"("parallel_tool_calls":0)", "parallel_tool_calls"},

@@ -33,6 +33,8 @@ void apply_sampling(const schema::sampling_params& p, generation_request& out) {
   out.max_tokens_key = p.max_tokens_key;
   out.kv_bits = p.kv_bits;
   out.cache_salt = p.cache_salt;
+  out.settings.grammar = p.grammar;
+  out.grammar_field = p.grammar_field;
 }
 
 }  // namespace

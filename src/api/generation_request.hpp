@@ -36,6 +36,9 @@ struct generation_request {
   int kv_bits = 0;  // 4, 8, 16, or 0: the server's kv.default_bits
   std::string cache_salt;  // the body's; empty when not given
   sampling::generation_settings settings;
+  /// The member settings.grammar came from ("response_format", "grammar", "json_schema"), named
+  /// when it does not compile; "" when the request has none.
+  std::string grammar_field;
   boost::json::array messages;  // chat: as the template sees them
   boost::json::value tools;     // chat: null when absent
   boost::json::value tool_choice;  // chat: null when absent

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "src/sampling/grammar_spec.hpp"
+
 namespace strata::api::schema {
 
 /// Which endpoint's schema a body follows; a few parameters differ between the two.
@@ -60,6 +62,12 @@ struct sampling_params {
   /// Accepted for compatibility (chat); tool calls are produced one at a time or in parallel as
   /// the model writes them.
   bool parallel_tool_calls = true;
+  /// What the output must match: `response_format` json_object / json_schema, or llama.cpp's
+  /// `grammar` (GBNF) or `json_schema` (extensions); none by default.
+  sampling::grammar_spec grammar;
+  /// The member the grammar came from, to name it when it does not compile: "response_format",
+  /// "grammar" or "json_schema".
+  std::string grammar_field;
 };
 
 }  // namespace strata::api::schema

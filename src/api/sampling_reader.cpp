@@ -110,6 +110,7 @@ api_status sampling_reader::read(std::string_view key, od::value& value, bool& h
     return std::nullopt;
   }
   if (key == "response_format") return read_response_format(value);
+  if (key == "grammar" || key == "json_schema") return read_grammar(key, value);
   handled = false;
   return std::nullopt;
 }
@@ -182,21 +183,6 @@ api_status sampling_reader::read_logit_bias(od::value& value) {
   });
   if (st) return st;
   params_.logit_bias = std::move(bias);
-  return std::nullopt;
-}
-
-api_status sampling_reader::read_response_format(od::value& value) {
-  api_status st;
-  if (take_null(value, st) || st) return st;
-  std::optional<std::string> type;
-  st = for_each_member(value, "response_format", 2, [&](std::string_view key, od::value& v) -> api_status {
-    if (key == "type") return read_string(v, "response_format.type", type);
-    return skip_value(v, 3);
-  });
-  if (st) return st;
-  if (!type) return invalid_request("response_format", "response_format.type is required");
-  if (*type != "text")
-    return invalid_request("response_format", "response_format type \"" + *type + "\" is not supported; only \"text\" is");
   return std::nullopt;
 }
 

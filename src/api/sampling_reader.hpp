@@ -26,6 +26,9 @@ class sampling_reader {
   api_status read_stop(od::value& value);
   api_status read_logit_bias(od::value& value);
   api_status read_response_format(od::value& value);
+  api_status read_grammar(std::string_view key, od::value& value);
+  /// Records the grammar of member `field`; only one member may give one.
+  api_status set_grammar(std::string_view field, sampling::grammar_spec spec);
   api_status read_logprobs(od::value& value);
 
   endpoint endpoint_;

@@ -3,6 +3,7 @@
 // API builds it and the scheduler runs it.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,10 @@
 #include "src/kv/prefix_hash.hpp"
 #include "src/sampling/grammar_spec.hpp"
 #include "src/sampling/sampling_params.hpp"
+
+namespace strata::grammar {
+class compiled_grammar;  // src/grammar: opaque here, so that sampling needs no grammar engine
+}
 
 namespace strata::sampling {
 
@@ -25,6 +30,9 @@ struct generation_settings {
   kv::cache_salt cache_salt;
   /// What the output must match (response_format, forced tool calls, grammar); none by default.
   grammar_spec grammar;
+  /// `grammar` compiled for the model (set when the request is prepared; null without one).
+  /// Immutable, shared by the request's sequences, each sampling under its own matcher.
+  std::shared_ptr<const grammar::compiled_grammar> compiled_grammar;
 };
 
 }  // namespace strata::sampling
