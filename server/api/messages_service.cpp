@@ -30,6 +30,10 @@ std::optional<api_error> to_generation_request(schema::messages_request& m, gene
   r.max_tokens = m.max_tokens > 0 ? std::optional<std::int64_t>(m.max_tokens) : std::nullopt;
   r.messages = std::move(m.messages);
   r.tools = std::move(m.tools);
+  r.tool_choice = std::move(m.tool_choice);
+  r.parallel_tool_calls = m.parallel_tool_calls;
+  // Anthropic models think only when asked to; templates that think by default are told so.
+  r.template_kwargs["enable_thinking"] = m.thinking;
   auto& s = r.settings.sampling;
   s.temperature = static_cast<float>(m.temperature);
   s.top_p = static_cast<float>(m.top_p);
@@ -81,7 +85,7 @@ io::handler_result completions_service::answer_message(generation_request& r, bo
   if (count_only)
     return io::make_json(version, io::http::status::ok, R"({"input_tokens":)" + std::to_string(n_prompt) + "}");
   auto ids = new_ids(1);
-  message_meta meta{{"msg_" + ctx.request_id, engine_.model_id()}, n_prompt, r.settings.stop, ids.front()};
+  message_meta meta{{"msg_" + ctx.request_id, engine_.model_id()}, n_prompt, r.settings.stop, ids.front(), r.output};
   spdlog::debug("[{}] messages: {} prompt tokens, max_tokens {}, stream {}", ctx.request_id, n_prompt, r.settings.max_tokens, r.stream);
   auto queue = io::reply_queue::create(ctx.executor);
   queue->on_cancel([scheduler = engine_.scheduler(), ids] { scheduler.tell(sched::cancel{ids.front()}); });

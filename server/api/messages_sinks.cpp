@@ -6,6 +6,8 @@
 namespace strata::api {
 namespace {
 
+using kind = schema::content_block::kind;
+
 schema::message_usage usage_of(const message_meta& meta, const sched::request_done& d) {
   return {d.prompt_tokens > 0 ? d.prompt_tokens : meta.prompt_tokens, d.cached_tokens, d.completion_tokens};
 }
@@ -19,14 +21,50 @@ sched::request_rejected failure_of(const sched::request_done& d) { return {d.req
 
 }  // namespace
 
-finish_info stop_of(const message_meta& meta, const sched::request_done& d) {
+finish_info stop_of(const message_meta& meta, const sched::request_done& d, bool made_calls) {
   if (d.reason == sched::finish_reason::length) return {"max_tokens", nullptr};
   if (d.stop_index >= 0 && static_cast<std::size_t>(d.stop_index) < meta.stop.size())
     return {"stop_sequence", &meta.stop[static_cast<std::size_t>(d.stop_index)]};
-  return {"end_turn", nullptr};
+  return {made_calls ? "tool_use" : "end_turn", nullptr};
 }
 
-message_stream_sink::message_stream_sink(message_meta meta, io::reply_address out) : meta_(std::move(meta)), out_(std::move(out)) {}
+block_reader::block_reader(const std::optional<chat::parser_options>& output) {
+  if (output) parser_.emplace(*output);
+}
+
+void block_reader::feed(const std::string& text) {
+  if (text.empty()) return;
+  if (!parser_) return append(kind::text, text);
+  add(parser_->feed(text));
+}
+
+void block_reader::finish() {
+  if (parser_) add(parser_->finish());
+}
+
+void block_reader::add(const std::vector<chat::parse_event>& events) {
+  for (const auto& ev : events) {
+    switch (ev.type) {
+      case chat::parse_event::kind::content: append(kind::text, ev.text); break;
+      case chat::parse_event::kind::reasoning: append(kind::thinking, ev.text); break;
+      case chat::parse_event::kind::call:
+        ++calls_;
+        blocks_.push_back({kind::tool_use, ev.call.arguments, ev.call.id, ev.call.name});
+        pieces_.push_back({static_cast<int>(blocks_.size()) - 1, ev.call.arguments});
+        break;
+    }
+  }
+}
+
+void block_reader::append(kind k, const std::string& text) {
+  if (text.empty()) return;
+  if (blocks_.empty() || blocks_.back().type != k) blocks_.push_back({k, {}, {}, {}});
+  blocks_.back().text += text;
+  pieces_.push_back({static_cast<int>(blocks_.size()) - 1, text});
+}
+
+message_stream_sink::message_stream_sink(message_meta meta, io::reply_address out)
+    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output) {}
 
 void message_stream_sink::on_admitted(const sched::request_admitted&) {
   if (admitted_ || failed_) return;
@@ -35,20 +73,31 @@ void message_stream_sink::on_admitted(const sched::request_admitted&) {
 }
 
 void message_stream_sink::on_token(const sched::token_event& e) {
-  if (failed_ || e.text.empty()) return;
-  if (!open_) {
-    send(schema::write_block_start(blocks_++, {}));
-    open_ = true;
+  if (failed_) return;
+  reader_.feed(e.text);
+  flush();
+}
+
+void message_stream_sink::flush() {
+  for (auto& p : reader_.take_pieces()) {
+    const auto& block = reader_.blocks()[static_cast<std::size_t>(p.block)];
+    if (p.block >= started_) {
+      if (started_ > 0) send(schema::write_block_stop(started_ - 1));
+      schema::content_block head{block.type, {}, block.id, block.name};
+      send(schema::write_block_start(p.block, head));
+      started_ = p.block + 1;
+    }
+    send(schema::write_block_delta(p.block, block.type, p.text));
   }
-  send(schema::write_block_delta(blocks_ - 1, schema::content_block::kind::text, e.text));
 }
 
 void message_stream_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
-  if (open_) send(schema::write_block_stop(blocks_ - 1));
-  open_ = false;
-  const auto stop = stop_of(meta_, d);
+  reader_.finish();
+  flush();
+  if (started_ > 0) send(schema::write_block_stop(started_ - 1));
+  const auto stop = stop_of(meta_, d, reader_.made_calls());
   const auto usage = usage_of(meta_, d);
   send(schema::write_message_delta(stop.reason, stop.sequence, usage.output_tokens));
   end(schema::write_message_stop(), usage);
@@ -71,16 +120,16 @@ void message_stream_sink::on_rejected(const sched::request_rejected& r) {
   end(schema::sse_named_event("error", schema::write_anthropic_error(err)), {});
 }
 
-message_full_sink::message_full_sink(message_meta meta, io::reply_address out) : meta_(std::move(meta)), out_(std::move(out)) {}
+message_full_sink::message_full_sink(message_meta meta, io::reply_address out)
+    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output) {}
 
 void message_full_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
-  const auto stop = stop_of(meta_, d);
+  reader_.finish();
+  const auto stop = stop_of(meta_, d, reader_.made_calls());
   const auto usage = usage_of(meta_, d);
-  std::vector<schema::content_block> content;
-  if (!text_.empty()) content.push_back({schema::content_block::kind::text, std::move(text_), {}, {}});
-  out_.send({schema::write_message(meta_.head, content, stop.reason, stop.sequence, usage), 200, meta_.id, log_usage(usage)});
+  out_.send({schema::write_message(meta_.head, reader_.blocks(), stop.reason, stop.sequence, usage), 200, meta_.id, log_usage(usage)});
 }
 
 void message_full_sink::on_rejected(const sched::request_rejected& r) {

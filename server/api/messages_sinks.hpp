@@ -1,14 +1,19 @@
 #pragma once
 // The sinks of POST /v1/messages: the scheduler's events become Anthropic's message object or its
-// stream of named server-sent events (src/api/messages_writer.hpp).
+// stream of named server-sent events (src/api/messages_writer.hpp). The output is read like a chat
+// choice's (chat::tool_parser): the answer becomes text blocks, reasoning thinking blocks, and each
+// tool call a tool_use block.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/stream/stream_hub.hpp"
 #include "io/reply_queue.hpp"
 #include "src/api/messages_writer.hpp"
+#include "src/chat/tool_parser.hpp"
 
 namespace strata::api {
 
@@ -19,17 +24,48 @@ struct message_meta {
   /// The request's stop sequences, to name the one that matched.
   std::vector<std::string> stop;
   std::uint64_t id = 0;
+  /// How the output is read into text, reasoning and tool calls; empty: it is all text.
+  std::optional<chat::parser_options> output;
 };
 
 /// The stop reason and sequence of a finished request.
 struct finish_info {
-  std::string reason;  // end_turn, max_tokens, stop_sequence
+  std::string reason;  // end_turn, max_tokens, stop_sequence, tool_use
   const std::string* sequence = nullptr;
 };
-finish_info stop_of(const message_meta& meta, const sched::request_done& d);
+finish_info stop_of(const message_meta& meta, const sched::request_done& d, bool made_calls);
 
-/// Streams the answer as named SSE events; text goes out as one text block, opened at its first
-/// piece.
+/// A choice's output as content blocks, in order: the parser's events (or the plain text) are
+/// appended, text of one kind running on in one block.
+class block_reader {
+ public:
+  explicit block_reader(const std::optional<chat::parser_options>& output);
+  /// Reads a delta of the output.
+  void feed(const std::string& text);
+  void finish();
+  const std::vector<schema::content_block>& blocks() const { return blocks_; }
+  std::vector<schema::content_block>& blocks() { return blocks_; }
+  bool made_calls() const { return calls_ > 0; }
+
+  /// What a stream sends for what was read since the last call: (block index, piece) pairs, a
+  /// piece of a tool_use block being its whole input.
+  struct piece {
+    int block;
+    std::string text;
+  };
+  std::vector<piece> take_pieces() { return std::exchange(pieces_, {}); }
+
+ private:
+  void add(const std::vector<chat::parse_event>& events);
+  void append(schema::content_block::kind k, const std::string& text);
+
+  std::optional<chat::tool_parser> parser_;
+  std::vector<schema::content_block> blocks_;
+  std::vector<piece> pieces_;
+  int calls_ = 0;
+};
+
+/// Streams the answer as named SSE events.
 class message_stream_sink final : public sched::stream_sink {
  public:
   message_stream_sink(message_meta meta, io::reply_address out);
@@ -40,12 +76,15 @@ class message_stream_sink final : public sched::stream_sink {
 
  private:
   void send(std::string event) { out_.send({std::move(event)}); }
+  /// Sends the blocks' new pieces: a block's start before its first piece, the previous block's
+  /// stop before a new one starts.
+  void flush();
   void end(std::string last, const schema::message_usage& u);
 
   message_meta meta_;
   io::reply_address out_;
-  int blocks_ = 0;       // blocks opened so far
-  bool open_ = false;    // the last one is still open
+  block_reader reader_;
+  int started_ = 0;  // blocks started so far; the last one may still be open
   bool admitted_ = false;
   bool failed_ = false;
 };
@@ -55,14 +94,14 @@ class message_full_sink final : public sched::stream_sink {
  public:
   message_full_sink(message_meta meta, io::reply_address out);
   void on_admitted(const sched::request_admitted&) override {}
-  void on_token(const sched::token_event& e) override { text_ += e.text; }
+  void on_token(const sched::token_event& e) override { reader_.feed(e.text); }
   void on_done(const sched::request_done& d) override;
   void on_rejected(const sched::request_rejected& r) override;
 
  private:
   message_meta meta_;
   io::reply_address out_;
-  std::string text_;
+  block_reader reader_;
   bool failed_ = false;
 };
 

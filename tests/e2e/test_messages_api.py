@@ -5,7 +5,9 @@ weights, real tokenizer).
 At temperature 0 the Messages answer must be the chat-completions answer to the same conversation
 (the same template, the same greedy tokens), streamed or not; stop sequences end it with
 stop_reason "stop_sequence" and name the one that matched; usage counts the prompt as
-count_tokens does; errors come in Anthropic's shape; `x-api-key` authenticates.
+count_tokens does; errors come in Anthropic's shape; `x-api-key` authenticates. On the real
+default model, a forced tool is a valid tool_use block (stop_reason "tool_use") at temperature 1,
+a streamed tool_use reassembles (input_json_delta) to the non-streamed one, and tool results render.
 """
 
 from __future__ import annotations
@@ -127,3 +129,78 @@ def test_the_sdk_raises_on_an_error_and_on_a_wrong_key(server, client):
     with anthropic.Anthropic(base_url=server.base_url, api_key="wrong", max_retries=0) as bad:
         with pytest.raises(anthropic.AuthenticationError):
             bad.messages.create(model="m", max_tokens=4, messages=MESSAGES)
+
+
+# Tools on the real default model (SmolLM2-135M-Instruct: its template has none, so the Hermes-style
+# fallback describes them). A forced tool (tool_choice "tool") is written under the grammar of the
+# call; in auto mode the model, shown two earlier calls, writes the third itself.
+
+WEATHER = {"name": "get_weather", "description": "Current weather of a city",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                            "additionalProperties": False}}
+
+
+def tool_use(tool_id: str, city: str) -> dict:
+    return {"type": "tool_use", "id": tool_id, "name": "get_weather", "input": {"city": city}}
+
+
+FEW_SHOT = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"role": "assistant", "content": [tool_use("tu_1", "Paris")]},
+    {"role": "user", "content": "What is the weather in Rome?"},
+    {"role": "assistant", "content": [tool_use("tu_2", "Rome")]},
+    {"role": "user", "content": "What is the weather in London?"},
+]
+
+
+@pytest.fixture(scope="module")
+def smol():
+    s = start_server(["--cache-mode", "off"])
+    yield anthropic.Anthropic(base_url=s.base_url, api_key="unused", max_retries=0, timeout=300)
+    assert s.stop() == 0, "SIGTERM exits 0"
+
+
+def city_of(block) -> str:
+    assert block.type == "tool_use" and block.name == "get_weather", block
+    assert set(block.input) == {"city"} and isinstance(block.input["city"], str) and block.input["city"], block.input
+    return block.input["city"]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_forced_tool_comes_back_as_a_valid_tool_use_block(smol, seed):
+    m = smol.messages.create(model="m", max_tokens=60, system="You answer with tool calls.",
+                             messages=[{"role": "user", "content": "Weather in Oslo, please."}], tools=[WEATHER],
+                             tool_choice={"type": "tool", "name": "get_weather"},
+                             extra_body={"temperature": 1.0, "seed": seed})
+    assert m.stop_reason == "tool_use", m
+    calls = [b for b in m.content if b.type == "tool_use"]
+    assert len(calls) == 1 and all(b.type in ("tool_use", "thinking") for b in m.content), m.content
+    city_of(calls[0])
+
+
+def test_streamed_tool_use_reassembles_to_the_non_streamed_answer(smol):
+    body = dict(model="m", max_tokens=60, system="You only answer with tool calls.", messages=FEW_SHOT, tools=[WEATHER],
+                extra_body=GREEDY)
+    whole = smol.messages.create(**body)
+    assert whole.stop_reason == "tool_use", whole
+    assert [b.type for b in whole.content] == ["tool_use"], whole.content
+    city_of(whole.content[0])
+    deltas = 0
+    with smol.messages.stream(**body) as s:
+        for event in s:
+            deltas += event.type == "content_block_delta" and event.delta.type == "input_json_delta"
+        final = s.get_final_message()
+    assert deltas >= 1
+    assert final.stop_reason == "tool_use"
+    assert [(b.type, b.name, b.input) for b in final.content] == [(b.type, b.name, b.input) for b in whole.content]
+
+
+def test_a_tool_result_round_trips(smol):
+    m = smol.messages.create(model="m", max_tokens=8, messages=[
+        *FEW_SHOT[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "12 C"}]}],
+        tools=[WEATHER], extra_body=GREEDY)
+    assert m.usage.input_tokens > 0 and m.stop_reason in ("end_turn", "max_tokens", "tool_use")
+    n = smol.messages.count_tokens(model="m", messages=[
+        *FEW_SHOT[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "12 C, sunny"}]}],
+        tools=[WEATHER])
+    assert n.input_tokens > m.usage.input_tokens, "the tool result is part of the prompt"
