@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/api/on_pool.hpp"
+#include "server/api/sse_reply.hpp"
 #include "src/api/response_writer.hpp"
 #include "server/api/sinks.hpp"
 #include "src/api/stream_framing.hpp"
@@ -260,12 +261,7 @@ io::handler_result completions_service::start(generation_request& r, unsigned ve
     for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
   });
   submit(r, std::make_unique<chunk_sink>(meta, queue->address(), chunk_sink::framing::sse), ids);
-  io::stream_reply reply;
-  reply.head = io::http_response{io::http::status::ok, version};
-  reply.head.set(io::http::field::content_type, "text/event-stream");
-  reply.head.set(io::http::field::cache_control, "no-cache");
-  reply.queue = std::move(queue);
-  return reply;
+  return sse_reply(version, std::move(queue));
 }
 
 io::handler_result completions_service::chat(io::http_request& req, const io::request_context& ctx) { return generate(req, ctx, true); }

@@ -15,6 +15,7 @@
 #include "src/api/generation_request.hpp"
 #include "actors/stream/stream_hub.hpp"
 #include "src/common/metrics.hpp"
+#include "server/api/responses_sinks.hpp"
 #include "server/engine/engine.hpp"
 #include "src/chat/tool_format.hpp"
 
@@ -41,6 +42,11 @@ class completions_service {
   /// /v1/messages/count_tokens, with errors in Anthropic's shape.
   io::handler_result messages(io::http_request& req, const io::request_context& ctx);
   io::handler_result count_tokens(io::http_request& req, const io::request_context& ctx);
+  /// OpenAI's Responses API (responses_service.cpp): POST /v1/responses, GET and DELETE
+  /// /v1/responses/{id}.
+  io::handler_result responses(io::http_request& req, const io::request_context& ctx);
+  io::handler_result response_get(io::http_request& req, const io::request_context& ctx);
+  io::handler_result response_delete(io::http_request& req, const io::request_context& ctx);
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);
@@ -68,6 +74,13 @@ class completions_service {
                                            generation_request& r);
   boost::asio::awaitable<io::handler_result> prepare_message_off_thread(std::shared_ptr<std::string> body, bool count_only,
                                                                         unsigned version, io::request_context ctx);
+  /// A Responses body parsed into a generation request and prepared; the response begun (its
+  /// echoed members) and the conversation to store go to `ctx`.
+  std::optional<api_error> prepare_response(const std::string& body, std::string_view key_salt, generation_request& r,
+                                            response_context& ctx);
+  boost::asio::awaitable<io::handler_result> prepare_response_off_thread(std::shared_ptr<std::string> body, unsigned version,
+                                                                         io::request_context ctx);
+  io::handler_result answer_response(generation_request& r, response_context rc, unsigned version, const io::request_context& ctx);
   /// The reply to a prepared Messages request (count_only: its token count).
   io::handler_result answer_message(generation_request& r, bool count_only, unsigned version, const io::request_context& ctx);
 
@@ -81,6 +94,8 @@ class completions_service {
   chat::tool_format tool_format_;
   /// Renders and tokenizes large prompts.
   boost::asio::thread_pool pool_{2};
+  /// Stored responses (Responses API): at most 1,024 of them in at most 64 MiB, oldest out first.
+  std::shared_ptr<response_store> responses_ = std::make_shared<response_store>(1024, std::size_t{64} << 20);
 };
 
 }  // namespace strata::api

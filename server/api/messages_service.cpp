@@ -7,6 +7,7 @@
 #include "server/api/completions_service.hpp"
 #include "server/api/messages_sinks.hpp"
 #include "server/api/on_pool.hpp"
+#include "server/api/sse_reply.hpp"
 #include "src/api/messages_request.hpp"
 #include "src/sampling/text_stream.hpp"
 
@@ -95,12 +96,7 @@ io::handler_result completions_service::answer_message(generation_request& r, bo
   }
   queue->on_pressure([scheduler = engine_.scheduler(), ids](bool paused) { scheduler.tell(sched::set_paused{ids.front(), paused}); });
   submit(r, std::make_unique<message_stream_sink>(std::move(meta), queue->address()), ids);
-  io::stream_reply reply;
-  reply.head = io::http_response{io::http::status::ok, version};
-  reply.head.set(io::http::field::content_type, "text/event-stream");
-  reply.head.set(io::http::field::cache_control, "no-cache");
-  reply.queue = std::move(queue);
-  return reply;
+  return sse_reply(version, std::move(queue));
 }
 
 }  // namespace strata::api

@@ -28,41 +28,6 @@ finish_info stop_of(const message_meta& meta, const sched::request_done& d, bool
   return {made_calls ? "tool_use" : "end_turn", nullptr};
 }
 
-block_reader::block_reader(const std::optional<chat::parser_options>& output) {
-  if (output) parser_.emplace(*output);
-}
-
-void block_reader::feed(const std::string& text) {
-  if (text.empty()) return;
-  if (!parser_) return append(kind::text, text);
-  add(parser_->feed(text));
-}
-
-void block_reader::finish() {
-  if (parser_) add(parser_->finish());
-}
-
-void block_reader::add(const std::vector<chat::parse_event>& events) {
-  for (const auto& ev : events) {
-    switch (ev.type) {
-      case chat::parse_event::kind::content: append(kind::text, ev.text); break;
-      case chat::parse_event::kind::reasoning: append(kind::thinking, ev.text); break;
-      case chat::parse_event::kind::call:
-        ++calls_;
-        blocks_.push_back({kind::tool_use, ev.call.arguments, ev.call.id, ev.call.name});
-        pieces_.push_back({static_cast<int>(blocks_.size()) - 1, ev.call.arguments});
-        break;
-    }
-  }
-}
-
-void block_reader::append(kind k, const std::string& text) {
-  if (text.empty()) return;
-  if (blocks_.empty() || blocks_.back().type != k) blocks_.push_back({k, {}, {}, {}});
-  blocks_.back().text += text;
-  pieces_.push_back({static_cast<int>(blocks_.size()) - 1, text});
-}
-
 message_stream_sink::message_stream_sink(message_meta meta, io::reply_address out)
     : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output) {}
 

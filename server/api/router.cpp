@@ -37,6 +37,7 @@ router::router(const server_status& status, metrics::registry& metrics) : status
 }
 
 void router::add(http::verb method, std::string path, endpoint fn) { routes_[std::move(path)][method] = std::move(fn); }
+void router::add_prefix(http::verb method, std::string prefix, endpoint fn) { prefixes_[std::move(prefix)][method] = std::move(fn); }
 
 io::http_response router::health(const io::http_request& req) const {
   if (!status_.ready.load()) {
@@ -87,8 +88,13 @@ bool router::is_public(std::string_view path) const {
 io::handler_result router::handle(io::http_request& req, const io::request_context& ctx) const {
   std::string_view target = req.target();
   std::string_view path = target.substr(0, target.find('?'));
-  auto it = routes_.find(path);
-  if (it == routes_.end()) {
+  const std::map<http::verb, endpoint>* methods = nullptr;
+  if (auto it = routes_.find(path); it != routes_.end()) methods = &it->second;
+  // Else a prefix that `path` extends by one last segment of its own (/v1/responses/{id}).
+  for (auto p = prefixes_.begin(); !methods && p != prefixes_.end(); ++p)
+    if (path.size() > p->first.size() && path.starts_with(p->first) && path.find('/', p->first.size()) == std::string_view::npos)
+      methods = &p->second;
+  if (!methods) {
     return io::make_error(req.version(), http::status::not_found,
                           "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
                           "invalid_request_error", "not_found");
@@ -102,10 +108,10 @@ io::handler_result router::handle(io::http_request& req, const io::request_conte
     return res;
   }
   auto method = req.method() == http::verb::head ? http::verb::get : req.method();
-  auto fn = it->second.find(method);
-  if (fn == it->second.end()) {
+  auto fn = methods->find(method);
+  if (fn == methods->end()) {
     std::string allow;
-    for (const auto& [verb, _] : it->second) allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
+    for (const auto& [verb, _] : *methods) allow += (allow.empty() ? "" : ", ") + std::string(http::to_string(verb));
     auto res = io::make_error(req.version(), http::status::method_not_allowed,
                               "use " + allow + " for " + std::string(path), "invalid_request_error",
                               "method_not_allowed");

@@ -43,6 +43,9 @@ class router {
   /// Registers `fn` for METHOD PATH. When keys are configured, it answers only requests that carry
   /// one (`Authorization: Bearer KEY`); others get a 401. `fn` sees the key's salt in its context.
   void add(io::http::verb method, std::string path, endpoint fn);
+  /// An endpoint for every path under `prefix` (which ends with '/'), e.g. "/v1/responses/" for
+  /// /v1/responses/{id}; exact paths are matched first.
+  void add_prefix(io::http::verb method, std::string prefix, endpoint fn);
 
   io::handler_result handle(io::http_request& req, const io::request_context& ctx) const;
 
@@ -58,6 +61,7 @@ class router {
   const server_status& status_;
   metrics::registry& metrics_;
   std::map<std::string, std::map<io::http::verb, endpoint>, std::less<>> routes_;
+  std::map<std::string, std::map<io::http::verb, endpoint>, std::less<>> prefixes_;
 };
 
 /// Whether `given` equals `secret`, in time that depends only on `given`'s length: neither where

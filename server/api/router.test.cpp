@@ -186,5 +186,25 @@ TEST(router, constant_time_equal_compares_exactly) {
   EXPECT_FALSE(constant_time_equal(std::string(256, 'k') + "a", std::string(256, 'k') + "b"));
 }
 
+TEST(router, a_prefix_route_answers_one_more_path_segment_and_exact_routes_come_first) {
+  server_status st;
+  metrics::registry m;
+  router r(st, m);
+  std::string seen;
+  r.add_prefix(http::verb::get, "/v1/responses/", [&](io::http_request& req, const io::request_context&) -> io::handler_result {
+    seen = std::string(req.target());
+    return io::http_response{http::status::ok, 11};
+  });
+  r.add(http::verb::get, "/v1/responses/special", [](io::http_request&, const io::request_context&) -> io::handler_result {
+    return io::http_response{http::status::accepted, 11};
+  });
+  EXPECT_EQ(call(r, http::verb::get, "/v1/responses/resp_1?x=1").result(), http::status::ok);
+  EXPECT_EQ(seen, "/v1/responses/resp_1?x=1");
+  EXPECT_EQ(call(r, http::verb::get, "/v1/responses/special").result(), http::status::accepted);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/responses/").result(), http::status::not_found);
+  EXPECT_EQ(call(r, http::verb::get, "/v1/responses/a/b").result(), http::status::not_found);
+  EXPECT_EQ(call(r, http::verb::delete_, "/v1/responses/resp_1").result(), http::status::method_not_allowed);
+}
+
 }  // namespace
 }  // namespace strata::api

@@ -198,6 +198,10 @@ int serve(const serve_options& opts) {
     router.add(verb::post, "/v1/messages", [c](io::http_request& r, const io::request_context& x) { return c->messages(r, x); });
     router.add(verb::post, "/v1/messages/count_tokens",
                [c](io::http_request& r, const io::request_context& x) { return c->count_tokens(r, x); });
+    router.add(verb::post, "/v1/responses", [c](io::http_request& r, const io::request_context& x) { return c->responses(r, x); });
+    router.add_prefix(verb::get, "/v1/responses/", [c](io::http_request& r, const io::request_context& x) { return c->response_get(r, x); });
+    router.add_prefix(verb::delete_, "/v1/responses/",
+                      [c](io::http_request& r, const io::request_context& x) { return c->response_delete(r, x); });
     router.add(verb::post, "/tokenize", [c](io::http_request& r, const io::request_context& x) { return c->tokenize(r, x); });
     router.add(verb::post, "/detokenize", [c](io::http_request& r, const io::request_context& x) { return c->detokenize(r, x); });
     router.add(verb::get, "/v1/ws", [c](io::http_request& r, const io::request_context& x) { return c->websocket(r, x); });
