@@ -4,8 +4,11 @@
 # project), links bench/reference/dump_logits.cpp against it, and runs it on each model's prompts
 # (tests/golden/real/<name>.prompts.txt): top-20 logits at every prompt position and a greedy
 # continuation of 64 tokens. tests/golden/check_real_model.py compares strata against them.
+# A name synth/<arch> is a random-weight model that `strata synth` (build/strata) writes with the
+# flags in tests/golden/synth/<arch>.args, dumped to tests/golden/synth/<arch>.llamacpp.json (the
+# golden tests synthesize the same model and compare against it).
 #
-#   bench/reference_dumps.sh [smollm2 ...]       # default: every model with a prompts file
+#   bench/reference_dumps.sh [smollm2 ... synth/qwen35]   # default: every real model with a prompts file
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +29,17 @@ if [ ${#names[@]} -eq 0 ]; then
   for p in tests/golden/real/*.prompts.txt; do names+=("$(basename "$p" .prompts.txt)"); done
 fi
 for name in "${names[@]}"; do
-  model=$(scripts/fetch-model.sh "$name")
+  if [[ $name == synth/* ]]; then
+    dir=tests/golden/synth
+    name=${name#synth/}
+    model=$(mktemp --suffix=.gguf)
+    # shellcheck disable=SC2046  # the flags file is word-split on purpose
+    build/strata synth $(cat "$dir/$name.args") --quiet --out "$model"
+  else
+    dir=tests/golden/real
+    model=$(scripts/fetch-model.sh "$name")
+  fi
   echo "reference_dumps: $name ($model)" >&2
-  "$tool" "$model" "tests/golden/real/$name.prompts.txt" "tests/golden/real/$name.llamacpp.json" 20 64 "$(nproc)"
+  "$tool" "$model" "$dir/$name.prompts.txt" "$dir/$name.llamacpp.json" 20 64 "$(nproc)"
+  if [[ $dir == tests/golden/synth ]]; then rm -f "$model"; fi
 done

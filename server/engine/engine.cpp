@@ -44,6 +44,12 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   auto t0 = std::chrono::steady_clock::now();
   auto m = model::model::load(path);
   if (!m) return std::move(m).err();
+  // The pipeline's layers keep attention KV only: a recurrent layer's per-sequence state (and its
+  // place in the prefix cache) is not wired into serving yet.
+  if ((*m)->hp.has_recurrent())
+    return fail(errc::unsupported, path, ": ", model::arch_name((*m)->hp.architecture),
+                " has recurrent (Gated DeltaNet) layers, which strata serve does not run yet; strata logits, bench and "
+                "perplexity do");
   e->model_ = *m;
   auto tok = tokenizer::tokenizer::from_gguf(e->model_->file);
   if (!tok) return fail(tok.err().code, path, ": ", tok.err().message);

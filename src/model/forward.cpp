@@ -6,12 +6,14 @@
 #include <initializer_list>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <utility>
 
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/quants.hpp"
+#include "src/model/recurrent_layer.hpp"
 
 namespace strata::model {
 
@@ -37,8 +39,9 @@ scratch::scratch(const hparams& h, std::int32_t max_rows)
   v_.resize(n * static_cast<std::size_t>(kv_dim_));
   attn_.resize(n * static_cast<std::size_t>(q_dim_));
   out_.resize(n * static_cast<std::size_t>(n_embd_));
-  // gate holds the fused gate+up (phi3) or the fused qkv rows, whichever is wider.
-  gate_.resize(n * static_cast<std::size_t>(std::max(2 * n_ff_, q_dim_ + 2 * kv_dim_)));
+  // gate holds the fused gate+up (phi3), the fused qkv rows, or the queries and their gates
+  // (gated attention), whichever is wider.
+  gate_.resize(n * static_cast<std::size_t>(std::max({2 * n_ff_, q_dim_ + 2 * kv_dim_, 2 * q_dim_})));
   up_.resize(n * static_cast<std::size_t>(n_ff_));
   slice_.reserve(64);
 }
@@ -273,20 +276,17 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   }
 }
 
-void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden, layer_kv& kv,
-                 scratch& s, kernels::compute_pool& pool) {
-  const std::int64_t n = batch.n_rows, d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
-  float* cur = fa::cur(s);
+/// The attention block of layer il: the projections of cur (the normed input), attention over
+/// the KV pages (writing the batch's own KV first), the output gate of gated attention, and the
+/// output projection into out.
+void attention_block(const layer_weights& w, const hparams& h, int il, const batch_view& batch, const float* cur, float* out,
+                     layer_kv& kv, scratch& s, kernels::compute_pool& pool) {
+  const std::int64_t n = batch.n_rows, qd = h.q_dim(), kvd = h.kv_dim();
   float* q = fa::q(s);
   float* k = fa::k(s);
   float* v = fa::v(s);
   float* attn = fa::attn(s);
-  float* out = fa::out(s);
   float* gate = fa::gate(s);
-  float* up = fa::up(s);
-
-  // Attention block.
-  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
   if (w.wqkv) {
     matmul(pool, w.wqkv, cur, n, gate);  // each row: q, k, v
     for (std::int64_t i = 0; i < n; ++i) {
@@ -295,12 +295,34 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
       std::copy(r + qd, r + qd + kvd, k + i * kvd);
       std::copy(r + qd + kvd, r + qd + 2 * kvd, v + i * kvd);
     }
+  } else if (h.attn_gated) {
+    matmul_many(pool, {{&w.wq, gate}, {&w.wk, k}, {&w.wv, v}}, cur, n);  // each head: its query, then its gate
+    split_query_gate(gate, q, n, h);
   } else {
     matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
   for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, il, batch, q, k, v, kv, b, e); });
   attend_rows(h, il, batch, q, attn, kv, pool);
+  if (h.attn_gated) apply_output_gate(attn, gate, n * qd);
   matmul(pool, w.wo, attn, n, out);
+}
+
+void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden, layer_kv& kv,
+                 scratch& s, kernels::compute_pool& pool, recurrent_state* state) {
+  const std::int64_t n = batch.n_rows, d = h.n_embd, ff = h.n_ff;
+  float* cur = fa::cur(s);
+  float* out = fa::out(s);
+  float* gate = fa::gate(s);
+  float* up = fa::up(s);
+
+  // Attention block (or the recurrent layer's mixer in its place).
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
+  if (h.recurrent(il)) {
+    if (!state) throw std::invalid_argument("layer_forward: a recurrent layer needs a recurrent_state");
+    recurrent_mixer(w, h, il, batch, cur, out, *state, pool);
+  } else {
+    attention_block(w, h, il, batch, cur, out, kv, s, pool);
+  }
   // The residual, and the feed-forward block's norm.
   for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
     if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, b, e, d, h.norm_eps);
@@ -357,9 +379,9 @@ void embed(const model_weights& w, const hparams& h, const std::int32_t* tokens,
 }
 
 void layer_forward(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden,
-                   layer_kv& kv, scratch& s, kernels::compute_pool& pool) {
+                   layer_kv& kv, scratch& s, kernels::compute_pool& pool, recurrent_state* state) {
   if (batch.n_rows <= s.max_rows()) {
-    layer_slice(w, h, il, batch, hidden, kv, s, pool);
+    layer_slice(w, h, il, batch, hidden, kv, s, pool, state);
     return;
   }
   // Slices of at most max_rows rows, in row order: a sequence cut in two writes its first part's
@@ -370,10 +392,10 @@ void layer_forward(const layer_weights& w, const hparams& h, int il, const batch
     part.clear();
     for (const seq_rows& sq : batch.seqs) {
       const std::int32_t b = std::max(r0, sq.first_row), e = std::min(r1, sq.first_row + sq.n_rows);
-      if (b < e) part.push_back({sq.blocks, sq.n_blocks, b - r0, e - b, sq.start_pos + (b - sq.first_row)});
+      if (b < e) part.push_back({sq.blocks, sq.n_blocks, b - r0, e - b, sq.start_pos + (b - sq.first_row), sq.state_slot});
     }
     batch_view sub{batch.tokens ? batch.tokens + r0 : nullptr, r1 - r0, part};
-    layer_slice(w, h, il, sub, hidden + static_cast<std::int64_t>(r0) * h.n_embd, kv, s, pool);
+    layer_slice(w, h, il, sub, hidden + static_cast<std::int64_t>(r0) * h.n_embd, kv, s, pool, state);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "src/model/hparams.hpp"
 #include "src/model/layer_kv.hpp"
 #include "src/model/model.hpp"
+#include "src/model/recurrent_state.hpp"
 #include "src/model/weights.hpp"
 
 namespace strata::model {
@@ -20,12 +21,15 @@ namespace strata::model {
 /// One sequence's rows in a batch: rows [first_row, first_row + n_rows) are its positions
 /// start_pos, start_pos + 1, ... (a sequence's rows are contiguous and in position order); its KV
 /// pages are blocks[0 .. n_blocks), page i holding positions [i * page_tokens, (i+1) * page_tokens).
+/// In models with recurrent layers, state_slot is its slot in the recurrent_state, which must hold
+/// its state after position start_pos - 1.
 struct seq_rows {
   const std::int32_t* blocks = nullptr;
   std::int32_t n_blocks = 0;
   std::int32_t first_row = 0;
   std::int32_t n_rows = 0;
   std::int32_t start_pos = 0;
+  std::int32_t state_slot = 0;
 };
 
 /// The rows of one forward step; seqs cover rows [0, n_rows) in order.
@@ -58,9 +62,10 @@ void embed(const model_weights& w, const hparams& h, const std::int32_t* tokens,
 
 /// Runs layer il over the batch: hidden (n_rows x n_embd) is transformed in place, and the
 /// layer's K and V for the batch's positions are written into kv first (so a row also sees the
-/// earlier rows of its own sequence in the same batch).
+/// earlier rows of its own sequence in the same batch). A recurrent layer (hparams::recurrent)
+/// reads and updates its sequences' slots in `state` instead (std::invalid_argument without one).
 void layer_forward(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden,
-                   layer_kv& kv, scratch& s, kernels::compute_pool& pool);
+                   layer_kv& kv, scratch& s, kernels::compute_pool& pool, recurrent_state* state = nullptr);
 
 /// Logits (rows.size() x n_vocab) of the hidden rows listed in rows: final norm, LM head, the
 /// final soft-cap. rows.size() may exceed s.max_rows() (it is done in slices).

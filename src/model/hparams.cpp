@@ -15,6 +15,7 @@ const char* arch_name(arch a) {
     case arch::gemma2: return "gemma2";
     case arch::gemma3: return "gemma3";
     case arch::phi3: return "phi3";
+    case arch::qwen35: return "qwen35";
   }
   return "?";
 }
@@ -84,6 +85,48 @@ result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
   return {};
 }
 
+/// An integer key in [lo, hi]; absent is an error when required, else leaves `out`.
+result<void> int_key(const gguf_file& f, const std::string& key, std::int32_t& out, std::int64_t lo, std::int64_t hi, bool required) {
+  if (!f.has(key)) {
+    if (required) return fail(errc::corrupt_data, "metadata key ", key, " is missing");
+    return {};
+  }
+  auto v = f.get_int(key);
+  if (!v) return fail(errc::corrupt_data, "metadata key ", key, " is not an integer");
+  if (*v < lo || *v > hi) return fail(errc::corrupt_data, "metadata key ", key, " = ", *v, " is out of range [", lo, ", ", hi, "]");
+  out = static_cast<std::int32_t>(*v);
+  return {};
+}
+
+/// Qwen 3.5's additions, with the keys llama.cpp reads: the Gated DeltaNet shape (ssm.*), which
+/// layers are recurrent (a per-layer array, else every full_attention_interval-th layer attends,
+/// 4 when absent), and the rotary sections. Text positions give every section the same position,
+/// so the interleaved multi-section rotary equals NeoX rotary over rope.dimension_count values.
+result<void> read_qwen35(const gguf_file& f, const std::string& a, hparams& h) {
+  h.attn_gated = true;
+  if (auto r = int_key(f, a + ".ssm.conv_kernel", h.ssm_conv_kernel, 1, 64, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.state_size", h.ssm_state, 1, kernels::k_attention_max_head_dim, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.group_count", h.ssm_k_heads, 1, 1024, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.time_step_rank", h.ssm_v_heads, 1, 1024, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.inner_size", h.ssm_inner, 1, 1 << 20, true); !r) return r;
+  if (h.ssm_v_heads % h.ssm_k_heads != 0)
+    return fail(errc::corrupt_data, a, ".ssm.time_step_rank = ", h.ssm_v_heads, " is not a multiple of ", a, ".ssm.group_count = ", h.ssm_k_heads);
+  if (h.ssm_inner != h.ssm_v_heads * h.ssm_state)
+    return fail(errc::unsupported, a, ".ssm.inner_size = ", h.ssm_inner, " differs from time_step_rank x state_size (value and key heads of one length)");
+  const std::string layers_key = a + ".attention.recurrent_layers";
+  if (f.array_size(layers_key)) {
+    auto layers = f.get_int_array(layers_key);
+    if (!layers || layers->size() < static_cast<std::size_t>(h.n_layer))
+      return fail(errc::corrupt_data, "metadata key ", layers_key, " must hold one boolean per layer (", h.n_layer, ")");
+    for (int il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((*layers)[static_cast<std::size_t>(il)] != 0);
+  } else {
+    std::int32_t interval = 4;
+    if (auto r = int_key(f, a + ".full_attention_interval", interval, 1, 1024, false); !r) return r;
+    for (int il = 0; il < h.n_layer; ++il) h.recurrent_layers.push_back((il + 1) % interval != 0);
+  }
+  return {};
+}
+
 }  // namespace
 
 result<hparams> hparams::from_gguf(const gguf_file& f) {
@@ -96,7 +139,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   else if (a == "gemma2") h.architecture = arch::gemma2;
   else if (a == "gemma3") h.architecture = arch::gemma3;
   else if (a == "phi3") h.architecture = arch::phi3;
-  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3 are)");
+  else if (a == "qwen35") h.architecture = arch::qwen35;
+  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35 are)");
 
   auto need_int = [&](const std::string& suffix, std::int32_t& out, std::int64_t lo, std::int64_t hi) -> result<void> {
     std::string key = a + "." + suffix;
@@ -171,6 +215,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
   } else if (h.architecture == arch::gemma3) {
     if (auto r = read_gemma3(f, a, h); !r) return std::move(r).err();
+  } else if (h.architecture == arch::qwen35) {
+    if (auto r = read_qwen35(f, a, h); !r) return std::move(r).err();
   }
 
   auto tokens = f.array_size("tokenizer.ggml.tokens");

@@ -12,7 +12,7 @@
 
 namespace strata::model {
 
-enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3 };
+enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35 };
 
 const char* arch_name(arch a);
 
@@ -42,6 +42,30 @@ struct hparams {
   float final_softcap = 0.0f;
   float embed_scale = 1.0f;         // embeddings are multiplied by this (sqrt(n_embd) for gemma)
   float attn_scale = 0.0f;          // 1/sqrt(head_dim)
+  // qwen35: Gated DeltaNet (linear attention) layers, with a gated full-attention layer every few
+  // layers. The attention layers' query projection also gives a per-value gate (sigmoid).
+  bool attn_gated = false;
+  std::vector<bool> recurrent_layers;  // per layer: a Gated DeltaNet layer instead of attention
+  std::int32_t ssm_conv_kernel = 0;    // length of the short causal convolution
+  std::int32_t ssm_state = 0;          // key (and value) length per delta-rule head
+  std::int32_t ssm_k_heads = 0;        // query/key heads (ssm.group_count)
+  std::int32_t ssm_v_heads = 0;        // value heads (ssm.time_step_rank); a multiple of ssm_k_heads
+  std::int32_t ssm_inner = 0;          // ssm_v_heads * ssm_state
+
+  /// The delta rule's key width (query and key rows), and the convolution's channels: q, k, v.
+  std::int32_t ssm_key_dim() const { return ssm_k_heads * ssm_state; }
+  std::int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }
+  /// Whether layer il is a recurrent (Gated DeltaNet) layer.
+  bool recurrent(int il) const {
+    const auto i = static_cast<std::size_t>(il);
+    return il >= 0 && i < recurrent_layers.size() && recurrent_layers[i];
+  }
+  /// Whether any layer keeps a recurrent state.
+  bool has_recurrent() const {
+    for (bool r : recurrent_layers)
+      if (r) return true;
+    return false;
+  }
 
   std::int32_t q_dim() const { return n_head * head_dim; }
   std::int32_t kv_dim() const { return n_head_kv * head_dim; }

@@ -20,11 +20,14 @@ using layer_member = tensor_view layer_weights::*;
 /// A layer's matrices that the forward pass multiplies by, and the rest of its tensors.
 constexpr layer_member k_layer_products[] = {&layer_weights::wq,   &layer_weights::wk,      &layer_weights::wv,
                                              &layer_weights::wqkv, &layer_weights::wo,      &layer_weights::gate,
-                                             &layer_weights::up,   &layer_weights::gate_up, &layer_weights::down};
+                                             &layer_weights::up,   &layer_weights::gate_up, &layer_weights::down,
+                                             &layer_weights::attn_gate, &layer_weights::ssm_beta, &layer_weights::ssm_alpha,
+                                             &layer_weights::ssm_out};
 constexpr layer_member k_layer_others[] = {&layer_weights::attn_norm,     &layer_weights::bq,       &layer_weights::bk,
                                            &layer_weights::bv,            &layer_weights::q_norm,   &layer_weights::k_norm,
                                            &layer_weights::post_attn_norm, &layer_weights::ffn_norm, &layer_weights::post_ffn_norm,
-                                           &layer_weights::rope_freqs};
+                                           &layer_weights::rope_freqs,    &layer_weights::ssm_conv1d, &layer_weights::ssm_dt,
+                                           &layer_weights::ssm_a,         &layer_weights::ssm_norm};
 
 /// The matrices a forward pass multiplies by (the embedding table is read by rows).
 std::vector<tensor_view*> product_matrices(model_weights& w) {

@@ -16,6 +16,7 @@ session::session(std::shared_ptr<const model> m, kernels::compute_pool& pool, st
   blocks_.resize(static_cast<std::size_t>(pages));
   std::iota(blocks_.begin(), blocks_.end(), space.base(format));
   hidden_.resize(static_cast<std::size_t>(scratch_.max_rows()) * static_cast<std::size_t>(m_->hp.n_embd));
+  if (m_->hp.has_recurrent()) state_ = std::make_unique<recurrent_state>(m_->hp, 1);
 }
 
 result<std::vector<float>> session::append(std::span<const std::int32_t> tokens, bool all_logits, std::int32_t chunk,
@@ -37,7 +38,7 @@ result<std::vector<float>> session::append(std::span<const std::int32_t> tokens,
     const batch_view b{tokens.data() + done, n, std::span<const seq_rows>(&s, 1)};
     for (int il = 0; il < h.n_layer; ++il)
       layer_forward(m_->weights.layers[static_cast<std::size_t>(il)], h, il, b, hidden_.data(), kv_[static_cast<std::size_t>(il)],
-                    scratch_, pool_);
+                    scratch_, pool_, state_.get());
     pos_ += n;
     done += static_cast<std::size_t>(n);
     rows.clear();

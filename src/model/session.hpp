@@ -11,6 +11,7 @@
 #include "src/model/forward.hpp"
 #include "src/model/layer_kv.hpp"
 #include "src/model/model.hpp"
+#include "src/model/recurrent_state.hpp"
 
 namespace strata::model {
 
@@ -32,7 +33,11 @@ class session {
                                     std::int32_t every = 1);
 
   std::int32_t position() const { return pos_; }
-  void reset() { pos_ = 0; }
+  /// Starts over at position 0 (recurrent layers' states zeroed).
+  void reset() {
+    pos_ = 0;
+    if (state_) state_->clear(0);
+  }
   const model& mdl() const { return *m_; }
 
  private:
@@ -40,6 +45,7 @@ class session {
   kernels::compute_pool& pool_;
   std::int32_t max_tokens_;
   std::vector<layer_kv> kv_;
+  std::unique_ptr<recurrent_state> state_;  // one slot, for models with recurrent layers
   std::vector<std::int32_t> blocks_;
   scratch scratch_;
   std::vector<float> hidden_;

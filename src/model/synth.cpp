@@ -27,7 +27,7 @@ struct file_type {
 };
 
 constexpr file_type k_file_types[] = {
-    {"f16", 1, dtype::f16, false},    {"bf16", 32, dtype::bf16, false}, {"q8_0", 7, dtype::q8_0, false},
+    {"f32", 0, dtype::f32, false},    {"f16", 1, dtype::f16, false},    {"bf16", 32, dtype::bf16, false}, {"q8_0", 7, dtype::q8_0, false},
     {"q4_0", 2, dtype::q4_0, false},  {"q4_1", 3, dtype::q4_1, false},  {"q5_0", 8, dtype::q5_0, false},
     {"q5_1", 9, dtype::q5_1, false},  {"iq4_nl", 25, dtype::iq4_nl, false}, {"q4_k_m", 15, dtype::q4_k, true},
     {"q5_k_m", 17, dtype::q5_k, true}, {"q6_k", 18, dtype::q6_k, false},
@@ -51,6 +51,7 @@ struct arch_defaults {
 constexpr arch_defaults k_archs[] = {
     {"llama", 1e-5, 10000.0, false}, {"qwen2", 1e-6, 1000000.0, true}, {"qwen3", 1e-6, 1000000.0, true},
     {"gemma2", 1e-6, 10000.0, true}, {"gemma3", 1e-6, 1000000.0, true}, {"phi3", 1e-5, 10000.0, false},
+    {"qwen35", 1e-6, 10000000.0, true},
 };
 
 const arch_defaults* find_arch(std::string_view name) {
@@ -60,7 +61,8 @@ const arch_defaults* find_arch(std::string_view name) {
   return nullptr;
 }
 
-enum class role { embedding, output, norm, bias, weight };
+// ssm_a: the delta rule's per-head decay rate (negative); conv: the short convolution's taps.
+enum class role { embedding, output, norm, bias, weight, ssm_a, conv };
 
 struct planned_tensor {
   std::string name;
@@ -85,9 +87,9 @@ bool is_k_quant(dtype t) { return t == dtype::q4_k || t == dtype::q5_k || t == d
 /// The type a tensor gets in a file of type ft, following llama.cpp's quantizer (without an
 /// importance matrix); n_gqa is the number of query heads per key/value head.
 dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, int n_gqa, bool tied) {
-  if (t.kind == role::norm || t.kind == role::bias) return dtype::f32;
+  if (t.kind == role::norm || t.kind == role::bias || t.kind == role::ssm_a || t.kind == role::conv) return dtype::f32;
   dtype d = ft.base;
-  const bool quantized = d != dtype::f16 && d != dtype::bf16;
+  const bool quantized = d != dtype::f32 && d != dtype::f16 && d != dtype::bf16;
   const bool is_output = t.kind == role::output || (tied && t.kind == role::embedding);
   if (quantized && is_output && d != dtype::q8_0) {
     d = dtype::q6_k;
@@ -111,12 +113,63 @@ dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, int 
   return d;
 }
 
+/// qwen35's derived delta-rule shape (see synth_options).
+struct ssm_shape {
+  std::int64_t state, k_heads, v_heads;
+  std::int64_t key_dim() const { return state * k_heads; }
+  std::int64_t inner() const { return state * v_heads; }
+  std::int64_t conv_dim() const { return 2 * key_dim() + inner(); }
+};
+
+ssm_shape ssm_of(const synth_options& o, int head_dim) {
+  return {o.ssm_state ? o.ssm_state : std::min(head_dim, 128), o.ssm_k_heads ? o.ssm_k_heads : (o.heads % 2 ? o.heads : o.heads / 2),
+          o.ssm_v_heads ? o.ssm_v_heads : o.heads};
+}
+
+bool qwen35_recurrent(const synth_options& o, int il) { return (il + 1) % o.attn_interval != 0; }
+
+/// A qwen35 layer's tensors: a Gated DeltaNet mixer or a gated attention one (wq holds each
+/// head's query and gate), then post_attention_norm (the FFN's norm) and the FFN.
+void plan_qwen35_layer(const synth_options& o, int il, int head_dim, std::vector<planned_tensor>& t) {
+  const std::int64_t d = o.hidden, qd = static_cast<std::int64_t>(o.heads) * head_dim,
+                     kvd = static_cast<std::int64_t>(o.kv_heads) * head_dim, ff = o.ffn;
+  const std::string p = "blk." + std::to_string(il) + ".";
+  const ssm_shape s = ssm_of(o, head_dim);
+  t.push_back({p + "attn_norm.weight", {d}, role::norm});
+  if (qwen35_recurrent(o, il)) {
+    t.push_back({p + "attn_qkv.weight", {d, s.conv_dim()}, role::weight});
+    t.push_back({p + "attn_gate.weight", {d, s.inner()}, role::weight});
+    t.push_back({p + "ssm_conv1d.weight", {o.ssm_conv, s.conv_dim()}, role::conv});
+    t.push_back({p + "ssm_dt.bias", {s.v_heads}, role::bias});
+    t.push_back({p + "ssm_a", {s.v_heads}, role::ssm_a});
+    t.push_back({p + "ssm_beta.weight", {d, s.v_heads}, role::weight});
+    t.push_back({p + "ssm_alpha.weight", {d, s.v_heads}, role::weight});
+    t.push_back({p + "ssm_norm.weight", {s.state}, role::norm});
+    t.push_back({p + "ssm_out.weight", {s.inner(), d}, role::weight});
+  } else {
+    t.push_back({p + "attn_q.weight", {d, 2 * qd}, role::weight});
+    t.push_back({p + "attn_k.weight", {d, kvd}, role::weight});
+    t.push_back({p + "attn_v.weight", {d, kvd}, role::weight});
+    t.push_back({p + "attn_output.weight", {qd, d}, role::weight});
+    t.push_back({p + "attn_q_norm.weight", {head_dim}, role::norm});
+    t.push_back({p + "attn_k_norm.weight", {head_dim}, role::norm});
+  }
+  t.push_back({p + "post_attention_norm.weight", {d}, role::norm});
+  t.push_back({p + "ffn_gate.weight", {d, ff}, role::weight});
+  t.push_back({p + "ffn_up.weight", {d, ff}, role::weight});
+  t.push_back({p + "ffn_down.weight", {ff, d}, role::weight});
+}
+
 std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int64_t n_vocab, bool tied) {
   const std::int64_t d = o.hidden, qd = static_cast<std::int64_t>(o.heads) * head_dim,
                      kvd = static_cast<std::int64_t>(o.kv_heads) * head_dim, ff = o.ffn;
   std::vector<planned_tensor> t;
   t.push_back({"token_embd.weight", {d, n_vocab}, role::embedding});
   for (int il = 0; il < o.layers; ++il) {
+    if (o.arch == "qwen35") {
+      plan_qwen35_layer(o, il, head_dim, t);
+      continue;
+    }
     const std::string p = "blk." + std::to_string(il) + ".";
     t.push_back({p + "attn_norm.weight", {d}, role::norm});
     if (o.arch == "phi3") {
@@ -192,7 +245,9 @@ gguf_writer::tensor_source random_source(planned_tensor t, std::uint64_t seed) {
     float mean = 0, stddev = 0.02f;
     if (t.kind == role::norm) {
       mean = 1.0f;
-    } else if (t.kind != role::bias) {
+    } else if (t.kind == role::conv) {
+      stddev = 1.0f / std::sqrt(static_cast<float>(cols));  // the taps of one channel
+    } else if (t.kind != role::bias && t.kind != role::ssm_a) {
       // fan-in scaling keeps activations and logits in a useful range; clamped to 0.02..0.08.
       stddev = std::clamp(1.0f / std::sqrt(static_cast<float>(cols)), 0.02f, 0.08f);
     }
@@ -206,6 +261,9 @@ gguf_writer::tensor_source random_source(planned_tensor t, std::uint64_t seed) {
       out.resize(static_cast<std::size_t>(n) * row_bytes);
       for (std::int64_t i = 0; i < n; ++i) {
         for (float& v : values) v = mean + stddev * r.normal();
+        // -exp(A_log), A_log around -2: decays that keep a few to a few dozen positions.
+        if (t.kind == role::ssm_a)
+          for (float& v : values) v = -std::exp(-2.0f + v / stddev);
         kernels::quantize_row(t.type, values.data(), out.data() + static_cast<std::size_t>(i) * row_bytes, cols);
       }
       if (auto ok = sink(out); !ok) return ok;
@@ -214,13 +272,49 @@ gguf_writer::tensor_source random_source(planned_tensor t, std::uint64_t seed) {
   };
 }
 
+/// qwen35's own limits: the types its converter writes, a head of at least the 32 values its
+/// rotary sections span and a rotated quarter of even length, and a delta-rule shape strata runs.
+result<void> validate_qwen35(const synth_options& o, const file_type& ft, int head_dim) {
+  if (ft.base != dtype::f32 && ft.base != dtype::f16 && ft.base != dtype::bf16 && ft.base != dtype::q8_0)
+    return fail(errc::invalid_argument, "--type ", o.type, " is not written for qwen35 (f32, f16, bf16 or q8_0 are)");
+  if (head_dim < 32 || head_dim % 8 != 0)
+    return fail(errc::invalid_argument, "qwen35's head length ", head_dim, " must be a multiple of 8 and at least 32");
+  const ssm_shape s = ssm_of(o, head_dim);
+  if (s.state < 2 || s.state > kernels::k_attention_max_head_dim)
+    return fail(errc::invalid_argument, "--ssm-state must be between 2 and ", kernels::k_attention_max_head_dim, ", got ", s.state);
+  if (s.k_heads < 1 || s.v_heads < 1 || s.v_heads % s.k_heads != 0)
+    return fail(errc::invalid_argument, "--ssm-v-heads ", s.v_heads, " must be a multiple of --ssm-k-heads ", s.k_heads);
+  if (o.ssm_conv < 2 || o.ssm_conv > 16) return fail(errc::invalid_argument, "--ssm-conv must be between 2 and 16, got ", o.ssm_conv);
+  if (o.attn_interval < 1 || o.attn_interval > 1024)
+    return fail(errc::invalid_argument, "--attn-interval must be between 1 and 1024, got ", o.attn_interval);
+  if (ft.base == dtype::q8_0 && (s.conv_dim() % kernels::k_qk != 0 || s.inner() % kernels::k_qk != 0))
+    return fail(errc::invalid_argument, "the delta rule's widths must be multiples of ", kernels::k_qk, " for --type q8_0");
+  return {};
+}
+
+/// qwen35's keys as its converter writes them: the delta-rule shape, the full-attention period, a
+/// quarter of each head rotated, and the default rotary sections.
+void write_qwen35_keys(const synth_options& o, int head_dim, gguf_writer& w) {
+  const std::string p = "qwen35.";
+  const ssm_shape s = ssm_of(o, head_dim);
+  w.add_u32(p + "ssm.conv_kernel", static_cast<std::uint32_t>(o.ssm_conv));
+  w.add_u32(p + "ssm.state_size", static_cast<std::uint32_t>(s.state));
+  w.add_u32(p + "ssm.group_count", static_cast<std::uint32_t>(s.k_heads));
+  w.add_u32(p + "ssm.time_step_rank", static_cast<std::uint32_t>(s.v_heads));
+  w.add_u32(p + "ssm.inner_size", static_cast<std::uint32_t>(s.inner()));
+  w.add_u32(p + "full_attention_interval", static_cast<std::uint32_t>(o.attn_interval));
+  w.add_u32(p + "rope.dimension_count", static_cast<std::uint32_t>(head_dim / 4));
+  const std::int32_t sections[] = {11, 11, 10, 0};
+  w.add_i32_array(p + "rope.dimension_sections", sections);
+}
+
 }  // namespace
 
 result<void> validate(const synth_options& o) {
   const arch_defaults* a = find_arch(o.arch);
-  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, gemma3, phi3");
+  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35");
   const file_type* ft = find_file_type(o.type);
-  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k");
+  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k");
   if (o.layers < 1 || o.layers > 1024) return fail(errc::invalid_argument, "--layers must be between 1 and 1024, got ", o.layers);
   if (o.hidden < 1 || o.hidden > 65536) return fail(errc::invalid_argument, "--hidden must be between 1 and 65536, got ", o.hidden);
   if (o.heads < 1 || o.heads > 1024) return fail(errc::invalid_argument, "--heads must be between 1 and 1024, got ", o.heads);
@@ -235,7 +329,7 @@ result<void> validate(const synth_options& o) {
   if (head_dim > kernels::k_attention_max_head_dim)
     return fail(errc::invalid_argument, "the head length ", head_dim, " exceeds the longest strata supports (", kernels::k_attention_max_head_dim, ")");
   if (o.ctx < 1 || o.ctx > (1 << 24)) return fail(errc::invalid_argument, "--ctx must be between 1 and 16777216, got ", o.ctx);
-  if (ft->base != dtype::f16 && ft->base != dtype::bf16) {
+  if (ft->base != dtype::f32 && ft->base != dtype::f16 && ft->base != dtype::bf16) {
     const std::int64_t block = kernels::k_qk;
     auto check = [&](const char* what, std::int64_t v) -> result<void> {
       if (v % block != 0) return fail(errc::invalid_argument, what, " (", v, ") must be a multiple of ", block, " for --type ", o.type);
@@ -247,6 +341,9 @@ result<void> validate(const synth_options& o) {
   }
   if ((o.arch == "gemma2" || o.arch == "gemma3") && o.tied == false)
     return fail(errc::invalid_argument, o.arch, " always ties the output to the embeddings");
+  if (o.arch == "qwen35") {
+    if (auto r = validate_qwen35(o, *ft, head_dim); !r) return r;
+  }
   if (o.vocab.empty()) return fail(errc::invalid_argument, "--vocab is required (a GGUF file, or 'builtin')");
   if (o.out.empty()) return fail(errc::invalid_argument, "--out is required");
   return {};
@@ -287,11 +384,15 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
     vocab_file.emplace(std::move(*f));
   }
   w.add_u32(p + "vocab_size", static_cast<std::uint32_t>(n_vocab));
-  if (o.arch == "qwen3" || o.arch == "gemma2" || o.arch == "gemma3" || head_dim * o.heads != o.hidden) {
+  if (o.arch == "qwen3" || o.arch == "qwen35" || o.arch == "gemma2" || o.arch == "gemma3" || head_dim * o.heads != o.hidden) {
     w.add_u32(p + "attention.key_length", static_cast<std::uint32_t>(head_dim));
     w.add_u32(p + "attention.value_length", static_cast<std::uint32_t>(head_dim));
   }
-  w.add_u32(p + "rope.dimension_count", static_cast<std::uint32_t>(head_dim));
+  if (o.arch == "qwen35") {
+    write_qwen35_keys(o, head_dim, w);
+  } else {
+    w.add_u32(p + "rope.dimension_count", static_cast<std::uint32_t>(head_dim));
+  }
   if (o.arch == "gemma2") {
     w.add_u32(p + "attention.sliding_window", static_cast<std::uint32_t>(std::min<std::int64_t>(4096, o.ctx)));
     w.add_f32(p + "attn_logit_softcapping", 50.0f);

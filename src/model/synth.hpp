@@ -15,7 +15,7 @@
 namespace strata::model {
 
 struct synth_options {
-  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3
+  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35
   int layers = 0;
   int hidden = 0;               // embedding length
   int heads = 0;
@@ -23,11 +23,17 @@ struct synth_options {
   int ffn = 0;                  // feed-forward length
   int head_dim = 0;             // 0: hidden / heads
   std::string vocab;            // a GGUF path, or "builtin"
-  std::string type = "f16";     // f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k_m q5_k_m q6_k
+  std::string type = "f16";     // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k_m q5_k_m q6_k
   std::int64_t ctx = 32768;     // context length
   std::uint64_t seed = 0;
   std::optional<bool> tied;     // output shares the embeddings; default per architecture
   std::string name;             // general.name; default "strata-synth-<arch>"
+  // qwen35 only: the Gated DeltaNet layers' shape (0: derived) and the period of full attention.
+  int ssm_state = 0;            // key/value length per delta-rule head; 0: min(head length, 128)
+  int ssm_k_heads = 0;          // query/key heads; 0: heads / 2 (heads when odd)
+  int ssm_v_heads = 0;          // value heads; 0: heads
+  int ssm_conv = 4;             // convolution length
+  int attn_interval = 4;        // every attn_interval-th layer attends in full
   std::filesystem::path out;
 };
 

@@ -65,7 +65,7 @@ std::pair<double, double> attn_q_spread(const gguf_file& f, kernels::dtype type)
 }
 
 TEST(synth, every_architecture_loads_back_through_hparams_and_weights) {
-  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3", "qwen35"}) {
     synth_options o = small(arch, "f16", std::string(arch) + ".gguf");
     if (std::string(arch) == "qwen3") o.head_dim = 128;  // explicit head length != hidden / heads
     ASSERT_TRUE(synthesize(o)) << arch;

@@ -39,6 +39,32 @@ class binder {
     lhs = *_r;                            \
   } while (0)
 
+/// A qwen35 layer's mixer: a Gated DeltaNet layer's projections, convolution and gates, or a
+/// gated attention layer's projections (wq gives each head's query and its gate).
+result<void> bind_qwen35_mixer(binder& b, const hparams& h, int il, const std::string& p, layer_weights& L) {
+  const std::int64_t d = h.n_embd;
+  if (!h.recurrent(il)) {
+    STRATA_TRY_ASSIGN(L.wq, b.get(p + "attn_q.weight", d, 2 * h.q_dim(), false));
+    STRATA_TRY_ASSIGN(L.wk, b.get(p + "attn_k.weight", d, h.kv_dim(), false));
+    STRATA_TRY_ASSIGN(L.wv, b.get(p + "attn_v.weight", d, h.kv_dim(), false));
+    STRATA_TRY_ASSIGN(L.wo, b.get(p + "attn_output.weight", h.q_dim(), d, false));
+    STRATA_TRY_ASSIGN(L.q_norm, b.get(p + "attn_q_norm.weight", h.head_dim, 1, false, true));
+    STRATA_TRY_ASSIGN(L.k_norm, b.get(p + "attn_k_norm.weight", h.head_dim, 1, false, true));
+    return {};
+  }
+  const std::int64_t hv = h.ssm_v_heads;
+  STRATA_TRY_ASSIGN(L.wqkv, b.get(p + "attn_qkv.weight", d, h.ssm_conv_dim(), false));
+  STRATA_TRY_ASSIGN(L.attn_gate, b.get(p + "attn_gate.weight", d, h.ssm_inner, false));
+  STRATA_TRY_ASSIGN(L.ssm_conv1d, b.get(p + "ssm_conv1d.weight", h.ssm_conv_kernel, h.ssm_conv_dim(), false, true));
+  STRATA_TRY_ASSIGN(L.ssm_dt, b.get(p + "ssm_dt.bias", hv, 1, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_a, b.get(p + "ssm_a", hv, 1, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_beta, b.get(p + "ssm_beta.weight", d, hv, false));
+  STRATA_TRY_ASSIGN(L.ssm_alpha, b.get(p + "ssm_alpha.weight", d, hv, false));
+  STRATA_TRY_ASSIGN(L.ssm_norm, b.get(p + "ssm_norm.weight", h.ssm_state, 1, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_out, b.get(p + "ssm_out.weight", h.ssm_inner, d, false));
+  return {};
+}
+
 }  // namespace
 
 result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) {
@@ -58,6 +84,16 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
     layer_weights L;
     std::string p = "blk." + std::to_string(il) + ".";
     STRATA_TRY_ASSIGN(L.attn_norm, b.get(p + "attn_norm.weight", d, 1, false, true));
+    if (h.architecture == arch::qwen35) {
+      if (auto r = bind_qwen35_mixer(b, h, il, p, L); !r) return std::move(r).err();
+      STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + "post_attention_norm.weight", d, 1, false, true));
+      STRATA_TRY_ASSIGN(L.gate, b.get(p + "ffn_gate.weight", d, ff, false));
+      STRATA_TRY_ASSIGN(L.up, b.get(p + "ffn_up.weight", d, ff, false));
+      STRATA_TRY_ASSIGN(L.down, b.get(p + "ffn_down.weight", ff, d, false));
+      L.rope_freqs = rope_freqs;
+      w.layers.push_back(L);
+      continue;
+    }
     if (phi) {
       STRATA_TRY_ASSIGN(L.wqkv, b.get(p + "attn_qkv.weight", d, qd + 2 * kvd, false));
     } else {

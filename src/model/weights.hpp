@@ -28,10 +28,14 @@ struct tensor_view {
 
 /// One layer's tensors; those an architecture lacks stay empty (phi3 has wqkv and gate_up instead
 /// of wq/wk/wv and gate/up; qwen2 adds the biases, qwen3 q_norm/k_norm, gemma2 the post norms,
-/// gemma3 both the norms and the post norms).
+/// gemma3 both the norms and the post norms). qwen35's attention layers have a wq of twice the
+/// query rows (each head's query, then its output gate); its recurrent layers have wqkv (the
+/// convolution's q, k, v channels), attn_gate (the output gate z) and the ssm_ tensors instead,
+/// and its pre-FFN norm (post_attention_norm in the file) is ffn_norm here.
 struct layer_weights {
   tensor_view attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
   tensor_view ffn_norm, gate, up, gate_up, down, post_ffn_norm;
+  tensor_view attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out;
   /// Per-frequency divisors of the rotary angles (n_rot / 2 values, Llama 3.1 style), shared by
   /// every layer; empty when the file has none.
   tensor_view rope_freqs;

@@ -19,11 +19,12 @@
 #include "src/model/session.hpp"
 #include "src/model/synth.hpp"
 #include "tests/golden/param_name.hpp"
+#include "tests/golden/synth_model.hpp"
 
 namespace strata::model {
 namespace {
 
-/// Logits of a row in a batch against the same sequence run alone, for f16 weights: only the
+/// Logits of a row in a batch against the same sequence run alone, for f16 or f32 weights: only the
 /// order of float sums differs.
 constexpr float k_batch_vs_alone = 1e-3f;
 /// The same for quantized weights. matmul rounds activations to 8 bits below k_gemm_min_m rows
@@ -34,10 +35,12 @@ constexpr float k_batch_vs_alone_quantized = 0.3f;
 #define k_shared std::string(STRATA_SHARED_DIR)
 
 /// Several sequences sharing one KV pool per layer; sequence i owns pages i, i + n, i + 2n, ...
+/// and slot i of the recurrent layers' states.
 class multi_sequence {
  public:
   multi_sequence(std::shared_ptr<const model> m, int n_seqs, std::int32_t max_tokens, std::int32_t max_rows)
       : m_(std::move(m)), scratch_(m_->hp, max_rows), pos_(static_cast<std::size_t>(n_seqs), 0) {
+    if (m_->hp.has_recurrent()) state_ = std::make_unique<recurrent_state>(m_->hp, n_seqs);
     const std::int32_t pages_each = (max_tokens + k_page - 1) / k_page;
     for (int il = 0; il < m_->hp.n_layer; ++il) kv_.emplace_back(pages_each * n_seqs, k_page, m_->hp.kv_dim());
     for (int s = 0; s < n_seqs; ++s) {
@@ -57,7 +60,7 @@ class multi_sequence {
       const auto first = static_cast<std::int32_t>(tokens.size());
       tokens.insert(tokens.end(), chunks[s].begin(), chunks[s].end());
       seqs.push_back({tables_[s].data(), static_cast<std::int32_t>(tables_[s].size()), first,
-                      static_cast<std::int32_t>(chunks[s].size()), pos_[s]});
+                      static_cast<std::int32_t>(chunks[s].size()), pos_[s], static_cast<std::int32_t>(s)});
       pos_[s] += static_cast<std::int32_t>(chunks[s].size());
       last_rows.push_back(static_cast<std::int32_t>(tokens.size()) - 1);
     }
@@ -68,7 +71,7 @@ class multi_sequence {
     const batch_view b{tokens.data(), n, seqs};
     for (int il = 0; il < h.n_layer; ++il)
       layer_forward(m_->weights.layers[static_cast<std::size_t>(il)], h, il, b, hidden.data(), kv_[static_cast<std::size_t>(il)],
-                    scratch_, pool);
+                    scratch_, pool, state_.get());
     std::vector<float> logits(last_rows.size() * static_cast<std::size_t>(h.n_vocab));
     output_logits(m_->weights, h, hidden.data(), last_rows, logits.data(), scratch_, pool);
     std::vector<std::vector<float>> out;
@@ -83,6 +86,7 @@ class multi_sequence {
   std::shared_ptr<const model> m_;
   scratch scratch_;
   std::vector<layer_kv> kv_;
+  std::unique_ptr<recurrent_state> state_;
   std::vector<std::vector<std::int32_t>> tables_;
   std::vector<std::int32_t> pos_;
 };
@@ -104,8 +108,12 @@ float max_diff(const std::vector<float>& a, const float* b) {
 /// the sixth attends globally, each kind with its own rotary base.
 constexpr const char* k_synth_gemma3 = "synth-gemma3-f16";
 
-/// The file of a test model: one of ../shared/models, or k_synth_gemma3.
+/// The qwen35 hybrid of tests/golden/synth (Gated DeltaNet layers, gated attention every fourth).
+constexpr const char* k_synth_qwen35 = "synth-qwen35-f32";
+
+/// The file of a test model: one of ../shared/models, k_synth_gemma3 or k_synth_qwen35.
 std::string model_file(const std::string& name) {
+  if (name == k_synth_qwen35) return golden_testing::synth_model("qwen35", k_shared);
   if (name != k_synth_gemma3) return k_shared + "/models/" + name + ".gguf";
   struct temp_file {
     std::filesystem::path path;
@@ -132,7 +140,8 @@ std::string model_file(const std::string& name) {
 class batch : public ::testing::TestWithParam<std::string> {};
 
 float tolerance_for(const std::string& name) {
-  return name.find("-f16") != std::string::npos ? k_batch_vs_alone : k_batch_vs_alone_quantized;
+  const bool float_weights = name.find("-f16") != std::string::npos || name.find("-f32") != std::string::npos;
+  return float_weights ? k_batch_vs_alone : k_batch_vs_alone_quantized;
 }
 
 TEST_P(batch, sequences_batched_together_get_the_logits_they_get_alone) {
@@ -207,7 +216,8 @@ TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worke
 }
 
 INSTANTIATE_TEST_SUITE_P(shared_models, batch,
-                         ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3),
+                         ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3,
+                                           k_synth_qwen35),
                          golden_testing::model_param_name);
 
 }  // namespace

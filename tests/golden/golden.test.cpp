@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 #include "tests/golden/param_name.hpp"
+#include "tests/golden/synth_model.hpp"
 
 namespace strata::model {
 namespace {
@@ -121,6 +123,60 @@ TEST_P(golden, tokenizer_gives_the_reference_tokens) {
     for (const auto& t : c.at("tokens").as_array()) want.push_back(static_cast<std::int32_t>(t.to_number<std::int64_t>()));
     EXPECT_EQ(tok->encode(std::string(c.at("prompt").as_string()), true, true), want) << c.at("prompt").as_string();
   }
+}
+
+/// The random-weight hybrids of tests/golden/synth against llama.cpp's logits for the same file:
+/// every prompt position (prefill in chunks of 64, across the delta rule's chunks), within the
+/// tolerance of the shared tiny models; then llama.cpp's greedy continuation fed back one token
+/// at a time (the recurrent decode step), where each step's top token must be llama.cpp's next
+/// one wherever the two best are further apart than twice that tolerance.
+TEST(golden_synth, qwen35_logits_are_within_the_tolerance_of_llama_cpp) {
+  constexpr double tol_max = 0.01, tol_mean = 0.002;
+  const std::string file = golden_testing::synth_model("qwen35", k_shared);
+  ASSERT_FALSE(file.empty());
+  auto m = model::load(file);
+  ASSERT_TRUE(m) << m.err().message;
+  json::value ref = read_json("tests/golden/synth/qwen35.llamacpp.json");
+  const std::int32_t nv = (*m)->hp.n_vocab;
+  ASSERT_EQ(ref.at("n_vocab").to_number<std::int64_t>(), nv);
+  kernels::compute_pool pool(2);
+  errors e;
+  std::size_t decode_steps = 0, decode_disagree = 0;
+  for (const auto& c : ref.at("cases").as_array()) {
+    std::vector<std::int32_t> tokens;
+    for (const auto& t : c.at("tokens").as_array()) tokens.push_back(static_cast<std::int32_t>(t.to_number<std::int64_t>()));
+    const auto& greedy = c.at("greedy").as_array();
+    session s(*m, pool, static_cast<std::int32_t>(tokens.size() + greedy.size()) + 8);
+    auto logits = s.append(tokens, true, 64);
+    ASSERT_TRUE(logits) << logits.err().message;
+    const auto& positions = c.at("positions").as_array();
+    for (std::size_t p = 0; p < positions.size(); ++p)
+      compare_position(positions[p].as_object(), logits->data() + p * static_cast<std::size_t>(nv), nv, e);
+    std::vector<float> last(logits->end() - nv, logits->end());
+    for (std::size_t g = 0; g < greedy.size(); ++g) {
+      const auto want = static_cast<std::int32_t>(greedy[g].to_number<std::int64_t>());
+      std::vector<float> sorted = last;
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      const auto top = static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+      if (sorted[0] - sorted[1] > 2 * tol_max) {
+        ++decode_steps;
+        if (top != want) ++decode_disagree;
+      }
+      auto next = s.append(std::span<const std::int32_t>(&want, 1), false);
+      ASSERT_TRUE(next) << next.err().message;
+      last = *next;
+    }
+  }
+  const double mean = e.sum_abs / static_cast<double>(std::max<std::size_t>(1, e.compared));
+  const double missing = static_cast<double>(e.missing) / static_cast<double>(e.missing + e.compared);
+  std::printf("synth qwen35 max_abs %.6f  mean_abs %.7f  missing %.1f%%  greedy steps compared %zu, disagreeing %zu\n", e.max_abs, mean,
+              100 * missing, decode_steps, decode_disagree);
+  EXPECT_GT(e.compared, 0u);
+  EXPECT_LE(e.max_abs, tol_max);
+  EXPECT_LE(mean, tol_mean);
+  EXPECT_LE(missing, 0.2);
+  EXPECT_GT(decode_steps, 0u);
+  EXPECT_EQ(decode_disagree, 0u);
 }
 
 std::vector<std::string> manifest_models() {
