@@ -87,28 +87,32 @@ void delta_rule_chunked(const kernel_table& kt, const delta_rule_rows& r, int di
   }
 }
 
-void causal_conv(const float* x, std::int64_t x_stride, std::int64_t n, std::int64_t channels, const float* w, int taps,
-                 float* state, float* out, std::int64_t out_stride) {
+void causal_conv(const float* x, std::int64_t x_stride, std::int64_t n, std::int64_t channels, std::int64_t c0, std::int64_t c1,
+                 const float* taps_w, int taps, float* state, float* out, std::int64_t out_stride) {
   const int past = taps - 1;
-  // The input row at offset o from row 0 (negative: from the state).
-  auto in = [&](std::int64_t o) { return o < 0 ? state + (o + past) * channels : x + o * x_stride; };
+  const std::int64_t width = c1 - c0;
+  // The input row at offset o from row 0 (negative: from the state), at channel c0.
+  auto in = [&](std::int64_t o) { return (o < 0 ? state + (o + past) * channels : x + o * x_stride) + c0; };
   for (std::int64_t t = 0; t < n; ++t) {
-    float* y = out + t * out_stride;
-    std::fill(y, y + channels, 0.0f);
+    float* y = out + t * out_stride + c0;
+    std::fill(y, y + width, 0.0f);
     for (int tap = 0; tap < taps; ++tap) {
       const float* src = in(t - past + tap);
-      for (std::int64_t ch = 0; ch < channels; ++ch) y[ch] += src[ch] * w[ch * taps + tap];
+      const float* w = taps_w + tap * channels + c0;
+      for (std::int64_t ch = 0; ch < width; ++ch) y[ch] += src[ch] * w[ch];
     }
   }
   // The last `past` input rows become the state (older state rows shift down when n < past).
-  if (past == 0) return;
-  if (n >= past) {
-    for (int i = 0; i < past; ++i) std::memcpy(state + i * channels, x + (n - past + i) * x_stride, sizeof(float) * static_cast<std::size_t>(channels));
-    return;
+  const auto bytes = sizeof(float) * static_cast<std::size_t>(width);
+  for (int i = 0; i < past; ++i) {
+    const std::int64_t o = n - past + i;  // the input row that state row i takes
+    std::memmove(state + i * channels + c0, in(o), bytes);
   }
-  std::memmove(state, state + n * channels, sizeof(float) * static_cast<std::size_t>((past - n) * channels));
-  for (std::int64_t i = 0; i < n; ++i)
-    std::memcpy(state + (past - n + i) * channels, x + i * x_stride, sizeof(float) * static_cast<std::size_t>(channels));
+}
+
+void conv_taps_major(const float* w, std::int64_t channels, int taps, float* taps_w) {
+  for (std::int64_t ch = 0; ch < channels; ++ch)
+    for (int tap = 0; tap < taps; ++tap) taps_w[tap * channels + ch] = w[ch * taps + tap];
 }
 
 void l2_norm_heads(float* x, int n_heads, int dim, float eps) {

@@ -55,13 +55,17 @@ std::size_t delta_rule_work_floats(int dim);
 void delta_rule_chunked(const kernel_table& kt, const delta_rule_rows& r, int dim, float scale, float* state, float* work,
                         int chunk = k_delta_rule_max_chunk);
 
-/// Depthwise causal convolution of n rows of `channels` values (row t at x + t * x_stride) with
-/// `taps` weights per channel (w: channels x taps, the last tap on the current row), continuing
-/// from `state`, the previous taps - 1 input rows (oldest first, channels values each), which is
-/// left holding the last taps - 1 input rows. out (row t at out + t * out_stride) must not alias
-/// x. Sums run from the oldest tap, as llama.cpp's ssm_conv does.
-void causal_conv(const float* x, std::int64_t x_stride, std::int64_t n, std::int64_t channels, const float* w, int taps,
-                 float* state, float* out, std::int64_t out_stride);
+/// Depthwise causal convolution of channels [c0, c1) of n rows of `channels` values (row t at
+/// x + t * x_stride) with `taps` weights per channel (taps_w: taps x channels, tap-major, the last
+/// tap on the current row), continuing from `state`, the previous taps - 1 input rows (oldest
+/// first, channels values each), whose [c0, c1) columns are left holding the last taps - 1 input
+/// rows. out (row t at out + t * out_stride) must not alias x. Sums run from the oldest tap, as
+/// llama.cpp's ssm_conv does. Disjoint channel ranges may run at once.
+void causal_conv(const float* x, std::int64_t x_stride, std::int64_t n, std::int64_t channels, std::int64_t c0, std::int64_t c1,
+                 const float* taps_w, int taps, float* state, float* out, std::int64_t out_stride);
+
+/// taps_w for causal_conv from GGUF's ssm_conv1d layout (channels x taps, taps fastest).
+void conv_taps_major(const float* w, std::int64_t channels, int taps, float* taps_w);
 
 /// In place: each of n_heads runs of dim values scaled to unit length, x / sqrt(sum x^2 + eps).
 void l2_norm_heads(float* x, int n_heads, int dim, float eps);

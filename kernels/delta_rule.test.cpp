@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "tests/support/test_seed.hpp"
@@ -132,13 +133,17 @@ TEST(causal_conv, rows_in_several_calls_equal_one_call_and_the_definition) {
       }
       want[static_cast<std::size_t>(t * channels + c)] = s;
     }
+  std::vector<float> taps_w(w.size());
+  conv_taps_major(w.data(), channels, taps, taps_w.data());
   std::vector<float> one(x.size()), parts(x.size());
   std::vector<float> state_one = start, state_parts = start;
-  causal_conv(x.data(), channels, n, channels, w.data(), taps, state_one.data(), one.data(), channels);
-  // Parts of 1, 2 and 6 rows: shorter and longer than the state.
+  causal_conv(x.data(), channels, n, channels, 0, channels, taps_w.data(), taps, state_one.data(), one.data(), channels);
+  // Parts of 1, 2 and 6 rows (shorter and longer than the state), each in two channel ranges.
   std::int64_t t = 0;
   for (std::int64_t len : {1, 2, 6}) {
-    causal_conv(x.data() + t * channels, channels, len, channels, w.data(), taps, state_parts.data(), parts.data() + t * channels, channels);
+    for (auto [c0, c1] : {std::pair<std::int64_t, std::int64_t>{0, 3}, {3, channels}})
+      causal_conv(x.data() + t * channels, channels, len, channels, c0, c1, taps_w.data(), taps, state_parts.data(),
+                  parts.data() + t * channels, channels);
     t += len;
   }
   EXPECT_LE(max_diff(want, one), 1e-5f);

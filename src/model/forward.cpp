@@ -13,6 +13,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/quants.hpp"
+#include "src/model/for_rows.hpp"
 #include "src/model/recurrent_layer.hpp"
 
 namespace strata::model {
@@ -70,18 +71,6 @@ void matmul_many(kernels::compute_pool& pool, std::initializer_list<std::pair<co
 /// Rows [r0, r1) of y = rms_norm(x) * w.
 void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t r0, std::int64_t r1, std::int64_t dim, float eps) {
   for (std::int64_t i = r0; i < r1; ++i) kernels::rms_norm(x + i * dim, w.f32(), y + i * dim, dim, eps);
-}
-
-/// Runs fn(begin, end) over [0, n) rows of `per_row` values each: split over the pool when there
-/// is enough work to pay for the hand-off (a prefill chunk), on this thread otherwise (decode).
-template <class Fn>
-void for_rows(kernels::compute_pool& pool, std::int64_t n, std::int64_t per_row, Fn&& fn) {
-  constexpr std::int64_t k_min_pooled_values = 1 << 15;
-  if (pool.size() == 1 || n < 2 || n * per_row < k_min_pooled_values) {
-    fn(std::int64_t{0}, n);
-    return;
-  }
-  pool.run_split(n, 1, std::ref(fn));
 }
 
 /// Biases, Q/K norms, RoPE (with layer il's base and scale), then the row's K and V into its page

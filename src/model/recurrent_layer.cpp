@@ -9,14 +9,16 @@
 #include "kernels/delta_rule.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
+#include "src/model/for_rows.hpp"
 
 namespace strata::model {
 namespace {
 
 /// The mixer's activations, per thread, grown to the largest batch seen.
 struct mixer_buffers {
-  std::vector<float> qkv, conv, z, beta, g, o;
+  std::vector<float> qkv, conv, z, beta, g, o, taps;
   void fit(const hparams& h, std::int64_t n) {
+    taps.resize(static_cast<std::size_t>(h.ssm_conv_dim()) * static_cast<std::size_t>(h.ssm_conv_kernel));
     const auto rows = static_cast<std::size_t>(n);
     qkv.resize(rows * static_cast<std::size_t>(h.ssm_conv_dim()));
     conv.resize(qkv.size());
@@ -79,14 +81,23 @@ void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const bat
       g = softplus(g + w.ssm_dt.f32()[hh]) * w.ssm_a.f32()[hh];
     }
   }
-  // The convolution, each sequence from its own rows; then q and k to unit length.
-  for (const seq_rows& sq : batch.seqs) {
+  // The convolution, each sequence from its own rows (split over channel ranges); then q and k
+  // to unit length.
+  for (const seq_rows& sq : batch.seqs)
     if (sq.state_slot < 0 || sq.state_slot >= state.slots()) throw std::out_of_range("recurrent_mixer: state slot out of range");
-    kernels::causal_conv(b.qkv.data() + sq.first_row * cd, cd, sq.n_rows, cd, w.ssm_conv1d.f32(), h.ssm_conv_kernel,
-                         state.conv(il, sq.state_slot), b.conv.data() + sq.first_row * cd, cd);
-  }
-  kernels::silu(b.conv.data(), n * cd);
-  for (std::int64_t i = 0; i < n; ++i) kernels::l2_norm_heads(b.conv.data() + i * cd, 2 * h.ssm_k_heads, h.ssm_state, h.norm_eps);
+  kernels::conv_taps_major(w.ssm_conv1d.f32(), cd, h.ssm_conv_kernel, b.taps.data());
+  constexpr std::int64_t k_channel_grain = 64;
+  const std::int64_t channel_blocks = (cd + k_channel_grain - 1) / k_channel_grain;
+  for_rows(pool, channel_blocks, n * k_channel_grain, [&](std::int64_t cb, std::int64_t ce) {
+    const std::int64_t c0 = cb * k_channel_grain, c1 = std::min(cd, ce * k_channel_grain);
+    for (const seq_rows& sq : batch.seqs)
+      kernels::causal_conv(b.qkv.data() + sq.first_row * cd, cd, sq.n_rows, cd, c0, c1, b.taps.data(), h.ssm_conv_kernel,
+                           state.conv(il, sq.state_slot), b.conv.data() + sq.first_row * cd, cd);
+  });
+  for_rows(pool, n, cd, [&](std::int64_t r0, std::int64_t r1) {
+    kernels::silu(b.conv.data() + r0 * cd, (r1 - r0) * cd);
+    for (std::int64_t i = r0; i < r1; ++i) kernels::l2_norm_heads(b.conv.data() + i * cd, 2 * h.ssm_k_heads, h.ssm_state, h.norm_eps);
+  });
   // The delta rule: every (sequence, value head) on its own.
   const auto n_seqs = static_cast<std::int64_t>(batch.seqs.size());
   auto run = [&](std::int64_t begin, std::int64_t end) {
@@ -99,12 +110,14 @@ void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const bat
   if (pool.size() > 1 && n_seqs * hvs > 1 && n * S * S >= (1 << 14)) pool.run_split(n_seqs * hvs, 1, run);
   else run(0, n_seqs * hvs);
   // The output norm per head, gated by silu(z), then the output projection.
-  kernels::silu(b.z.data(), n * h.ssm_inner);
-  for (std::int64_t i = 0; i < n * hvs; ++i) {
-    float* o = b.o.data() + i * S;
-    kernels::rms_norm(o, w.ssm_norm.f32(), o, S, h.norm_eps);
-    kernels::mul(o, o, b.z.data() + i * S, S);
-  }
+  for_rows(pool, n, h.ssm_inner, [&](std::int64_t r0, std::int64_t r1) {
+    kernels::silu(b.z.data() + r0 * h.ssm_inner, (r1 - r0) * h.ssm_inner);
+    for (std::int64_t i = r0 * hvs; i < r1 * hvs; ++i) {
+      float* o = b.o.data() + i * S;
+      kernels::rms_norm(o, w.ssm_norm.f32(), o, S, h.norm_eps);
+      kernels::mul(o, o, b.z.data() + i * S, S);
+    }
+  });
   kernels::matmul(pool, w.ssm_out.type, w.ssm_out.data, w.ssm_out.rows, w.ssm_out.cols, b.o.data(), n, out, w.ssm_out.packed);
 }
 
