@@ -104,6 +104,11 @@ result<void> int_key(const gguf_file& f, const std::string& key, std::int32_t& o
 /// so the interleaved multi-section rotary equals NeoX rotary over rope.dimension_count values.
 result<void> read_qwen35(const gguf_file& f, const std::string& a, hparams& h) {
   h.attn_gated = true;
+  // The last nextn_predict_layers blocks are multi-token-prediction heads, not part of the model's
+  // own pass (llama.cpp runs them only to draft): they are left out.
+  std::int32_t nextn = 0;
+  if (auto r = int_key(f, a + ".nextn_predict_layers", nextn, 0, h.n_layer - 1, false); !r) return r;
+  h.n_layer -= nextn;
   if (auto r = int_key(f, a + ".ssm.conv_kernel", h.ssm_conv_kernel, 1, 64, true); !r) return r;
   if (auto r = int_key(f, a + ".ssm.state_size", h.ssm_state, 1, kernels::k_attention_max_head_dim, true); !r) return r;
   if (auto r = int_key(f, a + ".ssm.group_count", h.ssm_k_heads, 1, 1024, true); !r) return r;

@@ -131,6 +131,21 @@ TEST(qwen35, recurrent_layers_come_from_the_per_layer_array_when_there_is_one) {
   std::filesystem::remove(path);
 }
 
+TEST(qwen35, multi_token_prediction_blocks_are_not_layers_of_the_pass) {
+  synth_options o = qwen35_options("nextn.gguf");
+  ASSERT_TRUE(synthesize(o));
+  auto f = gguf_file::open(o.out);
+  ASSERT_TRUE(f);
+  const auto path = temp_path("nextn2.gguf");
+  gguf_file g = rewrite(*f, "", path, [](gguf_writer& w) { w.add_u32("qwen35.nextn_predict_layers", 1); });
+  auto h = hparams::from_gguf(g);
+  ASSERT_TRUE(h) << h.err().message;
+  EXPECT_EQ(h->n_layer, 7);
+  EXPECT_EQ(h->recurrent_layers.size(), 7u);
+  std::filesystem::remove(o.out);
+  std::filesystem::remove(path);
+}
+
 TEST(qwen35, hparams_name_a_missing_delta_net_key) {
   synth_options o = qwen35_options("missing.gguf");
   ASSERT_TRUE(synthesize(o));
