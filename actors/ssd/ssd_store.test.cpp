@@ -4,14 +4,15 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
-#include <mutex>
+#include <optional>
 #include <random>
-#include <thread>
 #include <unordered_map>
 
 #include "actors/runtime/actor_system.hpp"
 #include "io/ssd/small_disk.test.hpp"
+#include "tests/support/probe_actor.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace strata::ssd {
@@ -20,46 +21,48 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-/// Stands in for the scheduler: keeps what the store tells it.
-struct inbox_log {
-  std::mutex mu;
+/// What the store told the scheduler so far, gathered from the probe in the scheduler's place.
+/// `loaded` points into the probe's log: valid until the system steps again.
+struct told {
   std::vector<kv::block_hash> written, not_written, removed;
   std::vector<record_meta> deferred;
   std::vector<bool> degraded;  // the state each update carried
-  std::map<std::uint64_t, std::vector<std::optional<std::vector<std::byte>>>> loaded;
+  std::map<std::uint64_t, const std::vector<std::optional<std::vector<std::byte>>>*> loaded;
 };
 
-class fake_scheduler final : public actors::actor<sched::scheduler_inbox> {
- public:
-  explicit fake_scheduler(std::shared_ptr<inbox_log> log) : log_(std::move(log)) {}
-  void receive(sched::scheduler_inbox msg) override {
-    std::lock_guard lock(log_->mu);
-    if (auto* u = std::get_if<sched::ssd_update>(&msg)) {
-      log_->written.insert(log_->written.end(), u->written.begin(), u->written.end());
-      log_->not_written.insert(log_->not_written.end(), u->not_written.begin(), u->not_written.end());
-      log_->removed.insert(log_->removed.end(), u->removed.begin(), u->removed.end());
-      log_->deferred.insert(log_->deferred.end(), u->deferred.begin(), u->deferred.end());
-      log_->degraded.push_back(u->degraded);
-    } else if (auto* l = std::get_if<sched::ssd_loaded>(&msg)) {
-      log_->loaded[l->order] = std::move(l->payloads);
-    }
+/// The store on a manual actor system, a probe standing in for the scheduler: the test delivers
+/// every message on its own thread, so nothing needs a lock, and reads what the store said between
+/// steps. The ring's completions still come from the kernel: step_until waits for them.
+struct store_on_manual_system {
+  actors::actor_system system{{.threads = 0}};
+  test_support::probe_log<sched::scheduler_inbox> log = test_support::make_probe_log<sched::scheduler_inbox>();
+  store_address actor;
+
+  explicit store_on_manual_system(std::unique_ptr<segment_store> store, store_metrics metrics = {}) {
+    auto sched = system.spawn<test_support::probe_actor<sched::scheduler_inbox>>("scheduler",
+                                                                                 actors::supervision::stop_system, log);
+    actor = system.spawn_owning<ssd_store>("ssd-store", std::move(store), sched, metrics);
   }
 
- private:
-  std::shared_ptr<inbox_log> log_;
+  told so_far() const {
+    told t;
+    for (const auto* u : test_support::received<sched::ssd_update>(log)) {
+      t.written.insert(t.written.end(), u->written.begin(), u->written.end());
+      t.not_written.insert(t.not_written.end(), u->not_written.begin(), u->not_written.end());
+      t.removed.insert(t.removed.end(), u->removed.begin(), u->removed.end());
+      t.deferred.insert(t.deferred.end(), u->deferred.begin(), u->deferred.end());
+      t.degraded.push_back(u->degraded);
+    }
+    for (const auto* l : test_support::received<sched::ssd_loaded>(log)) t.loaded[l->order] = &l->payloads;
+    return t;
+  }
+
+  /// Delivers messages (waiting for the ring or a timer when none is ready) until `done` holds of
+  /// what the store has said; false if it does not within 20 s.
+  bool step_until(const std::function<bool(const told&)>& done) {
+    return system.run_until([&] { return done(so_far()); }, 20s);
+  }
 };
-
-template <class Pred>
-bool eventually(std::shared_ptr<inbox_log> log, Pred pred) {
-  for (auto deadline = std::chrono::steady_clock::now() + 20s; std::chrono::steady_clock::now() < deadline;) {
-    {
-      std::lock_guard lock(log->mu);
-      if (pred(*log)) return true;
-    }
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
-}
 
 struct temp_dir {
   fs::path path = fs::temp_directory_path() / ("strata-ssd-actor-" + std::to_string(std::random_device{}()));
@@ -76,19 +79,15 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
   o.model = {1, 2};
   auto opened = segment_store::open(o);
   ASSERT_TRUE(opened) << opened.err().message;
-  std::unique_ptr<segment_store> store = std::move(*opened);
 
   const auto seed = test_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);
-  auto log = std::make_shared<inbox_log>();
   std::vector<record_meta> metas;
   std::vector<std::vector<std::byte>> payloads;
   {
-    actors::actor_system system({.threads = 2});
-    auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
-    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(store), sched, store_metrics{});
-    actor.tell(ring_ready{});
+    store_on_manual_system t(std::move(*opened));
+    t.actor.tell(ring_ready{});
     for (int i = 0; i < 40; ++i) {
       record_meta m;
       for (auto& w : m.hash.w) w = rng();
@@ -99,19 +98,19 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
       for (auto& b : p) b = static_cast<std::byte>(rng());
       metas.push_back(m);
       payloads.push_back(p);
-      actor.tell(persist{m, std::move(p)});
+      t.actor.tell(persist{m, std::move(p)});
     }
-    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.written.size() == 40; })) << "writes never all completed";
+    ASSERT_TRUE(t.step_until([](const told& l) { return l.written.size() == 40; })) << "writes never all completed";
     // One order for every block, with an unknown hash in the middle.
     load order{7, {}};
     for (const auto& m : metas) order.hashes.push_back(m.hash);
     kv::block_hash unknown;
     unknown.w = {rng(), rng(), rng(), rng()};
     order.hashes.insert(order.hashes.begin() + 20, unknown);
-    actor.tell(std::move(order));
-    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.loaded.contains(7); })) << "the load was never answered";
-    std::lock_guard lock(log->mu);
-    const auto& got = log->loaded.at(7);
+    t.actor.tell(std::move(order));
+    ASSERT_TRUE(t.step_until([](const told& l) { return l.loaded.contains(7); })) << "the load was never answered";
+    const told l = t.so_far();
+    const auto& got = *l.loaded.at(7);
     ASSERT_EQ(got.size(), 41u);
     for (std::size_t i = 0, k = 0; i < got.size(); ++i) {
       if (i == 20) {
@@ -122,8 +121,8 @@ TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message
       EXPECT_EQ(*got[i], payloads[k]) << "block " << k;
       ++k;
     }
-    EXPECT_TRUE(log->not_written.empty());
-    system.stop();
+    EXPECT_TRUE(l.not_written.empty());
+    t.system.stop();
   }
   // Another store on the same directory (a restart) finds them all: the actor closed its own.
   auto again = segment_store::open(o);
@@ -138,21 +137,20 @@ TEST(ssd_store, stopping_flushes_the_writes_still_queued) {
   o.model = {3, 4};
   auto opened = segment_store::open(o);
   ASSERT_TRUE(opened) << opened.err().message;
-  std::unique_ptr<segment_store> store = std::move(*opened);
   std::mt19937_64 rng(test_seed());
   std::vector<kv::block_hash> hashes;
   {
-    actors::actor_system system({.threads = 1});
-    auto log = std::make_shared<inbox_log>();
-    auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
-    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(store), sched, store_metrics{});
+    store_on_manual_system t(std::move(*opened));
     for (int i = 0; i < 64; ++i) {
       record_meta m;
       m.hash.w = {rng(), rng(), rng(), rng()};
       hashes.push_back(m.hash);
-      actor.tell(persist{m, std::vector<std::byte>(256 << 10, std::byte{0x5a})});
+      t.actor.tell(persist{m, std::vector<std::byte>(256 << 10, std::byte{0x5a})});
     }
-    system.stop();  // at once: the writes are queued or in flight
+    // A few writes reach the ring; the stop comes while they are in flight and the rest still
+    // wait in the mailbox.
+    for (int i = 0; i < 8; ++i) ASSERT_TRUE(t.system.run_one());
+    t.system.stop();
   }
   auto again = segment_store::open(o);
   ASSERT_TRUE(again);
@@ -177,16 +175,13 @@ TEST(ssd_store, defers_blocks_while_the_disk_is_full_and_says_by_itself_when_it_
   std::mt19937_64 rng(seed);
   metrics::registry registry;
   const store_metrics m = store_metrics::create(registry);
-  auto log = std::make_shared<inbox_log>();
   std::unordered_map<kv::block_hash, std::vector<std::byte>, kv::block_hash_hasher> payloads;
   {
-    actors::actor_system system({.threads = 2});
-    auto sched = system.spawn<fake_scheduler>("scheduler", actors::supervision::stop_system, log);
-    auto actor = system.spawn_owning<ssd_store>("ssd-store", std::move(*opened), sched, m);
-    actor.tell(ring_ready{});
+    store_on_manual_system t(std::move(*opened), m);
+    t.actor.tell(ring_ready{});
     EXPECT_EQ(tier_state_of(m.state->value()), tier_state::on);
-    constexpr int n = 8;
-    for (int i = 0; i < n; ++i) {
+    constexpr std::size_t n = 8;
+    for (std::size_t i = 0; i < n; ++i) {
       record_meta meta;
       meta.hash.w = {rng(), rng(), rng(), rng()};
       meta.parent.w = {rng(), rng(), rng(), rng()};
@@ -194,34 +189,28 @@ TEST(ssd_store, defers_blocks_while_the_disk_is_full_and_says_by_itself_when_it_
       meta.layers = 2;
       std::vector<std::byte> p(64 << 10, static_cast<std::byte>(rng()));
       payloads[meta.hash] = p;
-      actor.tell(persist{meta, std::move(p)});
+      t.actor.tell(persist{meta, std::move(p)});
     }
     // A few may still fit (the file system keeps some blocks back); the rest come back deferred.
-    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.written.size() + l.deferred.size() == n; }))
+    ASSERT_TRUE(t.step_until([](const told& l) { return l.written.size() + l.deferred.size() == n; }))
         << "the blocks were neither written nor deferred";
-    {
-      std::lock_guard lock(log->mu);
-      ASSERT_FALSE(log->deferred.empty()) << "a full disk took every block";
-      EXPECT_TRUE(log->degraded.back());
-      EXPECT_TRUE(log->not_written.empty());
-      for (const auto& d : log->deferred) EXPECT_TRUE(payloads.contains(d.hash)) << d.hash.hex();
-    }
+    const told full = t.so_far();
+    ASSERT_FALSE(full.deferred.empty()) << "a full disk took every block";
+    EXPECT_TRUE(full.degraded.back());
+    EXPECT_TRUE(full.not_written.empty());
+    for (const auto& d : full.deferred) EXPECT_TRUE(payloads.contains(d.hash)) << d.hash.hex();
     EXPECT_EQ(tier_state_of(m.state->value()), tier_state::degraded);
 
-    // Room again, and no message from anyone: the store looks for it by itself.
+    // Room again, and no message from anyone: the store looks for it by itself (its timer).
     disk.free();
-    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return !l.degraded.back(); })) << "never said it writes again";
+    ASSERT_TRUE(t.step_until([](const told& l) { return !l.degraded.empty() && !l.degraded.back(); }))
+        << "never said it writes again";
     EXPECT_EQ(tier_state_of(m.state->value()), tier_state::on);
 
     // Offered again, the deferred blocks are written.
-    std::vector<record_meta> again;
-    {
-      std::lock_guard lock(log->mu);
-      again = log->deferred;
-    }
-    for (const auto& meta : again) actor.tell(persist{meta, payloads.at(meta.hash)});
-    ASSERT_TRUE(eventually(log, [](inbox_log& l) { return l.written.size() == n; })) << "the deferred blocks were not written";
-    system.stop();
+    for (const auto& meta : full.deferred) t.actor.tell(persist{meta, payloads.at(meta.hash)});
+    ASSERT_TRUE(t.step_until([](const told& l) { return l.written.size() == n; })) << "the deferred blocks were not written";
+    t.system.stop();
   }
   auto reopened = segment_store::open(o);
   ASSERT_TRUE(reopened);
