@@ -38,6 +38,10 @@ result<void> http_server::start() {
 
 void http_server::accept_loop_start() {
   auto self = shared_from_this();
+  {
+    std::lock_guard lock(mu_);
+    listening_ = true;
+  }
   net::co_spawn(
       acceptor_.get_executor(),
       [self]() -> net::awaitable<void> {
@@ -64,13 +68,30 @@ void http_server::accept_loop_start() {
           net::co_spawn(session->executor(), [session]() { return session->run(); }, net::detached);
         }
       },
-      net::detached);
+      [self](std::exception_ptr) {
+        // On the acceptor's strand: the listener is closed for good before a waiter hears of it.
+        boost::system::error_code ec;
+        self->acceptor_.close(ec);
+        {
+          std::lock_guard lock(self->mu_);
+          self->listening_ = false;
+        }
+        self->idle_.notify_all();
+      });
 }
 
 void http_server::on_session_end(std::uint64_t id) {
-  live_.fetch_sub(1);
-  std::lock_guard lock(mu_);
-  sessions_.erase(id);
+  {
+    std::lock_guard lock(mu_);
+    live_.fetch_sub(1);
+    sessions_.erase(id);
+  }
+  idle_.notify_all();
+}
+
+bool http_server::wait_idle(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return idle_.wait_for(lock, timeout, [this] { return live_.load() == 0 && (!stopping() || !listening_); });
 }
 
 void http_server::stop() {

@@ -3,6 +3,8 @@
 // Owns the acceptor and the registry of live sessions; start()/stop() from any thread.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -35,6 +37,10 @@ class http_server : public std::enable_shared_from_this<http_server> {
   std::uint16_t port() const { return port_; }
   std::size_t connections() const { return live_.load(); }
   bool stopping() const { return stopping_.load(); }
+  /// Blocks until no connection is open and, after stop(), the listener is closed too, or until
+  /// `timeout` passes; returns whether that happened. Woken by each connection's end, not by
+  /// polling: a graceful shutdown waits here for busy connections, a test for one to end.
+  bool wait_idle(std::chrono::milliseconds timeout);
 
  private:
   friend class http_session;
@@ -50,6 +56,9 @@ class http_server : public std::enable_shared_from_this<http_server> {
   std::atomic<bool> stopping_{false};
 
   std::mutex mu_;
+  /// Notified (under mu_) when a connection ends and when the listener closes.
+  std::condition_variable idle_;
+  bool listening_ = false;
   std::uint64_t next_id_ = 1;
   std::map<std::uint64_t, std::weak_ptr<http_session>> sessions_;
 };

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -155,41 +156,43 @@ TEST(http_server, stop_closes_idle_connections_and_refuses_new_ones) {
   EXPECT_EQ(c.send(http::verb::get, "/").result(), http::status::ok);
   s.server().stop();
   EXPECT_TRUE(c.closed_by_server());
-  for (int i = 0; i < 200 && s.server().connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+  // Woken when the connection has ended and the listener has closed.
+  EXPECT_TRUE(s.server().wait_idle(5s)) << "still " << s.server().connections() << " connections, or the listener is open";
   EXPECT_EQ(s.server().connections(), 0u);
   net::io_context ctx;
   tcp::socket sock(ctx);
   beast::error_code ec;
-  std::this_thread::sleep_for(50ms);
   sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port()), ec);
   EXPECT_TRUE(ec) << "the listener should be closed";
 }
 
-/// Streams `count` events from a producer thread, `gap` apart; records whether it saw a cancel.
-/// A producer stops at its first refused send; join() waits for every producer, so that none
-/// outlives the server whose strand its channel holds.
+/// Streams `count` events from a producer thread, `gap` apart (the pace of a slow model);
+/// signals a cancel and a producer's first refused send. A producer stops at its first refused
+/// send; join() cuts the gaps short and waits for every producer, so that none outlives the
+/// server whose strand its channel holds.
 struct streaming_handler {
   struct producers {
     std::mutex mu;
     std::vector<std::thread> threads;
+    testing::one_shot joining;
   };
   int count;
   std::chrono::milliseconds gap;
   std::chrono::milliseconds keepalive = 100ms;
-  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
-  std::shared_ptr<std::atomic<int>> refused = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<testing::one_shot> cancelled = std::make_shared<testing::one_shot>();
+  std::shared_ptr<testing::one_shot> refused = std::make_shared<testing::one_shot>();
   std::shared_ptr<producers> running = std::make_shared<producers>();
   handler_result operator()(http_request& req, const request_context& rc) const {
     auto queue = reply_queue::create(rc.executor);
-    queue->on_cancel([c = cancelled] { c->store(true); });
+    queue->on_cancel([c = cancelled] { c->set(); });
     // The first part (empty, as an admitted request's may be) lets the head go out.
     queue->address().send({});
     std::lock_guard lock(running->mu);
-    running->threads.emplace_back([out = queue->address(), n = count, gap = gap, refused = refused] {
+    running->threads.emplace_back([out = queue->address(), n = count, gap = gap, refused = refused, run = running] {
       for (int i = 0; i < n; ++i) {
-        std::this_thread::sleep_for(gap);
+        run->joining.wait_for(gap);
         if (!out.send({"data: " + std::to_string(i) + "\n\n"})) {
-          refused->fetch_add(1);
+          refused->set();
           break;
         }
       }
@@ -202,6 +205,7 @@ struct streaming_handler {
     return sr;
   }
   void join() const {
+    running->joining.set();
     std::lock_guard lock(running->mu);
     for (auto& t : running->threads) t.join();
     running->threads.clear();
@@ -229,10 +233,8 @@ TEST(http_server, a_client_that_disconnects_mid_stream_cancels_the_producer) {
   streaming_handler h{200, 10ms};
   running_server s({}, h);
   open_stream_and_leave(s.port());
-  for (int i = 0; i < 500 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(h.cancelled->load());
-  for (int i = 0; i < 500 && h.refused->load() == 0; ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_GT(h.refused->load(), 0) << "sends after the cancel must be refused";
+  EXPECT_TRUE(h.cancelled->wait_for(5s));
+  EXPECT_TRUE(h.refused->wait_for(5s)) << "sends after the cancel must be refused";
   h.join();
 }
 
@@ -242,38 +244,44 @@ TEST(http_server, a_client_that_leaves_while_a_stream_waits_for_its_first_event_
   streaming_handler h{1, 4s, 10s};
   running_server s({}, h);
   open_stream_and_leave(s.port());
-  for (int i = 0; i < 300 && !h.cancelled->load(); ++i) std::this_thread::sleep_for(10ms);
-  EXPECT_TRUE(h.cancelled->load()) << "not cancelled before the first event";
+  EXPECT_TRUE(h.cancelled->wait_for(3s)) << "not cancelled before the first event";
   h.join();
 }
 
 /// Answers /slow with a deferred response that the test sets (or not); anything else with echo.
+/// With `hold` set, a /slow handler returns only once the test lets it (or after 5 s): what the
+/// client sends meanwhile is on the socket when the session starts to wait for the answer.
 struct deferred_handler {
   struct pending {
     std::mutex mu;
+    std::condition_variable added;
     std::vector<std::shared_ptr<reply_queue>> slots;
   };
   std::shared_ptr<pending> made = std::make_shared<pending>();
   std::shared_ptr<std::atomic<int>> cancelled = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<testing::one_shot> cancel_seen = std::make_shared<testing::one_shot>();
+  std::shared_ptr<testing::one_shot> hold;
   handler_result operator()(http_request& req, const request_context& rc) const {
     if (req.target() != "/slow") return echo(req, rc);
     auto slot = reply_queue::create(rc.executor);
-    slot->on_cancel([c = cancelled] { c->fetch_add(1); });
-    std::lock_guard lock(made->mu);
-    made->slots.push_back(slot);
+    slot->on_cancel([c = cancelled, seen = cancel_seen] {
+      c->fetch_add(1);
+      seen->set();
+    });
+    {
+      std::lock_guard lock(made->mu);
+      made->slots.push_back(slot);
+    }
+    made->added.notify_all();
+    if (hold) hold->wait_for(5s);
     return deferred_reply{slot};
   }
   /// The queue of the i-th /slow request, once the handler has made it (null after 5 s). Only its
   /// address may be used from the test's thread.
   std::shared_ptr<reply_queue> slot(std::size_t i) const {
-    for (int k = 0; k < 500; ++k) {
-      {
-        std::lock_guard lock(made->mu);
-        if (made->slots.size() > i) return made->slots[i];
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return nullptr;
+    std::unique_lock lock(made->mu);
+    if (!made->added.wait_for(lock, 5s, [&] { return made->slots.size() > i; })) return nullptr;
+    return made->slots[i];
   }
   /// Drops the slots: their timers belong to the server's io_context, which they must not outlive.
   void release() const {
@@ -294,29 +302,28 @@ TEST(http_server, a_client_that_leaves_before_a_deferred_response_cancels_it_at_
     c.stream.socket().close();
   }
   // The response would come in ten minutes: the slot must not wait for it.
-  for (int i = 0; i < 300 && h.cancelled->load() == 0; ++i) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(h.cancel_seen->wait_for(3s)) << "the slot was not cancelled";
   EXPECT_EQ(h.cancelled->load(), 1);
   auto late = h.slot(0)->address();
+  // The session lets go of the queue right after the cancel, before its connection ends; then
+  // the handler does too, and an answer has nowhere to go.
+  ASSERT_TRUE(s.server().wait_idle(5s)) << "the connection did not end";
   h.release();
-  // Once the session has let go of the queue (right after the cancel), an answer has nowhere to go.
-  bool refused = false;
-  for (int i = 0; i < 300 && !refused; ++i) {
-    refused = !late.send({"{}", 200});
-    if (!refused) std::this_thread::sleep_for(10ms);
-  }
-  EXPECT_TRUE(refused) << "a late answer has nowhere to go";
+  EXPECT_FALSE(late.send({"{}", 200})) << "a late answer has nowhere to go";
 }
 
 TEST(http_server, a_request_pipelined_behind_a_pending_deferred_response_is_served_after_it) {
   deferred_handler h;
+  h.hold = std::make_shared<testing::one_shot>();
   running_server s({}, h);
   client c(s.port());
   net::write(c.stream, net::buffer(std::string("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")));
   auto slot = h.slot(0);
   ASSERT_TRUE(slot);
-  // Sent while the first waits: the session reads it then, and keeps it for after the answer.
+  // Sent while the first is in its handler: the bytes are on the socket when the session starts
+  // to wait for the answer; it reads them then, and keeps them for after the answer.
   net::write(c.stream, net::buffer(std::string("POST /y HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nwxyz")));
-  std::this_thread::sleep_for(50ms);  // lets the bytes reach the session before the answer
+  h.hold->set();
   ASSERT_TRUE(slot->address().send({"{\"slow\":1}", 200}));
   for (const char* body : {"{\"slow\":1}", "{\"echo\":4}"}) {
     http::response<http::string_body> res;
@@ -357,7 +364,7 @@ TEST(reply_queue, signals_pressure_past_the_high_watermark_and_relief_below_the_
 }
 
 TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_outbox) {
-  auto closed = std::make_shared<std::atomic<bool>>(false);
+  auto closed = std::make_shared<testing::one_shot>();
   running_server s({}, [closed](http_request& req, const request_context&) -> handler_result {
     if (!beast::websocket::is_upgrade(req)) return make_json(req.version(), http::status::bad_request, "{}");
     websocket_accept accept;
@@ -365,7 +372,7 @@ TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_
       m.outbox.send({"got:" + m.text});
       m.outbox.send({"again:" + m.text});
     };
-    accept.on_close = [closed] { closed->store(true); };
+    accept.on_close = [closed] { closed->set(); };
     return accept;
   });
   net::io_context ctx;
@@ -387,8 +394,7 @@ TEST(http_server, upgrades_to_a_websocket_that_answers_each_message_through_its_
   ws.read(b);
   EXPECT_NE(beast::buffers_to_string(b.data()).find("binary_frame"), std::string::npos);
   ws.close(beast::websocket::close_code::normal);
-  for (int i = 0; i < 200 && !closed->load(); ++i) std::this_thread::sleep_for(5ms);
-  EXPECT_TRUE(closed->load());
+  EXPECT_TRUE(closed->wait_for(5s));
 }
 
 /// The server's answer to `raw`, read while `raw` is still being written: a server that refuses a
@@ -526,7 +532,7 @@ TEST(http_server, an_exception_outside_the_handler_ends_only_its_connection) {
     EXPECT_TRUE(c.closed_by_server());
   }
   EXPECT_TRUE(health_answers_200(s.port()));
-  for (int i = 0; i < 400 && s.server().connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(s.server().wait_idle(5s));
   EXPECT_EQ(s.server().connections(), 0u) << "a connection that threw must still be accounted as ended";
 }
 

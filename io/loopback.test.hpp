@@ -2,18 +2,26 @@
 // Test support for the io/ tests that talk to a real server: a server on a loopback port with its
 // own threads, and a client that sends raw bytes and reads back the answer and whether the
 // server then closed the connection. Every exchange has a deadline, so a server that neither
-// answers nor closes fails the test instead of hanging it.
+// answers nor closes fails the test instead of hanging it; what a test waits for (a cancel, a
+// close) it waits for as an event with a deadline (one_shot, http_server::wait_idle), never by
+// sleeping and looking again.
 
 #include <chrono>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -28,6 +36,24 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 using tcp = net::ip::tcp;
 using namespace std::chrono_literals;
+
+/// Something that happens once, on any thread, and that a test waits for with a deadline instead
+/// of polling for it: set() from a handler or a callback, wait_for() on the test's thread.
+class one_shot {
+ public:
+  void set() {
+    std::call_once(once_, [this] { promise_.set_value(); });
+  }
+  /// Whether it happened within `timeout` (at once, when it has already).
+  bool wait_for(std::chrono::milliseconds timeout) const {
+    return done_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::once_flag once_;
+  std::promise<void> promise_;
+  std::shared_future<void> done_ = promise_.get_future().share();
+};
 
 /// A server on a loopback port, run by two threads until the object goes.
 class loopback_server {
@@ -47,7 +73,8 @@ class loopback_server {
   }
   ~loopback_server() {
     server_->stop();
-    for (int i = 0; i < 200 && server_->connections() > 0; ++i) std::this_thread::sleep_for(5ms);
+    // Every connection's end wakes this; one that hangs is cut off with the context below.
+    server_->wait_idle(5s);
     work_.reset();
     ctx_.stop();
     for (auto& t : threads_) t.join();
@@ -102,6 +129,31 @@ inline raw_reply raw_exchange(std::uint16_t port, const std::string& raw,
       out.closed = ec2 == net::error::eof || ec2 == net::error::connection_reset;
     });
   });
+  ctx.run();
+  return out;
+}
+
+/// Sends each of `raws` in turn on one connection, reading one response after each: the
+/// responses, fewer when the server closed the connection (or did not answer) first. A second
+/// response shows that the connection outlived the first. The whole exchange has 30 s.
+inline std::vector<http::response<http::string_body>> raw_in_turn(std::uint16_t port, const std::vector<std::string>& raws) {
+  net::io_context ctx;
+  beast::tcp_stream stream = connect_loopback(ctx, port);
+  std::vector<http::response<http::string_body>> out;
+  net::co_spawn(
+      ctx,
+      [&]() -> net::awaitable<void> {
+        beast::flat_buffer buffer;
+        for (const auto& raw : raws) {
+          auto [write_error, n] = co_await net::async_write(stream, net::buffer(raw), net::as_tuple(net::use_awaitable));
+          if (write_error) co_return;
+          http::response<http::string_body> res;
+          auto [read_error, m] = co_await http::async_read(stream, buffer, res, net::as_tuple(net::use_awaitable));
+          if (read_error) co_return;
+          out.push_back(std::move(res));
+        }
+      },
+      net::detached);
   ctx.run();
   return out;
 }
