@@ -17,10 +17,11 @@ build=$(dirname "$bin")
 dir=$(dirname "$build")
 src=$(ls -d "$dir"/llama_cpp_python-*/vendor/llama.cpp | head -1)
 tool=$build/dump_logits
-if [ ! -x "$tool" ] || [ bench/reference/dump_logits.cpp -nt "$tool" ]; then
+if [ ! -x "$tool" ] || [ bench/reference/dump_logits.cpp -nt "$tool" ] || [ src/common/prompt_lines.hpp -nt "$tool" ]; then
   echo "reference_dumps: building $tool" >&2
   libs=$(find "$build" -name 'libllama.a' -o -name 'libggml*.a' | sort -r)
-  g++ -O2 -std=c++17 -I"$src/include" -I"$src/ggml/include" bench/reference/dump_logits.cpp \
+  # -I. (the project root): the prompt-line reading it shares with `strata logits`.
+  g++ -O2 -std=c++17 -I. -I"$src/include" -I"$src/ggml/include" bench/reference/dump_logits.cpp \
     -Wl,--start-group $libs -Wl,--end-group -fopenmp -lpthread -ldl -o "$tool"
 fi
 

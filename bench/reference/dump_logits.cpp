@@ -16,21 +16,11 @@
 #include <vector>
 
 #include "llama.h"
+#include "src/common/prompt_lines.hpp"
 
 namespace {
 
-std::string unescape_newlines(const std::string& line) {
-  std::string out;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
-      out += '\n';
-      ++i;
-    } else {
-      out += line[i];
-    }
-  }
-  return out;
-}
+using strata::unescape_newlines;
 
 std::string json_string(const std::string& s) {
   std::string out = "\"";

@@ -15,6 +15,7 @@
 
 #include "kernels/compute_pool.hpp"
 #include "server/commands/command_registry.hpp"
+#include "src/common/prompt_lines.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/tokenizer/tokenizer.hpp"
@@ -28,19 +29,6 @@ struct logits_options {
   int greedy = 16;
   int threads = 0;
 };
-
-std::string unescape_newlines(const std::string& line) {
-  std::string out;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size() && line[i + 1] == 'n') {
-      out += '\n';
-      ++i;
-    } else {
-      out += line[i];
-    }
-  }
-  return out;
-}
 
 boost::json::object position_entry(const float* row, std::int32_t n_vocab, int top) {
   double mx = *std::max_element(row, row + n_vocab), sum = 0;
