@@ -155,6 +155,15 @@ class segment_store_test : public ::testing::Test {
     }
   }
 
+  /// Record `r` reads back from `s` with its own bytes; `what` names it in a failure.
+  void expect_reads_back(segment_store& s, const record& r, const std::string& what = "the record") {
+    auto got = read_back(s, r.meta.hash);
+    EXPECT_TRUE(got) << what << " does not read back";
+    if (got) {
+      EXPECT_TRUE(*got == r.payload) << what << " reads back other bytes";
+    }
+  }
+
   /// Reads one record back: its payload, or nullopt for a miss (also when read() refuses it).
   std::optional<std::vector<std::byte>> read_back(segment_store& s, const kv::block_hash& h, collected* seen = nullptr) {
     std::uint64_t tag = rng_();

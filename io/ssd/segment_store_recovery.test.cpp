@@ -7,7 +7,40 @@
 namespace strata::ssd::testing {
 namespace {
 
-TEST_F(segment_store_test, skips_records_of_another_model_at_open_and_keeps_them_on_disk) {
+/// Most recovery tests share one shape: records of one size written into one segment file, then
+/// damaged on disk at a record's header or payload, then read back, often after a reopen.
+class segment_store_recovery : public segment_store_test {
+ protected:
+  /// Writes `n` records of `payload` bytes into one segment file (recs_, file_) and leaves the
+  /// store open; close() first to damage the file before the next open.
+  segment_store& write_one_segment(int n, std::size_t payload) {
+    options_ = one_segment_options();
+    payload_ = payload;
+    recs_ = make_records(n, payload);
+    auto& s = open(options_);
+    write_all(s, recs_);
+    file_ = segment_files().at(0);
+    return s;
+  }
+  /// The store opened again on the same directory.
+  segment_store& reopen() { return open(options_); }
+
+  /// Where record i begins in the segment file: its header; its payload follows the header.
+  std::uint64_t record_at(int i) const { return static_cast<std::uint64_t>(i) * record_bytes(payload_); }
+  std::uint64_t payload_at(int i) const { return record_at(i) + k_header_bytes; }
+
+  /// Each record in `which` reads back from `s` with its own bytes.
+  void expect_records_read_back(segment_store& s, std::initializer_list<int> which) {
+    for (int i : which) expect_reads_back(s, recs_[static_cast<std::size_t>(i)], "record " + std::to_string(i));
+  }
+
+  store_options options_;
+  std::size_t payload_ = 0;
+  std::vector<record> recs_;
+  fs::path file_;
+};
+
+TEST_F(segment_store_recovery, skips_records_of_another_model_at_open_and_keeps_them_on_disk) {
   auto o = options();
   std::vector<record> mine, theirs;
   for (int i = 0; i < 10; ++i) mine.push_back(make(20'000));
@@ -25,174 +58,118 @@ TEST_F(segment_store_test, skips_records_of_another_model_at_open_and_keeps_them
   auto& again = open(o);
   EXPECT_EQ(again.stats().records, mine.size());
   for (const auto& r : theirs) EXPECT_FALSE(again.contains(r.meta.hash));
-  for (const auto& r : mine) {
-    auto got = read_back(again, r.meta.hash);
-    ASSERT_TRUE(got);
-    EXPECT_TRUE(*got == r.payload);
-  }
+  for (const auto& r : mine) expect_reads_back(again, r);
 }
 
-TEST_F(segment_store_test, skips_a_record_of_another_format_version_and_reads_the_ones_after_it) {
-  auto o = options();
-  std::vector<record> recs;
-  for (int i = 0; i < 6; ++i) recs.push_back(make(30'000));
-  write_all(open(o), recs);
+TEST_F(segment_store_recovery, skips_a_record_of_another_format_version_and_reads_the_ones_after_it) {
+  write_one_segment(6, 30'000);
   close();
   // Rewrite record 2's header as a valid header of format version 2.
-  auto file = segment_files().at(0);
-  std::uint64_t at = 2 * record_bytes(30'000);
-  auto block = peek(file, at, k_header_bytes);
+  auto block = peek(file_, record_at(2), k_header_bytes);
   auto h = decode_header(block);
   ASSERT_TRUE(h);
   h->version = 2;
   seal_header(*h, block.data());
-  poke(file, at, std::as_bytes(std::span(&*h, 1)));
+  poke(file_, record_at(2), std::as_bytes(std::span(&*h, 1)));
 
-  auto& s = open(o);
-  EXPECT_EQ(s.stats().records, recs.size() - 1);
-  EXPECT_FALSE(s.contains(recs[2].meta.hash));
-  for (int i : {0, 1, 3, 4, 5}) {
-    auto got = read_back(s, recs[i].meta.hash);
-    ASSERT_TRUE(got) << "record " << i;
-    EXPECT_TRUE(*got == recs[i].payload);
-  }
+  auto& s = reopen();
+  EXPECT_EQ(s.stats().records, recs_.size() - 1);
+  EXPECT_FALSE(s.contains(recs_[2].meta.hash));
+  expect_records_read_back(s, {0, 1, 3, 4, 5});
 }
 
-TEST_F(segment_store_test, a_segment_truncated_mid_payload_or_mid_header_loses_only_its_tail) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 40'000;
-  auto recs = make_records(6, k_payload);
-  write_all(open(o), recs);
+TEST_F(segment_store_recovery, a_segment_truncated_mid_payload_or_mid_header_loses_only_its_tail) {
+  write_one_segment(6, 40'000);
   close();
-  auto file = segment_files().at(0);
-  auto step = record_bytes(k_payload);
-
-  fs::resize_file(file, 4 * step + k_header_bytes + 100);  // in record 4's payload
+  fs::resize_file(file_, payload_at(4) + 100);  // in record 4's payload
   {
-    auto& s = open(o);
+    auto& s = reopen();
     EXPECT_EQ(s.stats().records, 4u);
-    expect_first_readable(s, recs, 6, 4);
+    expect_first_readable(s, recs_, 6, 4);
     close();
   }
-  fs::resize_file(segment_files().at(0), 2 * step + 1000);  // in record 2's header
-  auto& s = open(o);
+  fs::resize_file(segment_files().at(0), record_at(2) + 1000);  // in record 2's header
+  auto& s = reopen();
   EXPECT_EQ(s.stats().records, 2u);
-  expect_first_readable(s, recs, 6, 2);
+  expect_first_readable(s, recs_, 6, 2);
 }
 
-TEST_F(segment_store_test, a_flipped_payload_bit_is_a_miss_that_leaves_the_index) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 100'000;
-  auto recs = make_records(5, k_payload);
-  auto& s = open(o);
-  write_all(s, recs);
-  auto file = segment_files().at(0);
-  flip_bit(file, 3 * record_bytes(k_payload) + k_header_bytes + rng_() % k_payload, static_cast<int>(rng_() % 8));
+TEST_F(segment_store_recovery, a_flipped_payload_bit_is_a_miss_that_leaves_the_index) {
+  auto& s = write_one_segment(5, 100'000);
+  flip_bit(file_, payload_at(3) + rng_() % payload_, static_cast<int>(rng_() % 8));
 
   collected seen;
-  EXPECT_FALSE(read_back(s, recs[3].meta.hash, &seen));
-  EXPECT_TRUE(seen.removed.contains(recs[3].meta.hash.hex()));
-  EXPECT_FALSE(s.contains(recs[3].meta.hash));
+  EXPECT_FALSE(read_back(s, recs_[3].meta.hash, &seen));
+  EXPECT_TRUE(seen.removed.contains(recs_[3].meta.hash.hex()));
+  EXPECT_FALSE(s.contains(recs_[3].meta.hash));
   EXPECT_EQ(s.stats().read_failures, 1u);
-  EXPECT_EQ(s.stats().records, recs.size() - 1);
-  EXPECT_FALSE(s.read(recs[3].meta.hash, 7));  // no longer indexed
-  for (int i : {0, 1, 2, 4}) {
-    auto got = read_back(s, recs[i].meta.hash);
-    ASSERT_TRUE(got) << "record " << i;
-    EXPECT_TRUE(*got == recs[i].payload);
-  }
+  EXPECT_EQ(s.stats().records, recs_.size() - 1);
+  EXPECT_FALSE(s.read(recs_[3].meta.hash, 7));  // no longer indexed
+  expect_records_read_back(s, {0, 1, 2, 4});
   // After a restart the header still scans; the read fails again, never handing out the bytes.
-  auto& again = open(o);
-  EXPECT_FALSE(read_back(again, recs[3].meta.hash));
+  auto& again = reopen();
+  EXPECT_FALSE(read_back(again, recs_[3].meta.hash));
   EXPECT_EQ(again.stats().read_failures, 1u);
 }
 
-TEST_F(segment_store_test, a_flipped_header_bit_is_skipped_at_open) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 20'000;
-  auto recs = make_records(5, k_payload);
-  write_all(open(o), recs);
+TEST_F(segment_store_recovery, a_flipped_header_bit_is_skipped_at_open) {
+  write_one_segment(5, 20'000);
   close();
-  flip_bit(segment_files().at(0), 3 * record_bytes(k_payload) + rng_() % sizeof(record_header),
-           static_cast<int>(rng_() % 8));
-  auto& s = open(o);
+  flip_bit(file_, record_at(3) + rng_() % sizeof(record_header), static_cast<int>(rng_() % 8));
+  auto& s = reopen();
   EXPECT_EQ(s.stats().records, 3u);  // the scan cannot trust anything after a bad header
-  expect_first_readable(s, recs, 5, 3);
+  expect_first_readable(s, recs_, 5, 3);
 }
 
-TEST_F(segment_store_test, a_zeroed_region_is_a_miss) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 50'000;
-  auto recs = make_records(5, k_payload);
-  auto& s = open(o);
-  write_all(s, recs);
-  auto file = segment_files().at(0);
+TEST_F(segment_store_recovery, a_zeroed_region_is_a_miss) {
+  auto& s = write_one_segment(5, 50'000);
   std::vector<std::byte> zeros(8192);
-  poke(file, 1 * record_bytes(k_payload) + k_header_bytes + 4096, zeros);  // inside record 1's payload
-  EXPECT_FALSE(read_back(s, recs[1].meta.hash));
-  EXPECT_FALSE(s.contains(recs[1].meta.hash));
+  poke(file_, payload_at(1) + 4096, zeros);  // inside record 1's payload
+  EXPECT_FALSE(read_back(s, recs_[1].meta.hash));
+  EXPECT_FALSE(s.contains(recs_[1].meta.hash));
 
-  poke(file, 3 * record_bytes(k_payload), zeros);  // record 3's header and the start of its payload
-  auto& again = open(o);
-  EXPECT_FALSE(again.contains(recs[3].meta.hash));
-  EXPECT_FALSE(read_back(again, recs[1].meta.hash));
-  for (int i : {0, 2}) {
-    auto got = read_back(again, recs[i].meta.hash);
-    ASSERT_TRUE(got) << "record " << i;
-    EXPECT_TRUE(*got == recs[i].payload);
-  }
+  poke(file_, record_at(3), zeros);  // record 3's header and the start of its payload
+  auto& again = reopen();
+  EXPECT_FALSE(again.contains(recs_[3].meta.hash));
+  EXPECT_FALSE(read_back(again, recs_[1].meta.hash));
+  expect_records_read_back(again, {0, 2});
 }
 
-TEST_F(segment_store_test, a_record_cut_off_the_file_after_indexing_reads_as_a_miss) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 70'000;
-  auto recs = make_records(4, k_payload);
-  auto& s = open(o);
-  write_all(s, recs);
-  fs::resize_file(segment_files().at(0), 3 * record_bytes(k_payload) + k_header_bytes + 4096);
+TEST_F(segment_store_recovery, a_record_cut_off_the_file_after_indexing_reads_as_a_miss) {
+  auto& s = write_one_segment(4, 70'000);
+  fs::resize_file(file_, payload_at(3) + 4096);
   collected seen;
-  EXPECT_FALSE(read_back(s, recs[3].meta.hash, &seen));
-  EXPECT_TRUE(seen.removed.contains(recs[3].meta.hash.hex()));
+  EXPECT_FALSE(read_back(s, recs_[3].meta.hash, &seen));
+  EXPECT_TRUE(seen.removed.contains(recs_[3].meta.hash.hex()));
   EXPECT_EQ(s.stats().read_failures, 1u);
-  auto got = read_back(s, recs[2].meta.hash);
-  ASSERT_TRUE(got);
-  EXPECT_TRUE(*got == recs[2].payload);
+  expect_records_read_back(s, {2});
 }
 
-TEST_F(segment_store_test, a_torn_final_write_never_reads_back_wrong_bytes) {
-  auto o = one_segment_options();
-  constexpr std::size_t k_payload = 90'000;
-  auto recs = make_records(3, k_payload);
-  write_all(open(o), recs);
+TEST_F(segment_store_recovery, a_torn_final_write_never_reads_back_wrong_bytes) {
+  write_one_segment(3, 90'000);
   close();
-  auto file = segment_files().at(0);
-  auto end = fs::file_size(file);
+  auto end = fs::file_size(file_);
 
   // A valid header followed by only part of its payload, as a crash mid-write leaves it.
-  auto torn = make(k_payload);
-  std::vector<std::byte> image(record_bytes(k_payload));
+  auto torn = make(payload_);
+  std::vector<std::byte> image(record_bytes(payload_));
   encode_record(torn.meta, k_model, torn.payload, image.data());
-  poke(file, end, std::span(image).first(k_header_bytes + 3 * 4096));
+  poke(file_, end, std::span(image).first(k_header_bytes + 3 * 4096));
   {
-    auto& s = open(o);
+    auto& s = reopen();
     EXPECT_FALSE(read_back(s, torn.meta.hash));
-    for (const auto& r : recs) {
-      auto got = read_back(s, r.meta.hash);
-      ASSERT_TRUE(got);
-      EXPECT_TRUE(*got == r.payload);
-    }
+    expect_records_read_back(s, {0, 1, 2});
     close();
   }
   // The whole length on disk, but the payload's end never written (zeros): indexed, then refused.
-  auto file2 = segment_files().at(0);
   std::fill(image.begin() + k_header_bytes + 3 * 4096, image.end(), std::byte{0});
-  poke(file2, end, image);
-  auto& s = open(o);
+  poke(segment_files().at(0), end, image);
+  auto& s = reopen();
   EXPECT_FALSE(read_back(s, torn.meta.hash));
   EXPECT_FALSE(s.contains(torn.meta.hash));
 }
 
-TEST_F(segment_store_test, a_hash_stored_twice_keeps_its_newest_copy_at_open) {
+TEST_F(segment_store_recovery, a_hash_stored_twice_keeps_its_newest_copy_at_open) {
   auto o = options();
   auto older = make(30'000);
   auto newer = older;
@@ -211,14 +188,12 @@ TEST_F(segment_store_test, a_hash_stored_twice_keeps_its_newest_copy_at_open) {
 
   auto& s = open(o);
   EXPECT_EQ(s.stats().records, 1u);
-  auto got = read_back(s, older.meta.hash);
-  ASSERT_TRUE(got);
-  EXPECT_TRUE(*got == newer.payload);
+  expect_reads_back(s, newer);  // the same hash as the older
   // The older copy's segment holds nothing live any more: it is gone.
   EXPECT_FALSE(fs::exists(first));
 }
 
-TEST_F(segment_store_test, deletes_segments_without_a_valid_record_at_open) {
+TEST_F(segment_store_recovery, deletes_segments_without_a_valid_record_at_open) {
   auto o = options();
   fs::create_directories(o.dir);
   auto garbage = o.dir / "seg-0000000000000001.kv";
@@ -242,7 +217,7 @@ TEST_F(segment_store_test, deletes_segments_without_a_valid_record_at_open) {
   EXPECT_EQ(segment_files().at(0).filename(), "seg-0000000000000003.kv");
 }
 
-TEST_F(segment_store_test, a_segment_s_unused_tail_is_cut_at_close_and_after_a_crash) {
+TEST_F(segment_store_recovery, a_segment_s_unused_tail_is_cut_at_close_and_after_a_crash) {
   auto o = options();
   constexpr std::size_t k_payload = 30'000;
   std::vector<record> recs;
@@ -259,11 +234,7 @@ TEST_F(segment_store_test, a_segment_s_unused_tail_is_cut_at_close_and_after_a_c
   auto& again = open(o);
   EXPECT_EQ(fs::file_size(file), 3 * record_bytes(k_payload));
   EXPECT_EQ(again.stats().bytes, 3 * record_bytes(k_payload));
-  for (const auto& r : recs) {
-    auto got = read_back(again, r.meta.hash);
-    ASSERT_TRUE(got);
-    EXPECT_TRUE(*got == r.payload);
-  }
+  for (const auto& r : recs) expect_reads_back(again, r);
 }
 
 }  // namespace
