@@ -36,8 +36,8 @@ TEST(chat_request, parses_a_full_body) {
   EXPECT_EQ(boost::json::serialize(r->messages_json[1]), R"({"role":"user","content":"a\nb"})");
   EXPECT_TRUE(r->sampling.stream);
   EXPECT_TRUE(r->sampling.include_usage);
-  EXPECT_DOUBLE_EQ(r->sampling.temperature, 0.5);
-  EXPECT_DOUBLE_EQ(r->sampling.top_p, 0.9);
+  EXPECT_FLOAT_EQ(r->sampling.sampler.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r->sampling.sampler.top_p, 0.9f);
   EXPECT_EQ(r->sampling.stop, (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(r->sampling.max_tokens, 7);
   EXPECT_EQ(r->sampling.seed, -3);
@@ -213,14 +213,14 @@ TEST(chat_request, accepts_boundaries_nulls_and_integral_floats) {
   ASSERT_TRUE(r.has_value()) << r.err().message;
   EXPECT_EQ(r->sampling.max_tokens, 3);
   EXPECT_EQ(r->sampling.seed, INT64_MAX);
-  EXPECT_EQ(r->sampling.top_logprobs, 20);
+  EXPECT_EQ(r->sampling.sampler.top_logprobs, 20);
   EXPECT_TRUE(r->sampling.ignore_eos);
-  ASSERT_EQ(r->sampling.logit_bias.size(), 2u);
-  EXPECT_EQ(r->sampling.logit_bias[0].first, 15);
-  EXPECT_DOUBLE_EQ(r->sampling.logit_bias[0].second, -100);
+  ASSERT_EQ(r->sampling.sampler.logit_bias.size(), 2u);
+  EXPECT_EQ(r->sampling.sampler.logit_bias[0].first, 15);
+  EXPECT_DOUBLE_EQ(r->sampling.sampler.logit_bias[0].second, -100);
   auto nulls = parse_chat_request(with(R"("temperature":null,"max_tokens":null,"seed":null,"tools":null)"));
   ASSERT_TRUE(nulls.has_value());
-  EXPECT_DOUBLE_EQ(nulls->sampling.temperature, 1.0);
+  EXPECT_DOUBLE_EQ(nulls->sampling.sampler.temperature, 1.0);
   EXPECT_FALSE(nulls->sampling.max_tokens);
 }
 
@@ -238,7 +238,7 @@ TEST(chat_request, lets_max_completion_tokens_win_over_max_tokens_in_either_orde
 TEST(chat_request, keeps_the_last_value_of_a_duplicate_key) {
   auto r = parse_chat_request(with(R"("temperature":0.1,"temperature":0.7)"));
   ASSERT_TRUE(r.has_value());
-  EXPECT_DOUBLE_EQ(r->sampling.temperature, 0.7);
+  EXPECT_FLOAT_EQ(r->sampling.sampler.temperature, 0.7f);
   // Each occurrence is validated, so a bad first one is still an error.
   EXPECT_EQ(error_of(with(R"("temperature":9,"temperature":0.7)")).param, "temperature");
 }

@@ -10,25 +10,15 @@ namespace {
 
 void apply_sampling(const schema::sampling_params& p, generation_request& out) {
   auto& s = out.settings.sampling;
-  s.temperature = static_cast<float>(p.temperature);
-  s.top_p = static_cast<float>(p.top_p);
-  s.top_k = static_cast<std::int32_t>(p.top_k);
-  s.min_p = static_cast<float>(p.min_p);
-  s.presence_penalty = static_cast<float>(p.presence_penalty);
-  s.frequency_penalty = static_cast<float>(p.frequency_penalty);
-  s.repetition_penalty = static_cast<float>(p.repetition_penalty);
+  s = p.sampler;
   s.seed = p.seed ? static_cast<std::uint64_t>(*p.seed) : fresh_seed();
-  s.logprobs = p.logprobs;
-  s.top_logprobs = p.top_logprobs;
-  s.logit_bias.clear();
-  for (const auto& [id, bias] : p.logit_bias) s.logit_bias.emplace_back(id, static_cast<float>(bias));
   out.stream = p.stream;
   out.include_usage = p.include_usage;
   out.settings.stop = p.stop;
   out.settings.ignore_eos = p.ignore_eos;
   out.n = p.n;
-  out.logprobs = p.logprobs;
-  out.top_logprobs = p.top_logprobs;
+  out.logprobs = p.sampler.logprobs;
+  out.top_logprobs = p.sampler.top_logprobs;
   out.max_tokens = p.max_tokens;
   out.max_tokens_key = p.max_tokens_key;
   out.kv_bits = p.kv_bits;

@@ -48,13 +48,13 @@ TEST(completion_request, refuses_echo_and_suffix_clearly) {
 TEST(completion_request, reads_logprobs_as_a_count) {
   auto r = parse_completion_request(with(R"("logprobs":3,"stream":true,"stream_options":{"include_usage":true})"));
   ASSERT_TRUE(r.has_value());
-  EXPECT_TRUE(r->sampling.logprobs);
-  EXPECT_EQ(r->sampling.top_logprobs, 3);
+  EXPECT_TRUE(r->sampling.sampler.logprobs);
+  EXPECT_EQ(r->sampling.sampler.top_logprobs, 3);
   EXPECT_TRUE(r->sampling.stream);
   EXPECT_TRUE(r->sampling.include_usage);
   auto zero = parse_completion_request(with(R"("logprobs":0)"));
   ASSERT_TRUE(zero.has_value());
-  EXPECT_TRUE(zero->sampling.logprobs);
+  EXPECT_TRUE(zero->sampling.sampler.logprobs);
   for (const char* bad : {R"("logprobs":6)", R"("logprobs":true)", R"("logprobs":-1)"}) {
     auto e = parse_completion_request(with(bad));
     ASSERT_FALSE(e.has_value()) << bad;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/sampling/grammar_spec.hpp"
+#include "src/sampling/sampling_params.hpp"
 
 namespace strata::api::schema {
 
@@ -26,31 +27,19 @@ struct sampling_params {
   std::optional<std::int64_t> max_tokens;
   /// The key max_tokens came from, to name it in an error: "max_tokens" or "max_completion_tokens".
   const char* max_tokens_key = "max_tokens";
-  /// [0, 2]; 0 means greedy.
-  double temperature = 1.0;
-  /// (0, 1].
-  double top_p = 1.0;
-  /// Extension: keep the k most likely tokens; 0 disables.
-  std::int64_t top_k = 0;
-  /// Extension: [0, 1]; 0 disables.
-  double min_p = 0.0;
-  /// [-2, 2] each.
-  double presence_penalty = 0.0;
-  double frequency_penalty = 0.0;
-  /// Extension: > 0; 1 disables.
-  double repetition_penalty = 1.0;
+  /// The sampler's own settings (src/sampling/sampling_params.hpp), read with the API's ranges:
+  /// temperature [0, 2] (0 is greedy), top_p (0, 1], top_k (extension; 0 disables), min_p
+  /// (extension) [0, 1], presence_penalty and frequency_penalty [-2, 2], repetition_penalty
+  /// (extension) > 0, logprobs and top_logprobs (chat's `logprobs: true` and `top_logprobs` [0, 20],
+  /// or completions' `logprobs` [0, 5]), logit_bias (ids with biases in [-100, 100], in the order
+  /// given, a repeated id keeping its last bias). Its seed is set when the request is submitted.
+  sampling::sampling_params sampler;
   /// Any int64; empty draws from the server's entropy.
   std::optional<std::int64_t> seed;
   /// Up to 4 non-empty stop strings.
   std::vector<std::string> stop;
   /// Choices per request, [1, 16].
   int n = 1;
-  /// Whether to return log-probabilities: chat's `logprobs: true`, or any completions `logprobs`.
-  bool logprobs = false;
-  /// Alternatives per position: chat's `top_logprobs` [0, 20], completions' `logprobs` [0, 5].
-  int top_logprobs = 0;
-  /// Token id and bias in [-100, 100], in the order given (a repeated id keeps its last bias).
-  std::vector<std::pair<std::int32_t, double>> logit_bias;
   /// Extension: keep generating past the end-of-sequence token.
   bool ignore_eos = false;
   /// Extension: KV cache precision of this request, 4, 8 or 16; 0 when not given (the server's

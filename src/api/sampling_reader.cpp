@@ -11,12 +11,12 @@ constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
 constexpr std::size_t max_stop_strings = 4;
 
 // Reads a number into `out` when present, checking it against [lo, hi] with open or closed ends.
-api_status ranged(od::value& value, std::string_view param, double lo, double hi, bool lo_open, bool hi_open, double& out) {
+api_status ranged(od::value& value, std::string_view param, double lo, double hi, bool lo_open, bool hi_open, float& out) {
   std::optional<double> x;
   if (auto st = read_number(value, param, x)) return st;
   if (!x) return std::nullopt;
   if (*x < lo || *x > hi || (lo_open && *x == lo) || (hi_open && *x == hi)) return out_of_range(param, lo, hi, lo_open, hi_open, *x);
-  out = *x;
+  out = static_cast<float>(*x);
   return std::nullopt;
 }
 
@@ -50,17 +50,17 @@ api_status sampling_reader::read(std::string_view key, od::value& value, bool& h
   }
   if (key == "max_tokens") return read_integer(value, key, 1, int32_max, max_tokens_);
   if (key == "max_completion_tokens") return read_integer(value, key, 1, int32_max, max_completion_tokens_);
-  if (key == "temperature") return ranged(value, key, 0, 2, false, false, params_.temperature);
-  if (key == "top_p") return ranged(value, key, 0, 1, true, false, params_.top_p);
-  if (key == "min_p") return ranged(value, key, 0, 1, false, false, params_.min_p);
-  if (key == "presence_penalty") return ranged(value, key, -2, 2, false, false, params_.presence_penalty);
-  if (key == "frequency_penalty") return ranged(value, key, -2, 2, false, false, params_.frequency_penalty);
+  if (key == "temperature") return ranged(value, key, 0, 2, false, false, params_.sampler.temperature);
+  if (key == "top_p") return ranged(value, key, 0, 1, true, false, params_.sampler.top_p);
+  if (key == "min_p") return ranged(value, key, 0, 1, false, false, params_.sampler.min_p);
+  if (key == "presence_penalty") return ranged(value, key, -2, 2, false, false, params_.sampler.presence_penalty);
+  if (key == "frequency_penalty") return ranged(value, key, -2, 2, false, false, params_.sampler.frequency_penalty);
   if (key == "repetition_penalty")
-    return ranged(value, key, 0, std::numeric_limits<double>::max(), true, false, params_.repetition_penalty);
+    return ranged(value, key, 0, std::numeric_limits<double>::max(), true, false, params_.sampler.repetition_penalty);
   if (key == "top_k") {
     std::optional<std::int64_t> k;
     if (auto st = read_integer(value, key, 0, int32_max, k)) return st;
-    if (k) params_.top_k = *k;
+    if (k) params_.sampler.top_k = static_cast<std::int32_t>(*k);
     return std::nullopt;
   }
   if (key == "seed") {
@@ -82,7 +82,7 @@ api_status sampling_reader::read(std::string_view key, od::value& value, bool& h
     std::optional<std::int64_t> k;
     if (auto st = read_integer(value, key, 0, 20, k)) return st;
     if (k) {
-      params_.top_logprobs = static_cast<int>(*k);
+      params_.sampler.top_logprobs = static_cast<int>(*k);
       top_logprobs_given_ = *k > 0;
     }
     return std::nullopt;
@@ -148,21 +148,21 @@ api_status sampling_reader::read_logprobs(od::value& value) {
   if (endpoint_ == endpoint::chat) {
     std::optional<bool> b;
     if (auto st = read_bool(value, "logprobs", b)) return st;
-    if (b) params_.logprobs = *b;
+    if (b) params_.sampler.logprobs = *b;
     return std::nullopt;
   }
   // Completions: the number of alternatives per position; 0 still returns the chosen tokens'.
   std::optional<std::int64_t> k;
   if (auto st = read_integer(value, "logprobs", 0, 5, k)) return st;
-  params_.logprobs = k.has_value();
-  params_.top_logprobs = k ? static_cast<int>(*k) : 0;
+  params_.sampler.logprobs = k.has_value();
+  params_.sampler.top_logprobs = k ? static_cast<int>(*k) : 0;
   return std::nullopt;
 }
 
 api_status sampling_reader::read_logit_bias(od::value& value) {
   api_status st;
   if (take_null(value, st) || st) return st;
-  std::vector<std::pair<std::int32_t, double>> bias;
+  std::vector<std::pair<std::int32_t, float>> bias;
   st = for_each_member(value, "logit_bias", 2, [&](std::string_view key, od::value& v) -> api_status {
     std::int64_t id = -1;
     auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
@@ -175,21 +175,21 @@ api_status sampling_reader::read_logit_bias(od::value& value) {
     auto token = static_cast<std::int32_t>(id);
     for (auto& [t, x] : bias)
       if (t == token) {
-        x = *b;
+        x = static_cast<float>(*b);
         return std::nullopt;
       }
-    bias.emplace_back(token, *b);
+    bias.emplace_back(token, static_cast<float>(*b));
     return std::nullopt;
   });
   if (st) return st;
-  params_.logit_bias = std::move(bias);
+  params_.sampler.logit_bias = std::move(bias);
   return std::nullopt;
 }
 
 api_result<sampling_params> sampling_reader::finish() {
   params_.max_tokens = max_completion_tokens_ ? max_completion_tokens_ : max_tokens_;
   if (max_completion_tokens_) params_.max_tokens_key = "max_completion_tokens";
-  if (endpoint_ == endpoint::chat && top_logprobs_given_ && !params_.logprobs)
+  if (endpoint_ == endpoint::chat && top_logprobs_given_ && !params_.sampler.logprobs)
     return invalid_request("top_logprobs", "top_logprobs requires logprobs to be true");
   return params_;
 }
