@@ -243,11 +243,8 @@ int serve(const serve_options& opts) {
 
   system.wait_for_stop_request();
   server->stop();
-  auto deadline = std::chrono::steady_clock::now() + cfg.limits.shutdown_grace;
-  while (server->connections() > 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (server->connections() > 0) {
+  // Woken as each busy connection ends, for at most the grace period.
+  if (!server->wait_idle(cfg.limits.shutdown_grace)) {
     spdlog::warn("{} connections still open after {} ms; closing them", server->connections(),
                  cfg.limits.shutdown_grace.count());
   }
