@@ -248,19 +248,27 @@ io::handler_result completions_service::start(generation_request& r, unsigned ve
   response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
                      r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler(), r.output};
   spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
+  return reply(r, ids, version, ctx, [&](io::reply_address out, bool streamed) -> std::unique_ptr<stream_sink> {
+    if (!streamed) return std::make_unique<full_sink>(meta, std::move(out));
+    return std::make_unique<chunk_sink>(meta, std::move(out), chunk_sink::framing::sse);
+  });
+}
+
+io::handler_result completions_service::reply(generation_request& r, const std::vector<std::uint64_t>& ids, unsigned version,
+                                              const io::request_context& ctx, const sink_maker& make_sink) {
   // Whether the request is admitted is the scheduler's answer alone: the reply waits for it.
   auto queue = io::reply_queue::create(ctx.executor);
   queue->on_cancel([scheduler = engine_.scheduler(), ids] {
     for (auto id : ids) scheduler.tell(sched::cancel{id});
   });
   if (!r.stream) {
-    submit(r, std::make_unique<full_sink>(meta, queue->address()), ids);
+    submit(r, make_sink(queue->address(), false), ids);
     return io::deferred_reply{queue};
   }
   queue->on_pressure([scheduler = engine_.scheduler(), ids](bool paused) {
     for (auto id : ids) scheduler.tell(sched::set_paused{id, paused});
   });
-  submit(r, std::make_unique<chunk_sink>(meta, queue->address(), chunk_sink::framing::sse), ids);
+  submit(r, make_sink(queue->address(), true), ids);
   return sse_reply(version, std::move(queue));
 }
 

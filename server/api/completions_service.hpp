@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 
 #include <boost/asio/awaitable.hpp>
@@ -65,6 +66,13 @@ class completions_service {
                                                                 io::request_context ctx);
   /// Submits a prepared request and returns its reply (a stream, or a response to come).
   io::handler_result start(generation_request& r, unsigned version, const io::request_context& ctx);
+  /// Makes the sink of a request's reply: streamed or not.
+  using sink_maker = std::function<std::unique_ptr<stream_sink>(io::reply_address out, bool streamed)>;
+  /// Submits a prepared request whose sequences are `ids` with the sink `make_sink` makes, and
+  /// returns its reply: an SSE stream, or one response to come. A client gone cancels the
+  /// sequences; a stream the client reads too slowly pauses them.
+  io::handler_result reply(generation_request& r, const std::vector<std::uint64_t>& ids, unsigned version,
+                           const io::request_context& ctx, const sink_maker& make_sink);
   /// Registers `sink` and submits the request's n sequences; returns their scheduler ids.
   std::vector<std::uint64_t> submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids);
   std::vector<std::uint64_t> new_ids(int n);

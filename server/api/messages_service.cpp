@@ -7,7 +7,6 @@
 #include "server/api/completions_service.hpp"
 #include "server/api/messages_sinks.hpp"
 #include "server/api/on_pool.hpp"
-#include "server/api/sse_reply.hpp"
 #include "src/api/messages_request.hpp"
 #include "src/sampling/text_stream.hpp"
 
@@ -39,7 +38,7 @@ std::optional<api_error> to_generation_request(schema::messages_request& m, gene
   s.temperature = static_cast<float>(m.temperature);
   s.top_p = static_cast<float>(m.top_p);
   s.top_k = static_cast<std::int32_t>(m.top_k);
-  s.seed = fresh_seed();
+  s.seed = m.seed ? static_cast<std::uint64_t>(*m.seed) : fresh_seed();
   r.settings.stop = std::move(m.stop_sequences);
   return std::nullopt;
 }
@@ -88,15 +87,10 @@ io::handler_result completions_service::answer_message(generation_request& r, bo
   auto ids = new_ids(1);
   message_meta meta{{"msg_" + ctx.request_id, engine_.model_id()}, n_prompt, r.settings.stop, ids.front(), r.output};
   spdlog::debug("[{}] messages: {} prompt tokens, max_tokens {}, stream {}", ctx.request_id, n_prompt, r.settings.max_tokens, r.stream);
-  auto queue = io::reply_queue::create(ctx.executor);
-  queue->on_cancel([scheduler = engine_.scheduler(), ids] { scheduler.tell(sched::cancel{ids.front()}); });
-  if (!r.stream) {
-    submit(r, std::make_unique<message_full_sink>(std::move(meta), queue->address()), ids);
-    return io::deferred_reply{queue};
-  }
-  queue->on_pressure([scheduler = engine_.scheduler(), ids](bool paused) { scheduler.tell(sched::set_paused{ids.front(), paused}); });
-  submit(r, std::make_unique<message_stream_sink>(std::move(meta), queue->address()), ids);
-  return sse_reply(version, std::move(queue));
+  return reply(r, ids, version, ctx, [&](io::reply_address out, bool streamed) -> std::unique_ptr<sched::stream_sink> {
+    if (!streamed) return std::make_unique<message_full_sink>(std::move(meta), std::move(out));
+    return std::make_unique<message_stream_sink>(std::move(meta), std::move(out));
+  });
 }
 
 }  // namespace strata::api

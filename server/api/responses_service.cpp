@@ -10,7 +10,6 @@
 
 #include "server/api/completions_service.hpp"
 #include "server/api/on_pool.hpp"
-#include "server/api/sse_reply.hpp"
 #include "src/api/response_writer.hpp"
 #include "src/api/responses_request.hpp"
 
@@ -114,15 +113,10 @@ io::handler_result completions_service::answer_response(generation_request& r, r
   rc.state.id = "resp_" + ctx.request_id.substr(ctx.request_id.find('-') + 1) + std::to_string(ids.front());
   spdlog::debug("[{}] responses: {} prompt tokens, max_tokens {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens,
                 r.stream);
-  auto queue = io::reply_queue::create(ctx.executor);
-  queue->on_cancel([scheduler = engine_.scheduler(), ids] { scheduler.tell(sched::cancel{ids.front()}); });
-  if (!r.stream) {
-    submit(r, std::make_unique<response_full_sink>(std::move(rc), queue->address()), ids);
-    return io::deferred_reply{queue};
-  }
-  queue->on_pressure([scheduler = engine_.scheduler(), ids](bool paused) { scheduler.tell(sched::set_paused{ids.front(), paused}); });
-  submit(r, std::make_unique<response_stream_sink>(std::move(rc), queue->address()), ids);
-  return sse_reply(version, std::move(queue));
+  return reply(r, ids, version, ctx, [&](io::reply_address out, bool streamed) -> std::unique_ptr<sched::stream_sink> {
+    if (!streamed) return std::make_unique<response_full_sink>(std::move(rc), std::move(out));
+    return std::make_unique<response_stream_sink>(std::move(rc), std::move(out));
+  });
 }
 
 io::handler_result completions_service::response_get(io::http_request& req, const io::request_context&) {

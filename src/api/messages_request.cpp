@@ -1,8 +1,11 @@
 #include "src/api/messages_request.hpp"
 
+#include <limits>
+
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
 
+#include "src/api/json_members.hpp"
 #include "src/api/json_reader.hpp"
 #include "src/api/json_writer.hpp"
 
@@ -11,12 +14,7 @@ namespace {
 
 namespace json = boost::json;
 
-std::string at(const std::string& param, std::size_t i) { return param + "[" + std::to_string(i) + "]"; }
-
-const json::string* string_member(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? &v->as_string() : nullptr;
-}
+constexpr auto at = element_param;
 
 /// The text of a string, or of an array of {"type":"text","text":...} blocks joined with "\n".
 api_status read_text(const json::value& v, const std::string& param, std::string& out) {
@@ -201,6 +199,8 @@ api_result<messages_request> parse_messages_request(std::string_view body, bool 
       r.top_k = k.value_or(0);
       return std::nullopt;
     }
+    if (key == "seed")
+      return read_integer(v, "seed", std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max(), r.seed);
     if (key == "stream") {
       std::optional<bool> b;
       if (auto e = read_bool(v, "stream", b)) return e;

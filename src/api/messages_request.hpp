@@ -45,6 +45,8 @@ struct messages_request {
   double temperature = 1.0;
   double top_p = 1.0;
   std::int64_t top_k = 0;
+  /// Extension, as on chat completions: the same seed draws the same tokens.
+  std::optional<std::int64_t> seed;
   /// `thinking: {type: "enabled"}`: the template may think (enable_thinking).
   bool thinking = false;
 };

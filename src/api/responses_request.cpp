@@ -4,6 +4,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>
 
+#include "src/api/json_members.hpp"
 #include "src/api/json_reader.hpp"
 #include "src/api/tool_fields.hpp"
 
@@ -13,12 +14,7 @@ namespace {
 namespace json = boost::json;
 using kind = sampling::grammar_spec::kind;
 
-std::string at(const std::string& param, std::size_t i) { return param + "[" + std::to_string(i) + "]"; }
-
-const json::string* string_member(const json::object& o, std::string_view key) {
-  const json::value* v = o.if_contains(key);
-  return v && v->is_string() ? &v->as_string() : nullptr;
-}
+constexpr auto at = element_param;
 
 /// A message's content: a string, or parts of type input_text / output_text / text, joined.
 api_status read_parts(const json::value& v, const std::string& param, std::string& out) {

@@ -162,16 +162,17 @@ def smol():
 
 def city_of(block) -> str:
     assert block.type == "tool_use" and block.name == "get_weather", block
-    assert set(block.input) == {"city"} and isinstance(block.input["city"], str) and block.input["city"], block.input
+    # The schema asks for a string, of any length: an empty one is valid.
+    assert set(block.input) == {"city"} and isinstance(block.input["city"], str), block.input
     return block.input["city"]
 
 
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(10))
 def test_a_forced_tool_comes_back_as_a_valid_tool_use_block(smol, seed):
     m = smol.messages.create(model="m", max_tokens=60, system="You answer with tool calls.",
                              messages=[{"role": "user", "content": "Weather in Oslo, please."}], tools=[WEATHER],
                              tool_choice={"type": "tool", "name": "get_weather"},
-                             extra_body={"temperature": 1.0, "seed": seed})
+                             extra_body={"temperature": 1.0, "seed": seed})  # seed: strata's extension
     assert m.stop_reason == "tool_use", m
     calls = [b for b in m.content if b.type == "tool_use"]
     assert len(calls) == 1 and all(b.type in ("tool_use", "thinking") for b in m.content), m.content
