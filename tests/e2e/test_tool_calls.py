@@ -6,8 +6,8 @@ mode comes back as `message.tool_calls` with `finish_reason: "tool_calls"` and n
 content; streamed, its deltas come as OpenAI sends them and reassemble to the same call; tool history
 (an assistant's calls with null content, tool results) renders into the prompt; `tool_choice`
 "none" offers no tools. The model is shown two earlier calls in the history, after which it writes
-the third itself at temperature 0. Forced calls (`required`, a named function) need the
-constrained sampler; they must validate against the tool's schema.
+the third itself at temperature 0. Forced calls (`required`, a named function; constrained
+decoding) validate against the tool's schema at temperature 1.
 
 On tiny random-weight models carrying shared templates (Qwen2.5, Qwen3, Llama 3.1, Mistral Nemo)
 tool history round-trips through each template, and `chat_template_kwargs` and `reasoning_effort`
@@ -157,17 +157,50 @@ def test_tool_history_renders_into_the_prompt(smol):
     assert grown >= token_count(smol, block) + token_count(smol, "<tool_response>\nsunny, 21 C\n</tool_response>"), grown
 
 
-@pytest.mark.xfail(reason="forced calls need the constrained sampler (grammar_spec of kind tool_calls)", strict=False)
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
 def test_forced_calls_validate_against_the_tools_schema(smol, choice):
     client = client_of(smol)
-    for seed in range(3):
+    for seed in range(5):
         r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Is it cold in Oslo?"}], tools=TOOLS,
-                                           tool_choice=choice, temperature=1.0, seed=seed, max_tokens=100)
+                                           tool_choice=choice, parallel_tool_calls=False, temperature=1.0, seed=seed,
+                                           max_tokens=100)
         choice0 = r.choices[0]
-        assert choice0.finish_reason == "tool_calls", choice0
-        assert choice0.message.tool_calls and choice0.message.tool_calls[0].function.name == "get_weather"
+        assert choice0.finish_reason == "tool_calls", (seed, choice0)
+        assert choice0.message.content is None, (seed, choice0.message)
+        assert len(choice0.message.tool_calls) == 1, (seed, choice0.message)
+        assert choice0.message.tool_calls[0].function.name == "get_weather"
         valid_arguments(choice0.message.tool_calls[0].function.arguments)
+
+
+def test_required_parallel_calls_each_validate(smol):
+    """With parallel calls allowed the model may call again and again, up to max_tokens: every call
+    it finished is valid, and one cut off comes back as content with finish_reason length."""
+    r = client_of(smol).chat.completions.create(model="m", messages=[{"role": "user", "content": "Is it cold in Oslo?"}],
+                                                tools=TOOLS, tool_choice="required", temperature=1.0, seed=0, max_tokens=100)
+    choice0 = r.choices[0]
+    assert choice0.message.tool_calls, choice0
+    for call in choice0.message.tool_calls:
+        assert call.function.name == "get_weather"
+        valid_arguments(call.function.arguments)
+    assert choice0.finish_reason in ("tool_calls", "length")
+    if choice0.finish_reason == "tool_calls":
+        assert choice0.message.content is None
+
+
+def test_forced_calls_stream_as_deltas(smol):
+    chunks = client_of(smol).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Weather in Lima?"}], tools=TOOLS,
+        tool_choice={"type": "function", "function": {"name": "get_weather"}}, temperature=0, max_tokens=100, stream=True)
+    args, names, finish = "", [], None
+    for chunk in chunks:
+        for tc in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+            if tc.function.name:
+                names.append(tc.function.name)
+            args += tc.function.arguments or ""
+        if chunk.choices and chunk.choices[0].finish_reason:
+            finish = chunk.choices[0].finish_reason
+    assert names == ["get_weather"] and finish == "tool_calls"
+    valid_arguments(args)
 
 
 def test_bad_tools_and_tool_choices_are_400s_naming_the_field(smol):
@@ -246,6 +279,42 @@ def test_tool_history_round_trips_through_each_shared_template(templated):
     assert with_calls.choices[0].finish_reason in ("stop", "length", "tool_calls")
     grown = with_calls.usage.prompt_tokens - without.usage.prompt_tokens
     assert grown >= token_count(s, '"Paris"') + token_count(s, "sunny, 21 C"), (name, grown)
+
+
+# A random model would write a free string forever: here the city is one of a few.
+ENUM_TOOLS = [{"type": "function", "function": {**TOOLS[0]["function"], "parameters": {
+    "type": "object", "properties": {"city": {"type": "string", "enum": ["Lima", "Oslo", "Rome"]}}, "required": ["city"],
+    "additionalProperties": False}}}]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_named_calls_parse_in_each_templates_format(templated, stream):
+    """Random weights, but the grammar writes the call in the template's format, and the parser
+    reads it back (Qwen3 with thinking off: its prompt closes the think block)."""
+    name, s = templated
+    kw = dict(model="m", messages=[{"role": "user", "content": "Weather in Lima?"}], tools=ENUM_TOOLS, temperature=0, max_tokens=120,
+              tool_choice={"type": "function", "function": {"name": "get_weather"}},
+              extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    client = client_of(s)
+    if not stream:
+        choice = client.chat.completions.create(**kw).choices[0]
+        assert choice.finish_reason == "tool_calls", (name, choice)
+        assert choice.message.content is None and len(choice.message.tool_calls) == 1, (name, choice.message)
+        assert choice.message.tool_calls[0].function.name == "get_weather"
+        valid_arguments(choice.message.tool_calls[0].function.arguments)
+        if name == "mistral-nemo":
+            assert len(choice.message.tool_calls[0].id) == 9, "ids its template takes back"
+        return
+    args, content, finish = "", "", None
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        if not chunk.choices:
+            continue
+        content += chunk.choices[0].delta.content or ""
+        for tc in chunk.choices[0].delta.tool_calls or []:
+            args += tc.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert finish == "tool_calls" and content == "", (name, content)
+    valid_arguments(args)
 
 
 def test_chat_template_kwargs_reach_the_template(templated):
