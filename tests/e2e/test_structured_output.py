@@ -191,7 +191,7 @@ def test_chat_completions_parse_with_a_pydantic_model_is_valid_20_times_out_of_2
     parse = getattr(client.chat.completions, "parse", None) or client.beta.chat.completions.parse
 
     def one(i):
-        r = parse(model="default", temperature=1.0, max_tokens=300, response_format=Capital, seed=i,
+        r = parse(model="default", temperature=1.0, max_tokens=150, response_format=Capital, seed=i,
                   messages=[{"role": "system", "content": "Answer in JSON."},
                             {"role": "user", "content": "Describe the capital of France."}])
         return r.choices[0]
