@@ -18,21 +18,7 @@ constexpr auto at = element_param;
 
 /// The text of a string, or of an array of {"type":"text","text":...} blocks joined with "\n".
 api_status read_text(const json::value& v, const std::string& param, std::string& out) {
-  if (v.is_string()) {
-    out = v.as_string();
-    return std::nullopt;
-  }
-  if (!v.is_array()) return invalid_request(param, param + " must be a string or an array of text blocks");
-  std::size_t i = 0;
-  for (const json::value& b : v.as_array()) {
-    const std::string p = at(param, i++);
-    const json::string* type = b.is_object() ? string_member(b.as_object(), "type") : nullptr;
-    const json::string* text = b.is_object() ? string_member(b.as_object(), "text") : nullptr;
-    if (!type || *type != "text" || !text) return invalid_request(p, p + " must be a text block {\"type\":\"text\",\"text\":...}");
-    if (!out.empty()) out += '\n';
-    out += *text;
-  }
-  return std::nullopt;
+  return read_text_parts(v, param, {"text"}, out);
 }
 
 /// One message's content blocks, sorted into the chat messages they become.

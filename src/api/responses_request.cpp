@@ -18,24 +18,7 @@ constexpr auto at = element_param;
 
 /// A message's content: a string, or parts of type input_text / output_text / text, joined.
 api_status read_parts(const json::value& v, const std::string& param, std::string& out) {
-  if (v.is_string()) {
-    out = v.as_string();
-    return std::nullopt;
-  }
-  if (!v.is_array()) return invalid_request(param, param + " must be a string or an array of content parts");
-  std::size_t i = 0;
-  for (const json::value& part : v.as_array()) {
-    const std::string p = at(param, i++);
-    const json::string* type = part.is_object() ? string_member(part.as_object(), "type") : nullptr;
-    if (!type) return invalid_request(p, p + " must be an object with a type");
-    if (*type != "input_text" && *type != "output_text" && *type != "text")
-      return invalid_request(p + ".type", p + ".type \"" + std::string(*type) + "\" is not supported; only text parts are");
-    const json::string* text = string_member(part.as_object(), "text");
-    if (!text) return invalid_request(p + ".text", p + ".text must be a string");
-    if (!out.empty()) out += '\n';
-    out += *text;
-  }
-  return std::nullopt;
+  return read_text_parts(v, param, {"input_text", "output_text", "text"}, out);
 }
 
 /// The assistant message that function calls join: the last message when it is one made of calls.

@@ -40,9 +40,35 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
+# The built-in default model (scripts/fetch-model.sh puts it in model_dir()).
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
 def model_path(name: str) -> str:
     """The path of a shared model, by its file name without `.gguf`."""
     return f"{SHARED_DIR}/models/{name}.gguf"
+
+
+def model_dir() -> Path:
+    """Where scripts/fetch-model.sh keeps the real models."""
+    if os.environ.get("STRATA_MODEL_DIR"):
+        return Path(os.environ["STRATA_MODEL_DIR"])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
+    return Path(cache) / "strata" / "models"
+
+
+def start_default_server(args: list[str] = ()) -> "Server":
+    """`strata serve` with no model argument: the built-in default model, which must have been
+    fetched (a clear failure otherwise)."""
+    if not (model_dir() / DEFAULT_MODEL_FILE).is_file():
+        raise FileNotFoundError(f"the default model is not in {model_dir()}: run scripts/fetch-model.sh")
+    return start_server(args)
+
+
+def openai_client(server, api_key: str = "unused", timeout: float = 300):
+    """An `openai` SDK client of SERVER's /v1 that never retries (a test sees every failure)."""
+    import openai
+    return openai.OpenAI(base_url=f"{server.base_url}/v1", api_key=api_key, max_retries=0, timeout=timeout)
 
 
 def _die_with_parent() -> None:

@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import metric, model_path, start_server
+from strata_server import metric, model_path, openai_client, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,7 +38,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def client(server):
-    with openai.OpenAI(base_url=f"{server.base_url}/v1", api_key="unused", max_retries=0, timeout=300) as c:
+    with openai_client(server) as c:
         yield c
 
 

@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import model_path, start_server
+from strata_server import model_path, openai_client, start_default_server, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -45,7 +45,7 @@ def client(server):
 @pytest.fixture(scope="module")
 def greedy_chat(server):
     """The chat-completions answer to the same conversation at temperature 0."""
-    with openai.OpenAI(base_url=f"{server.base_url}/v1", api_key=KEY, max_retries=0, timeout=300) as c:
+    with openai_client(server, KEY) as c:
         r = c.chat.completions.create(model="m", messages=[{"role": "system", "content": SYSTEM}, *MESSAGES],
                                       max_tokens=24, temperature=0)
     return r.choices[0].message.content, r.usage.prompt_tokens, r.choices[0].finish_reason
@@ -155,7 +155,7 @@ FEW_SHOT = [
 
 @pytest.fixture(scope="module")
 def smol():
-    s = start_server(["--cache-mode", "off"])
+    s = start_default_server(["--cache-mode", "off"])
     yield anthropic.Anthropic(base_url=s.base_url, api_key="unused", max_retries=0, timeout=300)
     assert s.stop() == 0, "SIGTERM exits 0"
 

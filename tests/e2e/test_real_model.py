@@ -16,15 +16,12 @@ questions below under this system prompt, for tests/golden/check_real_model.py.
 from __future__ import annotations
 
 import asyncio
-import os
-from pathlib import Path
 
 import openai
 import pytest
 
-from strata_server import start_server
+from strata_server import DEFAULT_MODEL_FILE, openai_client, start_default_server
 
-MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 SYSTEM_SHORT = "You are a knowledgeable assistant. Answer in one short sentence."
 # (question, a word the answer must contain, case-insensitive)
@@ -35,24 +32,14 @@ FACTS = [
 ]
 
 
-def model_dir() -> Path:
-    if os.environ.get("STRATA_MODEL_DIR"):
-        return Path(os.environ["STRATA_MODEL_DIR"])
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
-    return Path(cache) / "strata" / "models"
-
-
 @pytest.fixture(scope="module")
 def server():
-    if not (model_dir() / MODEL_FILE).is_file():
-        pytest.fail(f"the default model is not in {model_dir()}: run scripts/fetch-model.sh")
-    s = start_server(["--cache-mode", "hot"])
+    s = start_default_server(["--cache-mode", "hot"])
     yield s
     assert s.stop() == 0, "SIGTERM exits 0"
 
 
-def client_of(s) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{s.base_url}/v1", api_key="unused", max_retries=0, timeout=300)
+client_of = openai_client
 
 
 def messages_of(question: str) -> list[dict]:
@@ -68,7 +55,7 @@ def ask(client: openai.OpenAI, question: str, **extra) -> str:
 def test_the_default_model_is_smollm2(server):
     models = client_of(server).models.list()
     assert [m.id for m in models.data] == ["SmolLM2-135M-Instruct.Q4_1"]
-    assert MODEL_FILE in server.log()
+    assert DEFAULT_MODEL_FILE in server.log()
 
 
 @pytest.mark.parametrize("question,word", FACTS)

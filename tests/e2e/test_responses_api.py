@@ -21,7 +21,7 @@ import openai
 import pydantic
 import pytest
 
-from strata_server import model_path, start_server
+from strata_server import model_path, openai_client, start_default_server, start_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -38,7 +38,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def client(server):
-    with openai.OpenAI(base_url=f"{server.base_url}/v1", api_key="unused", max_retries=0, timeout=300) as c:
+    with openai_client(server) as c:
         yield c
 
 
@@ -139,8 +139,8 @@ class Colour(pydantic.BaseModel):
 
 @pytest.fixture(scope="module")
 def smol():
-    s = start_server(["--cache-mode", "off"])
-    with openai.OpenAI(base_url=f"{s.base_url}/v1", api_key="unused", max_retries=0, timeout=300) as c:
+    s = start_default_server(["--cache-mode", "off"])
+    with openai_client(s) as c:
         yield c
     assert s.stop() == 0, "SIGTERM exits 0"
 

@@ -18,11 +18,10 @@ import openai
 import pydantic
 import pytest
 
-from strata_server import start_server
+from strata_server import openai_client, start_default_server, start_server
 
 SHARED = Path(os.environ.get("STRATA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
 TINY = SHARED / "models" / "tiny-qwen2-gpt2-f16.gguf"
-REAL_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class Inner(pydantic.BaseModel):
@@ -47,8 +46,7 @@ RECORD_FORMAT = {
 }
 
 
-def client_of(s) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{s.base_url}/v1", api_key="unused", max_retries=0, timeout=300)
+client_of = openai_client
 
 
 def chat(client, **kw):
@@ -170,18 +168,9 @@ class Capital(pydantic.BaseModel):
     is_coastal: bool
 
 
-def model_dir() -> Path:
-    if os.environ.get("STRATA_MODEL_DIR"):
-        return Path(os.environ["STRATA_MODEL_DIR"])
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.environ["HOME"], ".cache")
-    return Path(cache) / "strata" / "models"
-
-
 @pytest.fixture(scope="module")
 def real():
-    if not (model_dir() / REAL_MODEL_FILE).is_file():
-        pytest.fail(f"the default model is not in {model_dir()}: run scripts/fetch-model.sh")
-    s = start_server([])
+    s = start_default_server([])
     yield s
     assert s.stop() == 0, "SIGTERM exits 0"
 
