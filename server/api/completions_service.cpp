@@ -55,7 +55,7 @@ io::http_response error_response(unsigned version, const api_error& e) {
 /// Whether a body may carry a grammar: its compile (tens of milliseconds on a large vocabulary
 /// when not cached) then runs on the pool, off the connection's thread.
 bool may_constrain(std::string_view body) {
-  for (std::string_view key : {"\"response_format\"", "\"grammar\"", "\"json_schema\"", "\"tool_choice\""})
+  for (std::string_view key : {"\"response_format\"", "\"grammar\"", "\"json_schema\"", "\"tool_choice\"", "\"strict\""})
     if (body.find(key) != std::string_view::npos) return true;
   return false;
 }

@@ -144,13 +144,49 @@ sampling::grammar_spec::call call_of(const chat::tool_format& f, const json::obj
   }
 }
 
+/// Whether any of `tools` asks for strict arguments.
+bool any_strict(const json::value& tools) {
+  if (!tools.is_array()) return false;
+  for (const json::value& t : tools.as_array()) {
+    const json::value* strict = t.as_object().at("function").as_object().if_contains("strict");
+    if (strict && strict->is_bool() && strict->as_bool()) return true;
+  }
+  return false;
+}
+
+/// tool_choice auto (or none given) with strict tools: the model writes what it likes, but a call
+/// it starts must complete with arguments that follow the tool's schema (a tool that is not
+/// strict takes any object). Formats whose calls start with a marker of their own only (Hermes'
+/// `<tool_call>`, harmony's commentary channel); for the others, no grammar.
+sampling::grammar_spec strict_tool_grammar(const chat::tool_format& f, const json::value& tools, bool parallel) {
+  sampling::grammar_spec g;
+  if (!any_strict(tools)) return g;
+  if (f.syntax == chat::tool_syntax::hermes) {
+    g.trigger = "<tool_call>";
+  } else if (f.syntax == chat::tool_syntax::harmony) {
+    g.trigger = "<|channel|>commentary to=functions.";
+  } else {
+    return g;
+  }
+  g.type = sampling::grammar_spec::kind::tool_calls;
+  for (const json::value& t : tools.as_array()) {
+    json::object fn = t.as_object().at("function").as_object();
+    const json::value* strict = fn.if_contains("strict");
+    if (!(strict && strict->is_bool() && strict->as_bool())) fn.erase("parameters");
+    g.calls.push_back(call_of(f, fn));
+  }
+  g.parallel = parallel && f.syntax == chat::tool_syntax::hermes;
+  return g;
+}
+
 }  // namespace
 
 sampling::grammar_spec forced_tool_grammar(const chat::tool_format& f, const json::value& tools, const json::value& choice, bool parallel,
                                            std::optional<sampling::grammar_spec::free_block> reasoning) {
   sampling::grammar_spec g;
   const bool required = choice.is_string() && choice.as_string() == "required";
-  if (!(required || choice.is_object()) || f.syntax == chat::tool_syntax::qwen3_xml || !tools.is_array()) return g;
+  if (!(required || choice.is_object())) return strict_tool_grammar(f, tools, parallel);
+  if (f.syntax == chat::tool_syntax::qwen3_xml || !tools.is_array()) return g;
   g.type = sampling::grammar_spec::kind::tool_calls;
   for (const json::value& t : tools.as_array()) {
     const json::object& fn = t.as_object().at("function").as_object();

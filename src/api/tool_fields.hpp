@@ -23,8 +23,9 @@ api_status check_tool_choice(const boost::json::value& choice, const boost::json
 
 /// The grammar that makes the model call a tool, written in format `f` (tools and choice already
 /// checked): for tool_choice "required" any of `tools` (one call or, when `parallel` and the
-/// format writes several, more); for a named function one call of it; for "auto", "none" or none
-/// given, no grammar. Each call's arguments follow its function's `parameters` schema. `reasoning`:
+/// format writes several, more); for a named function one call of it; for "auto" (or none given)
+/// with strict tools, free text in which any call the model starts must complete with its schema's
+/// arguments (Hermes and harmony formats; no grammar for the others, nor without strict tools). Each call's arguments follow its function's `parameters` schema. `reasoning`:
 /// a thinking block the model may write first. Qwen3-Coder's XML calls are not JSON: no grammar.
 sampling::grammar_spec forced_tool_grammar(const chat::tool_format& f, const boost::json::value& tools,
                                            const boost::json::value& choice, bool parallel,

@@ -17,6 +17,25 @@ const json::value tools = json::parse(R"([
 
 chat::tool_format format(const char* template_source) { return chat::detect_tool_format(template_source); }
 
+TEST(forced_tool_grammar, under_auto_with_strict_tools_constrains_the_calls_the_model_starts) {
+  const json::value strict = json::parse(R"([
+    {"type":"function","function":{"name":"a","strict":true,"parameters":{"type":"object","properties":{"x":{"type":"integer"}}}}},
+    {"type":"function","function":{"name":"b","parameters":{"type":"object","properties":{"y":{"type":"string"}}}}}])");
+  for (const char* choice : {R"("auto")", "null"}) {
+    auto g = forced_tool_grammar(format("<tool_call>"), strict, json::parse(choice), true, std::nullopt);
+    ASSERT_TRUE(g.active()) << choice;
+    EXPECT_EQ(g.trigger, "<tool_call>");
+    ASSERT_EQ(g.calls.size(), 2u);
+    EXPECT_TRUE(g.calls[0].begin.starts_with(g.trigger));
+    EXPECT_EQ(json::parse(g.calls[0].schema), json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"));
+    EXPECT_EQ(g.calls[1].schema, "{}") << "a tool that is not strict takes any object";
+  }
+  auto h = forced_tool_grammar(format("<|channel|>"), strict, "auto", true, std::nullopt);
+  EXPECT_EQ(h.trigger, "<|channel|>commentary to=functions.");
+  EXPECT_FALSE(forced_tool_grammar(format("[TOOL_CALLS]"), strict, "auto", true, std::nullopt).active())
+      << "a list format has no marker of each call's own";
+}
+
 TEST(forced_tool_grammar, asks_for_nothing_under_auto_none_or_no_choice) {
   for (const char* choice : {R"("auto")", R"("none")", "null"})
     EXPECT_FALSE(forced_tool_grammar(format("<tool_call>"), tools, json::parse(choice), true, std::nullopt).active()) << choice;

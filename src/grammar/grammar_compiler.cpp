@@ -70,6 +70,7 @@ std::string spec_key(const sampling::grammar_spec& spec) {
   put(key, spec.prefix);
   put(key, spec.separator);
   put(key, spec.suffix);
+  put(key, spec.trigger);
   key += std::to_string(spec.calls.size());
   for (const auto& c : spec.calls) {
     put(key, c.begin);

@@ -87,6 +87,25 @@ TEST(grammar_compiler, tool_calls_allow_only_the_declared_calls_with_their_argum
   EXPECT_TRUE(match_text(p, call + "\n" + call).completed);
 }
 
+TEST(grammar_compiler, triggered_calls_leave_text_free_and_constrain_each_call_the_model_starts) {
+  sampling::grammar_spec s;
+  s.type = kind::tool_calls;
+  s.trigger = "<tool_call>";
+  const std::string weather =
+      R"({"type": "object", "properties": {"city": {"enum": ["Oslo", "Lima"]}}, "required": ["city"], "additionalProperties": false})";
+  s.calls.push_back({"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ", weather, "}\n</tool_call>"});
+  auto g = fixture().compile(s);
+  ASSERT_TRUE(g) << g.error.message;
+  EXPECT_TRUE(match_text(g, "No call needed: it is sunny, {\"city\": \"London\"} even.").completed) << "text is free";
+  const std::string call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+  EXPECT_TRUE(match_text(g, "Let me look. " + call).completed);
+  EXPECT_FALSE(match_text(g, "Let me look. <tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"London").accepted)
+      << "a started call follows the schema";
+  EXPECT_FALSE(match_text(g, "<tool_call>\n{\"name\": \"get_news\"").accepted) << "an undeclared function";
+  EXPECT_FALSE(match_text(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}").completed)
+      << "a call must be closed";
+}
+
 TEST(grammar_compiler, a_reasoning_block_may_come_before_the_constrained_answer) {
   auto s = json_schema(R"({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]})", true);
   s.reasoning = sampling::grammar_spec::free_block{"<think>", "</think>"};
@@ -151,6 +170,9 @@ TEST(grammar_compiler, spec_keys_differ_whenever_the_specs_do) {
   t1.calls.push_back({"ab", "{}", "c"});
   t2.calls.push_back({"a", "b{}", "c"});
   EXPECT_NE(spec_key(t1), spec_key(t2));
+  auto t3 = t1;
+  t3.trigger = "a";
+  EXPECT_NE(spec_key(t1), spec_key(t3));
 }
 
 TEST(grammar_matcher, after_the_end_only_stop_tokens_are_allowed) {

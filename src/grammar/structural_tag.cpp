@@ -57,6 +57,10 @@ result<json::object> answer_format(const sampling::grammar_spec& spec, int& call
         }
         tags.push_back(json::object{{"type", "tag"}, {"begin", c.begin}, {"content", json_format(std::move(*schema))}, {"end", c.end}});
       }
+      // Strict tools in auto mode: free text, and a call wherever the model starts one.
+      if (!spec.trigger.empty())
+        return json::object{{"type", "triggered_tags"}, {"triggers", json::array{spec.trigger}}, {"tags", std::move(tags)},
+                            {"at_least_one", false}, {"stop_after_first", !spec.parallel}};
       json::object calls{{"type", "tags_with_separator"}, {"tags", std::move(tags)}, {"separator", spec.parallel ? spec.separator : ""},
                          {"at_least_one", true}, {"stop_after_first", !spec.parallel}};
       json::array parts;

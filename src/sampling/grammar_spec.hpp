@@ -47,6 +47,10 @@ struct grammar_spec {
   std::string separator;
   std::string suffix;
   bool parallel = false;
+  /// tool_calls: when set, the calls are optional (tool_choice auto with strict tools): text is
+  /// free until the model writes `trigger`, which must then begin one of `calls` (their `begin`
+  /// starts with it); prefix and suffix are not used.
+  std::string trigger;
 
   /// Reasoning the model may write before the constrained output.
   std::optional<free_block> reasoning;

@@ -95,6 +95,27 @@ def test_auto_mode_returns_the_call_the_model_writes(smol):
     assert valid_arguments(call.function.arguments) == {"city": "London"}
 
 
+def strict_weather(strict: bool) -> list[dict]:
+    """get_weather whose city must be one of two the few-shot never names."""
+    fn = {**TOOLS[0]["function"], "strict": strict,
+          "parameters": {"type": "object", "properties": {"city": {"type": "string", "enum": ["Oslo", "Lima"]}},
+                         "required": ["city"], "additionalProperties": False}}
+    return [{"type": "function", "function": fn}]
+
+
+def test_a_strict_tool_in_auto_mode_constrains_the_call_the_model_writes(smol):
+    client = client_of(smol)
+    kw = dict(model="m", messages=FEW_SHOT, temperature=0, max_tokens=60, seed=1)
+    loose = client.chat.completions.create(tools=strict_weather(False), **kw).choices[0]
+    strict = client.chat.completions.create(tools=strict_weather(True), **kw).choices[0]
+    # Unconstrained, the model writes the city it was asked about, outside the enum; strict, the
+    # call it starts must take one the schema allows.
+    assert loose.finish_reason == "tool_calls", loose
+    assert json.loads(loose.message.tool_calls[0].function.arguments)["city"] not in ("Oslo", "Lima"), loose.message
+    assert strict.finish_reason == "tool_calls", strict
+    assert json.loads(strict.message.tool_calls[0].function.arguments)["city"] in ("Oslo", "Lima"), strict.message
+
+
 def test_streamed_tool_deltas_reassemble_to_the_non_streamed_call(smol):
     client = client_of(smol)
     kw = dict(model="m", messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60, seed=3)
