@@ -24,6 +24,20 @@ inline const boost::json::string* string_member(const boost::json::object& o, st
   return v && v->is_string() ? &v->as_string() : nullptr;
 }
 
+/// Calls fn(object, param) for each element of `v`, which must be an array (named `param`) of
+/// objects (each named "param[i]"); stops at the first error fn returns.
+template <class F>
+api_status for_each_object(const boost::json::value& v, const std::string& param, F&& fn) {
+  if (!v.is_array()) return invalid_request(param, param + " must be an array");
+  std::size_t i = 0;
+  for (const boost::json::value& e : v.as_array()) {
+    const std::string p = element_param(param, i++);
+    if (!e.is_object()) return invalid_request(p, p + " must be an object");
+    if (auto err = fn(e.as_object(), p)) return err;
+  }
+  return std::nullopt;
+}
+
 /// The text of `v`: a string, or an array of `{"type": T, "text": ...}` parts whose T is one of
 /// `types`, joined with "\n". Anything else is a 400 naming the part at fault.
 inline api_status read_text_parts(const boost::json::value& v, const std::string& param, std::initializer_list<std::string_view> types,

@@ -106,13 +106,8 @@ api_status read_messages(const json::value& v, json::array& out) {
 }
 
 api_status read_tools(const json::value& v, json::value& out) {
-  if (!v.is_array()) return invalid_request("tools", "tools must be an array");
   json::array tools;
-  std::size_t i = 0;
-  for (const json::value& t : v.as_array()) {
-    const std::string p = at("tools", i++);
-    if (!t.is_object()) return invalid_request(p, p + " must be an object");
-    const json::object& o = t.as_object();
+  api_status st = for_each_object(v, "tools", [&](const json::object& o, const std::string& p) -> api_status {
     const json::string* name = string_member(o, "name");
     if (!name || name->empty() || name->size() > 128) return invalid_request(p + ".name", p + ".name must be a string of 1 to 128 characters");
     const json::value* schema = o.if_contains("input_schema");
@@ -120,7 +115,9 @@ api_status read_tools(const json::value& v, json::value& out) {
     json::object fn{{"name", *name}, {"parameters", *schema}};
     if (const json::string* d = string_member(o, "description")) fn["description"] = *d;
     tools.push_back(json::object{{"type", "function"}, {"function", std::move(fn)}});
-  }
+    return std::nullopt;
+  });
+  if (st) return st;
   out = std::move(tools);
   return std::nullopt;
 }

@@ -90,20 +90,19 @@ api_error responses_param(api_error e) {
 }
 
 api_status read_tools(const json::value& v, json::value& out) {
-  if (!v.is_array()) return invalid_request("tools", "tools must be an array");
   json::array tools;
-  std::size_t i = 0;
-  for (const json::value& t : v.as_array()) {
-    const std::string p = at("tools", i++);
-    const json::string* type = t.is_object() ? string_member(t.as_object(), "type") : nullptr;
+  api_status st = for_each_object(v, "tools", [&](const json::object& o, const std::string& p) -> api_status {
+    const json::string* type = string_member(o, "type");
     if (!type) return invalid_request(p + ".type", p + ".type is required");
     if (*type != "function")
       return invalid_request(p + ".type", p + ".type \"" + std::string(*type) + "\" is not supported; only function tools are");
     json::object fn;
     for (const char* key : {"name", "description", "parameters", "strict"})
-      if (const json::value* m = t.as_object().if_contains(key)) fn[key] = *m;
+      if (const json::value* m = o.if_contains(key)) fn[key] = *m;
     tools.push_back(json::object{{"type", "function"}, {"function", std::move(fn)}});
-  }
+    return std::nullopt;
+  });
+  if (st) return st;
   out = std::move(tools);
   if (auto e = check_tools(out)) return responses_param(std::move(*e));
   return std::nullopt;

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from strata_server import start_server
+from strata_server import model_path, openai_client, start_server
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -36,3 +36,19 @@ def launch():
     for s in started:
         if not s.finished:
             s.kill9()
+
+
+@pytest.fixture(scope="module")
+def tiny_server():
+    """A server on the tiny Qwen2-shaped shared model (random weights, a real tokenizer), one per
+    module that asks for it; SIGTERM must stop it with exit status 0."""
+    s = start_server(["-m", model_path("tiny-qwen2-gpt2-f16")])
+    yield s
+    assert s.stop() == 0, "SIGTERM exits 0"
+
+
+@pytest.fixture(scope="module")
+def tiny_client(tiny_server):
+    """An `openai` client of tiny_server."""
+    with openai_client(tiny_server) as c:
+        yield c

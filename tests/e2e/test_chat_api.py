@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import metric, model_path, openai_client, start_server
+from strata_server import metric
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,16 +30,13 @@ MESSAGES = [
 
 
 @pytest.fixture(scope="module")
-def server():
-    s = start_server(["-m", model_path("tiny-qwen2-gpt2-f16")])
-    yield s
-    assert s.stop() == 0, "SIGTERM exits 0"
+def server(tiny_server):
+    return tiny_server
 
 
 @pytest.fixture(scope="module")
-def client(server):
-    with openai_client(server) as c:
-        yield c
+def client(tiny_client):
+    return tiny_client
 
 
 def chat(client, body: dict, **kw):

@@ -21,7 +21,7 @@ import openai
 import pydantic
 import pytest
 
-from strata_server import model_path, openai_client, start_default_server, start_server
+from strata_server import openai_client, start_default_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -30,16 +30,13 @@ QUESTION = "Name three colours."
 
 
 @pytest.fixture(scope="module")
-def server():
-    s = start_server(["-m", model_path("tiny-qwen2-gpt2-f16")])
-    yield s
-    assert s.stop() == 0, "SIGTERM exits 0"
+def server(tiny_server):
+    return tiny_server
 
 
 @pytest.fixture(scope="module")
-def client(server):
-    with openai_client(server) as c:
-        yield c
+def client(tiny_client):
+    return tiny_client
 
 
 @pytest.fixture(scope="module")
