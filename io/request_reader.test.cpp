@@ -45,7 +45,9 @@ void expect_refused_however_it_arrives(const request_limits& limits, const std::
     request_reader reader(limits);
     auto r = feed(reader, request, step);
     EXPECT_EQ(r.ec, want) << "step " << step;
-    if (step < limits.max_header) EXPECT_LE(r.most_held, limits.max_header + step) << "step " << step;
+    if (step < limits.max_header) {
+      EXPECT_LE(r.most_held, limits.max_header + step) << "step " << step;
+    }
   }
 }
 
