@@ -4,7 +4,7 @@ namespace strata::api {
 
 using kind = schema::content_block::kind;
 
-block_reader::block_reader(const std::optional<chat::parser_options>& output) {
+block_reader::block_reader(const std::optional<chat::parser_options>& output, bool streaming) : streaming_(streaming) {
   if (output) parser_.emplace(*output);
 }
 
@@ -26,7 +26,7 @@ void block_reader::add(const std::vector<chat::parse_event>& events) {
       case chat::parse_event::kind::call:
         ++calls_;
         blocks_.push_back({kind::tool_use, ev.call.arguments, ev.call.id, ev.call.name});
-        pieces_.push_back({static_cast<int>(blocks_.size()) - 1, ev.call.arguments});
+        record(ev.call.arguments);
         break;
     }
   }
@@ -36,7 +36,11 @@ void block_reader::append(kind k, const std::string& text) {
   if (text.empty()) return;
   if (blocks_.empty() || blocks_.back().type != k) blocks_.push_back({k, {}, {}, {}});
   blocks_.back().text += text;
-  pieces_.push_back({static_cast<int>(blocks_.size()) - 1, text});
+  record(text);
+}
+
+void block_reader::record(const std::string& text) {
+  if (streaming_) pieces_.push_back({static_cast<int>(blocks_.size()) - 1, text});
 }
 
 }  // namespace strata::api

@@ -29,7 +29,7 @@ finish_info stop_of(const message_meta& meta, const sched::request_done& d, bool
 }
 
 message_stream_sink::message_stream_sink(message_meta meta, io::reply_address out)
-    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output) {}
+    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output, true) {}
 
 void message_stream_sink::on_admitted(const sched::request_admitted&) {
   if (admitted_ || failed_) return;
@@ -43,25 +43,19 @@ void message_stream_sink::on_token(const sched::token_event& e) {
   flush();
 }
 
-void message_stream_sink::flush() {
-  for (auto& p : reader_.take_pieces()) {
-    const auto& block = reader_.blocks()[static_cast<std::size_t>(p.block)];
-    if (p.block >= started_) {
-      if (started_ > 0) send(schema::write_block_stop(started_ - 1));
-      schema::content_block head{block.type, {}, block.id, block.name};
-      send(schema::write_block_start(p.block, head));
-      started_ = p.block + 1;
-    }
-    send(schema::write_block_delta(p.block, block.type, p.text));
-  }
+void message_stream_sink::flush(bool at_end) {
+  const auto& blocks = reader_.blocks();
+  auto block = [&](int i) -> const schema::content_block& { return blocks[static_cast<std::size_t>(i)]; };
+  reader_.stream([&](int i) { send(schema::write_block_start(i, {block(i).type, {}, block(i).id, block(i).name})); },
+                 [&](int i, const std::string& text) { send(schema::write_block_delta(i, block(i).type, text)); },
+                 [&](int i) { send(schema::write_block_stop(i)); }, at_end);
 }
 
 void message_stream_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
   reader_.finish();
-  flush();
-  if (started_ > 0) send(schema::write_block_stop(started_ - 1));
+  flush(true);
   const auto stop = stop_of(meta_, d, reader_.made_calls());
   const auto usage = usage_of(meta_, d);
   send(schema::write_message_delta(stop.reason, stop.sequence, usage.output_tokens));
@@ -86,7 +80,7 @@ void message_stream_sink::on_rejected(const sched::request_rejected& r) {
 }
 
 message_full_sink::message_full_sink(message_meta meta, io::reply_address out)
-    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output) {}
+    : meta_(std::move(meta)), out_(std::move(out)), reader_(meta_.output, false) {}
 
 void message_full_sink::on_done(const sched::request_done& d) {
   if (failed_) return;

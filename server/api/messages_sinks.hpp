@@ -46,15 +46,14 @@ class message_stream_sink final : public sched::stream_sink {
 
  private:
   void send(std::string event) { out_.send({std::move(event)}); }
-  /// Sends the blocks' new pieces: a block's start before its first piece, the previous block's
-  /// stop before a new one starts.
-  void flush();
+  /// Sends what the reader read since the last call as block events (`at_end`: and the last
+  /// block's stop).
+  void flush(bool at_end = false);
   void end(std::string last, const schema::message_usage& u);
 
   message_meta meta_;
   io::reply_address out_;
   block_reader reader_;
-  int started_ = 0;  // blocks started so far; the last one may still be open
   bool admitted_ = false;
   bool failed_ = false;
 };

@@ -63,7 +63,7 @@ schema::response_item item_of(const schema::response_state& r, const schema::con
 }
 
 response_stream_sink::response_stream_sink(response_context ctx, io::reply_address out)
-    : ctx_(std::move(ctx)), out_(std::move(out)), reader_(ctx_.output) {}
+    : ctx_(std::move(ctx)), out_(std::move(out)), reader_(ctx_.output, true) {}
 
 void response_stream_sink::on_admitted(const sched::request_admitted&) {
   if (admitted_ || failed_) return;
@@ -77,30 +77,18 @@ void response_stream_sink::on_token(const sched::token_event& e) {
   flush();
 }
 
-void response_stream_sink::close_item() {
-  if (started_ == 0) return;
-  const int last = started_ - 1;
-  send(events_.item_done(last, item_of(ctx_.state, reader_.blocks()[static_cast<std::size_t>(last)], last)));
-}
-
-void response_stream_sink::flush() {
-  for (auto& p : reader_.take_pieces()) {
-    const auto item = item_of(ctx_.state, reader_.blocks()[static_cast<std::size_t>(p.block)], p.block);
-    if (p.block >= started_) {
-      close_item();
-      send(events_.item_added(p.block, item));
-      started_ = p.block + 1;
-    }
-    send(events_.delta(p.block, item, p.text));
-  }
+void response_stream_sink::flush(bool at_end) {
+  auto item = [&](int i) { return item_of(ctx_.state, reader_.blocks()[static_cast<std::size_t>(i)], i); };
+  reader_.stream([&](int i) { send(events_.item_added(i, item(i))); },
+                 [&](int i, const std::string& text) { send(events_.delta(i, item(i), text)); },
+                 [&](int i) { send(events_.item_done(i, item(i))); }, at_end);
 }
 
 void response_stream_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
   reader_.finish();
-  flush();
-  close_item();
+  flush(true);
   finish_state(ctx_, reader_, d);
   keep(ctx_, reader_, schema::write_response(ctx_.state));
   const char* type = ctx_.state.status == "incomplete" ? "response.incomplete" : "response.completed";
@@ -124,7 +112,7 @@ void response_stream_sink::on_rejected(const sched::request_rejected& r) {
 }
 
 response_full_sink::response_full_sink(response_context ctx, io::reply_address out)
-    : ctx_(std::move(ctx)), out_(std::move(out)), reader_(ctx_.output) {}
+    : ctx_(std::move(ctx)), out_(std::move(out)), reader_(ctx_.output, false) {}
 
 void response_full_sink::on_done(const sched::request_done& d) {
   if (failed_) return;

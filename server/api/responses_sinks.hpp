@@ -41,14 +41,14 @@ class response_stream_sink final : public sched::stream_sink {
 
  private:
   void send(std::string event) { out_.send({std::move(event)}); }
-  void flush();
-  void close_item();
+  /// Sends what the reader read since the last call as item events (`at_end`: and the last
+  /// item's done).
+  void flush(bool at_end = false);
 
   response_context ctx_;
   io::reply_address out_;
   block_reader reader_;
   schema::response_events events_;
-  int started_ = 0;
   bool admitted_ = false;
   bool failed_ = false;
 };
