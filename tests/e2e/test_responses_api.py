@@ -30,26 +30,16 @@ QUESTION = "Name three colours."
 
 
 @pytest.fixture(scope="module")
-def server(tiny_server):
-    return tiny_server
-
-
-@pytest.fixture(scope="module")
-def client(tiny_client):
-    return tiny_client
-
-
-@pytest.fixture(scope="module")
-def greedy_chat(client):
-    r = client.chat.completions.create(model="m", messages=[{"role": "system", "content": INSTRUCTIONS},
+def greedy_chat(tiny_client):
+    r = tiny_client.chat.completions.create(model="m", messages=[{"role": "system", "content": INSTRUCTIONS},
                                                             {"role": "user", "content": QUESTION}],
                                        max_tokens=20, temperature=0)
     return r.choices[0].message.content, r.usage.prompt_tokens, r.choices[0].finish_reason
 
 
-def test_a_response_is_the_greedy_chat_answer(client, greedy_chat):
+def test_a_response_is_the_greedy_chat_answer(tiny_client, greedy_chat):
     text, prompt_tokens, finish = greedy_chat
-    r = client.responses.create(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20, temperature=0)
+    r = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20, temperature=0)
     assert r.object == "response" and r.id.startswith("resp_")
     assert r.output_text == text
     assert [item.type for item in r.output] == (["message"] if text else [])
@@ -60,10 +50,10 @@ def test_a_response_is_the_greedy_chat_answer(client, greedy_chat):
     assert r.instructions == INSTRUCTIONS and r.max_output_tokens == 20
 
 
-def test_the_stream_sends_the_sdks_event_sequence_and_the_same_text(client, greedy_chat):
+def test_the_stream_sends_the_sdks_event_sequence_and_the_same_text(tiny_client, greedy_chat):
     text = greedy_chat[0]
     kinds, deltas = [], []
-    with client.responses.stream(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20,
+    with tiny_client.responses.stream(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20,
                                  temperature=0) as s:
         for event in s:
             kinds.append(event.type)
@@ -80,30 +70,30 @@ def test_the_stream_sends_the_sdks_event_sequence_and_the_same_text(client, gree
             assert k in kinds, (k, kinds)
 
 
-def test_a_stored_response_is_read_back_and_deleted(client, server):
-    r = client.responses.create(model="m", input="Say hi.", max_output_tokens=4)
-    again = client.responses.retrieve(r.id)
+def test_a_stored_response_is_read_back_and_deleted(tiny_client, tiny_server):
+    r = tiny_client.responses.create(model="m", input="Say hi.", max_output_tokens=4)
+    again = tiny_client.responses.retrieve(r.id)
     assert again.id == r.id and again.output_text == r.output_text and again.usage.output_tokens == r.usage.output_tokens
-    client.responses.delete(r.id)
+    tiny_client.responses.delete(r.id)
     with pytest.raises(openai.NotFoundError):
-        client.responses.retrieve(r.id)
-    unstored = client.responses.create(model="m", input="Say hi.", max_output_tokens=4, store=False)
-    assert httpx.get(f"{server.base_url}/v1/responses/{unstored.id}", timeout=30).status_code == 404
+        tiny_client.responses.retrieve(r.id)
+    unstored = tiny_client.responses.create(model="m", input="Say hi.", max_output_tokens=4, store=False)
+    assert httpx.get(f"{tiny_server.base_url}/v1/responses/{unstored.id}", timeout=30).status_code == 404
 
 
-def test_previous_response_id_continues_the_conversation_from_the_cache(client):
-    first = client.responses.create(model="m", instructions=INSTRUCTIONS, input="x " * 300 + QUESTION, max_output_tokens=8,
+def test_previous_response_id_continues_the_conversation_from_the_cache(tiny_client):
+    first = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input="x " * 300 + QUESTION, max_output_tokens=8,
                                     temperature=0)
-    follow = client.responses.create(model="m", instructions=INSTRUCTIONS, previous_response_id=first.id,
+    follow = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, previous_response_id=first.id,
                                      input="And three more?", max_output_tokens=8, temperature=0)
     assert follow.previous_response_id == first.id
-    alone = client.responses.create(model="m", instructions=INSTRUCTIONS, input="And three more?", max_output_tokens=8,
+    alone = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input="And three more?", max_output_tokens=8,
                                     temperature=0, store=False)
     # The follow-up's prompt holds the first turn (its 300 words and its answer), and the cache has it.
     assert follow.usage.input_tokens > first.usage.input_tokens > alone.usage.input_tokens + 250
     assert follow.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens - 32
     with pytest.raises(openai.NotFoundError):
-        client.responses.create(model="m", previous_response_id="resp_missing", input="?", max_output_tokens=2)
+        tiny_client.responses.create(model="m", previous_response_id="resp_missing", input="?", max_output_tokens=2)
 
 
 @pytest.mark.parametrize("body,param", [
@@ -117,8 +107,8 @@ def test_previous_response_id_continues_the_conversation_from_the_cache(client):
     ({"input": "x", "max_output_tokens": 0}, "max_output_tokens"),
     ({"input": "x", "temperature": 3}, "temperature"),
 ])
-def test_bad_requests_are_400s_naming_the_field(server, body, param):
-    r = httpx.post(f"{server.base_url}/v1/responses", json={"model": "m", **body}, timeout=60)
+def test_bad_requests_are_400s_naming_the_field(tiny_server, body, param):
+    r = httpx.post(f"{tiny_server.base_url}/v1/responses", json={"model": "m", **body}, timeout=60)
     assert r.status_code == 400, r.text
     assert (r.json()["error"]["param"] or "").startswith(param), r.text
 
