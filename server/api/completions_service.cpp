@@ -26,10 +26,6 @@ namespace {
 namespace json = boost::json;
 namespace net = boost::asio;
 
-/// Bodies (or WebSocket messages) from this size on are parsed, rendered and tokenized on the
-/// pool; below it the work takes well under a millisecond and stays on the connection's thread.
-constexpr std::size_t k_inline_bytes = 16 << 10;
-
 /// The most bytes of text one token stands for: the longest piece of the vocabulary (special
 /// tokens as their text, as a prompt may spell them), and at least 4 (one UTF-8 character, which
 /// an unknown-token id may stand for whatever its piece reads). A text of B bytes has at least
@@ -44,20 +40,6 @@ std::size_t longest_token_bytes(const tokenizer::tokenizer& tok) {
 template <class F>
 net::awaitable<io::handler_result> reply_from_pool(net::thread_pool& pool, F f) {
   co_return co_await on_pool(pool, std::move(f));
-}
-
-io::http_response error_response(unsigned version, const api_error& e) {
-  auto res = io::make_json(version, static_cast<io::http::status>(e.status), schema::write_error(e));
-  if (e.status == 429) res.set(io::http::field::retry_after, "1");
-  return res;
-}
-
-/// Whether a body may carry a grammar: its compile (tens of milliseconds on a large vocabulary
-/// when not cached) then runs on the pool, off the connection's thread.
-bool may_constrain(std::string_view body) {
-  for (std::string_view key : {"\"response_format\"", "\"grammar\"", "\"json_schema\"", "\"tool_choice\"", "\"strict\""})
-    if (body.find(key) != std::string_view::npos) return true;
-  return false;
 }
 
 /// Compiles the request's grammar (from the engine's cache when it was seen before); one that
@@ -93,6 +75,19 @@ struct ws_state {
 };
 
 }  // namespace
+
+bool prepare_on_pool(std::string_view body) {
+  if (body.size() >= k_inline_bytes) return true;
+  for (std::string_view key : {"\"response_format\"", "\"grammar\"", "\"json_schema\"", "\"tool_choice\"", "\"strict\""})
+    if (body.find(key) != std::string_view::npos) return true;
+  return false;
+}
+
+io::http_response error_response(unsigned version, const api_error& e, std::string body) {
+  auto res = io::make_json(version, static_cast<io::http::status>(e.status), body.empty() ? schema::write_error(e) : std::move(body));
+  if (e.status == 429) res.set(io::http::field::retry_after, "1");
+  return res;
+}
 
 completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {
   max_prompt_bytes_ = static_cast<std::size_t>(engine_.max_context()) * longest_token_bytes(engine_.tok());
@@ -220,7 +215,7 @@ std::vector<std::uint64_t> completions_service::submit(generation_request& r, st
 
 io::handler_result completions_service::generate(io::http_request& req, const io::request_context& ctx, bool chat) {
   const unsigned version = req.version();
-  if (req.body().size() >= k_inline_bytes || may_constrain(req.body())) {
+  if (prepare_on_pool(req.body())) {
     auto body = std::make_shared<std::string>(std::move(req.body()));
     return io::async_reply{[this, body, chat, version, ctx] { return prepare_off_thread(body, chat, version, ctx); }};
   }
@@ -331,7 +326,7 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
       return;
     }
     const bool chat = env.endpoint == schema::ws_envelope::target::chat_completions;
-    if (message.text.size() < k_inline_bytes && !may_constrain(message.text)) {
+    if (!prepare_on_pool(message.text)) {
       generation_request r;
       if (auto e = parse_generation_request(env.body, chat, r)) return fail(*e);
       if (auto e = prepare(r, key_salt)) return fail(*e);

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/thread_pool.hpp>
@@ -24,6 +26,17 @@ namespace strata::api {
 
 using sched::stream_sink;
 using stream::hub_address;
+
+/// Bodies (or WebSocket messages) from this size on are parsed, rendered and tokenized on the
+/// pool; below it the work takes well under a millisecond and stays on the connection's thread.
+inline constexpr std::size_t k_inline_bytes = 16 << 10;
+
+/// Whether a request body is prepared on the service's pool: a large one, or one that may carry a
+/// grammar (whose compile takes tens of milliseconds on a large vocabulary when not cached).
+bool prepare_on_pool(std::string_view body);
+
+/// An error reply: e's status, `body` (OpenAI's error shape when empty), Retry-After on a 429.
+io::http_response error_response(unsigned version, const api_error& e, std::string body = {});
 
 /// Requests are parsed, their chat templates rendered and their prompts tokenized on the
 /// connection's thread when the body is small; a larger one is handed to the service's own small

@@ -13,12 +13,8 @@
 namespace strata::api {
 namespace {
 
-constexpr std::size_t k_inline_bytes = 16 << 10;
-
 io::http_response anthropic_error(unsigned version, const api_error& e) {
-  auto res = io::make_json(version, static_cast<io::http::status>(e.status), schema::write_anthropic_error(e));
-  if (e.status == 429) res.set(io::http::field::retry_after, "1");
-  return res;
+  return error_response(version, e, schema::write_anthropic_error(e));
 }
 
 std::optional<api_error> to_generation_request(schema::messages_request& m, generation_request& r) {
@@ -55,7 +51,7 @@ std::optional<api_error> completions_service::prepare_message(const std::string&
 
 io::handler_result completions_service::messages(io::http_request& req, const io::request_context& ctx) {
   const unsigned version = req.version();
-  if (req.body().size() >= k_inline_bytes) {
+  if (prepare_on_pool(req.body())) {
     auto body = std::make_shared<std::string>(std::move(req.body()));
     return io::async_reply{[this, body, version, ctx] { return prepare_message_off_thread(body, false, version, ctx); }};
   }

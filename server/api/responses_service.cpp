@@ -10,19 +10,12 @@
 
 #include "server/api/completions_service.hpp"
 #include "server/api/on_pool.hpp"
-#include "src/api/response_writer.hpp"
 #include "src/api/responses_request.hpp"
 
 namespace strata::api {
 namespace {
 
 namespace json = boost::json;
-
-io::http_response error_of(unsigned version, const api_error& e) {
-  auto res = io::make_json(version, static_cast<io::http::status>(e.status), schema::write_error(e));
-  if (e.status == 429) res.set(io::http::field::retry_after, "1");
-  return res;
-}
 
 /// The {id} of /v1/responses/{id}.
 std::string id_of(const io::http_request& req) {
@@ -102,7 +95,7 @@ boost::asio::awaitable<io::handler_result> completions_service::prepare_response
   auto rc = std::make_shared<response_context>();
   auto work = [this, body, r, rc, salt = ctx.key_salt]() { return prepare_response(*body, salt, *r, *rc); };
   auto e = co_await on_pool(pool_, std::move(work));
-  if (e) co_return error_of(version, *e);
+  if (e) co_return error_response(version, *e);
   co_return answer_response(*r, std::move(*rc), version, ctx);
 }
 
@@ -122,13 +115,13 @@ io::handler_result completions_service::answer_response(generation_request& r, r
 io::handler_result completions_service::response_get(io::http_request& req, const io::request_context&) {
   const auto id = id_of(req);
   auto stored = responses_->get(id);
-  if (!stored) return error_of(req.version(), not_found(id, "response_id"));
+  if (!stored) return error_response(req.version(), not_found(id, "response_id"));
   return io::make_json(req.version(), io::http::status::ok, std::move(stored->response_json));
 }
 
 io::handler_result completions_service::response_delete(io::http_request& req, const io::request_context&) {
   const auto id = id_of(req);
-  if (!responses_->erase(id)) return error_of(req.version(), not_found(id, "response_id"));
+  if (!responses_->erase(id)) return error_response(req.version(), not_found(id, "response_id"));
   return io::make_json(req.version(), io::http::status::ok,
                        R"({"id":)" + json::serialize(json::value(id)) + R"(,"object":"response.deleted","deleted":true})");
 }
