@@ -13,10 +13,14 @@ prompts for the same --seed), so that the server can be killed and restarted in 
 
 Options (defaults): --url (http://127.0.0.1:8080) --tokens (3000) --cached (2990) --rounds (3)
 --vocab-from (300) --vocab-to (50000) --seed (7) --phase (both | cold | warm)
+--server-pid (none): the server's process id; the JSON line then also gives the CPU time (user +
+system, from /proc) the server spent per cold and per warm request (cold_cpu_ms, warm_cpu_ms), a
+figure that a busy shared machine disturbs far less than wall-clock TTFT.
 """
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -27,7 +31,8 @@ from sse import sse_data
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
 for name, default in [("url", "http://127.0.0.1:8080"), ("tokens", "3000"), ("cached", "2990"), ("rounds", "3"),
-                      ("vocab-from", "300"), ("vocab-to", "50000"), ("seed", "7"), ("phase", "both")]:
+                      ("vocab-from", "300"), ("vocab-to", "50000"), ("seed", "7"), ("phase", "both"),
+                      ("server-pid", "")]:
     parser.add_argument(f"--{name}", default=default)
 opt = parser.parse_args()
 if opt.phase not in ("both", "cold", "warm"):
@@ -75,6 +80,24 @@ async def ttft(http, prompt):
     return {"ms": first, "cached": cached}
 
 
+def server_cpu_ms():
+    """User + system CPU time of the server process so far, in ms (None without --server-pid)."""
+    if not opt.server_pid:
+        return None
+    with open(f"/proc/{opt.server_pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+async def timed(http, prompt, cpu):
+    """ttft() of one prompt, adding the server's CPU time for it to cpu[0] when it is measured."""
+    before = server_cpu_ms()
+    out = await ttft(http, prompt)
+    if before is not None:
+        cpu[0] += server_cpu_ms() - before
+    return out
+
+
 def median(xs):
     return sorted(xs)[len(xs) // 2]
 
@@ -87,12 +110,13 @@ async def main():
         async with http.get(f"{opt.url}/health") as res:
             await res.read()
         cold, warm, cached_tokens = [], [], []
+        cold_cpu, warm_cpu = [0.0], [0.0]
         run_cold, run_warm = opt.phase != "warm", opt.phase != "cold"
         for r in range(rounds):
             a = tokens(n)
             b = a[:keep] + tokens(n - keep)
-            c = await ttft(http, a) if run_cold else None
-            w = await ttft(http, b) if run_warm else None
+            c = await timed(http, a, cold_cpu) if run_cold else None
+            w = await timed(http, b, warm_cpu) if run_warm else None
             if c:
                 cold.append(c["ms"])
             if w:
@@ -108,7 +132,9 @@ async def main():
     mw = median(warm) if warm else None
     print(json.dumps({"tokens": n, "shared_prefix": keep, "rounds": rounds, "cold_ttft_ms": mc, "warm_ttft_ms": mw,
                       "warm_over_cold": mw / mc if mc and mw else None,
-                      "cached_tokens": median(cached_tokens) if cached_tokens else None}, separators=(",", ":")))
+                      "cached_tokens": median(cached_tokens) if cached_tokens else None,
+                      "cold_cpu_ms": cold_cpu[0] / len(cold) if cold and opt.server_pid else None,
+                      "warm_cpu_ms": warm_cpu[0] / len(warm) if warm and opt.server_pid else None}, separators=(",", ":")))
 
 
 asyncio.run(main())
