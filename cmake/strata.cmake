@@ -1,8 +1,10 @@
 # Project-wide compile flags and the strata_component() helper.
 
-add_compile_options(-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fno-strict-aliasing)
+# C and C++ only: nvcc takes its host flags through -Xcompiler (kernels/cuda).
+set(_warn -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -fno-strict-aliasing)
+add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_warn}>")
 if(STRATA_NATIVE)
-  add_compile_options(-march=native)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-march=native>")
 endif()
 
 if(STRATA_SANITIZE)
@@ -11,7 +13,7 @@ if(STRATA_SANITIZE)
   else()
     set(_san_flags -fsanitize=${STRATA_SANITIZE} -fno-sanitize-recover=all)
   endif()
-  add_compile_options(${_san_flags} -fno-omit-frame-pointer)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_san_flags};-fno-omit-frame-pointer>")
   add_link_options(${_san_flags})
   add_compile_definitions(STRATA_SANITIZED=1)
   # -O1 with line tables only: sanitizer reports keep file and line, and the Beast-heavy files

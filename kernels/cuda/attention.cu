@@ -1,0 +1,272 @@
+// Paged decode attention (attention.hpp). A block takes one kv head, up to 8 of its query heads
+// and one part of a row's positions. Its 128 threads form S independent streams of HD / 8 lanes;
+// a stream walks every S-th position of the part, each lane loading 16 bytes (8 dims) of the
+// position's K and V row, keeping an online softmax (running max, sum, weighted V) per query
+// head. The streams are merged by log-sum-exp at the end, then the parts of a row by merge_kernel.
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/device.hpp"
+
+namespace strata::kernels::cuda {
+namespace {
+
+constexpr int k_threads = 128;
+constexpr int k_heads_per_block = 8;
+constexpr int k_unroll = 4;  // positions in flight per stream
+
+struct launch_shape {
+  int group = 1;   // query heads per kv head
+  int chunks = 1;  // blocks per kv head: ceil(group / k_heads_per_block)
+  int splits = 1;
+  int per_split = 0;  // positions per part
+};
+
+__device__ __forceinline__ void f16x8(const uint4& w, float* f) {
+  const __half2* h = reinterpret_cast<const __half2*>(&w);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = __half22float2(h[i]);
+    f[2 * i] = v.x;
+    f[2 * i + 1] = v.y;
+  }
+}
+
+template <int HD, int G>
+__global__ void __launch_bounds__(k_threads)
+    decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
+                  launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
+  constexpr int L = HD / 8, P = 32 / L, S = (k_threads / 32) * P;
+  const int seq = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.y);
+  const int kvh = static_cast<int>(blockIdx.x) / ls.chunks, chunk = static_cast<int>(blockIdx.x) % ls.chunks;
+  const int h0 = kvh * ls.group + chunk * k_heads_per_block;
+  const int nh = min(G, ls.group - chunk * k_heads_per_block);
+  const int lane = static_cast<int>(threadIdx.x % 32), sid = static_cast<int>(threadIdx.x / 32) * P + lane / L, sub = lane % L;
+
+  float q[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      q[g][e] = g < nh ? r.q[(static_cast<std::size_t>(seq) * r.n_head + h0 + g) * HD + sub * 8 + e] : 0.0f;
+  }
+  float m[G], l[G], acc[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+
+  const int t_lo = max(r.first[seq], split * ls.per_split);
+  const int t_hi = min(r.last[seq], (split + 1) * ls.per_split - 1);
+  const std::int32_t* blocks = r.blocks + static_cast<std::size_t>(seq) * r.blocks_stride;
+  const std::size_t row = static_cast<std::size_t>(n_head_kv) * HD;
+  const std::size_t col = static_cast<std::size_t>(kvh) * HD + sub * 8;
+  // Every lane of a warp takes the same trips (the score sums shuffle across lanes); positions
+  // past the part's end are masked.
+  for (int tb = t_lo; tb <= t_hi; tb += S * k_unroll) {
+    const int t0 = tb + sid;
+    uint4 kr[k_unroll] = {}, vr[k_unroll] = {};
+#pragma unroll
+    for (int j = 0; j < k_unroll; ++j) {
+      const int t = t0 + j * S;
+      if (t <= t_hi) {
+        const std::size_t page = static_cast<std::size_t>(__ldg(blocks + t / page_tokens));
+        const std::size_t at = (page * page_tokens + t % page_tokens) * row + col;
+        kr[j] = __ldg(reinterpret_cast<const uint4*>(kp + at));
+        vr[j] = __ldg(reinterpret_cast<const uint4*>(vp + at));
+      }
+    }
+    float s[G][k_unroll];
+#pragma unroll
+    for (int j = 0; j < k_unroll; ++j) {
+      float kf[8];
+      f16x8(kr[j], kf);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) d += q[g][e] * kf[e];
+#pragma unroll
+        for (int o = L / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xFFFFFFFFu, d, o);
+        d *= r.scale;
+        if (r.softcap > 0.0f) d = r.softcap * tanhf(d / r.softcap);
+        s[g][j] = t0 + j * S <= t_hi ? d : -INFINITY;
+      }
+    }
+    float vf[k_unroll][8];
+#pragma unroll
+    for (int j = 0; j < k_unroll; ++j) {
+      if (t0 + j * S <= t_hi) f16x8(vr[j], vf[j]);
+      else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) vf[j][e] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float mx = m[g];
+#pragma unroll
+      for (int j = 0; j < k_unroll; ++j) mx = fmaxf(mx, s[g][j]);
+      if (mx == -INFINITY) continue;      // no position of this stream yet
+      const float c = __expf(m[g] - mx);  // 0 while m is -inf
+      l[g] *= c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] *= c;
+#pragma unroll
+      for (int j = 0; j < k_unroll; ++j) {
+        const float p = __expf(s[g][j] - mx);
+        l[g] += p;
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[g][e] += p * vf[j][e];
+      }
+      m[g] = mx;
+    }
+  }
+
+  // Merge the S streams.
+  __shared__ float sm_m[S][G], sm_l[S][G];
+  __shared__ float sm_acc[S][G][HD];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (sub == 0) {
+      sm_m[sid][g] = m[g];
+      sm_l[sid][g] = l[g];
+    }
+#pragma unroll
+    for (int e = 0; e < 8; ++e) sm_acc[sid][g][sub * 8 + e] = acc[g][e];
+  }
+  __syncthreads();
+  for (int i = static_cast<int>(threadIdx.x); i < nh * HD; i += k_threads) {
+    const int g = i / HD, d = i % HD;
+    float mx = -INFINITY;
+    for (int k = 0; k < S; ++k) mx = fmaxf(mx, sm_m[k][g]);
+    float total = 0.0f, o = 0.0f;
+    if (mx != -INFINITY) {
+      for (int k = 0; k < S; ++k) {
+        const float w = __expf(sm_m[k][g] - mx);
+        total += w * sm_l[k][g];
+        o += w * sm_acc[k][g][d];
+      }
+    }
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    const int h = h0 + g;
+    if (ls.splits == 1) {
+      r.out[(static_cast<std::size_t>(seq) * r.n_head + h) * HD + d] = o * inv;
+    } else {
+      const std::size_t part = (static_cast<std::size_t>(seq) * ls.splits + split) * r.n_head + h;
+      part_out[part * HD + d] = o * inv;
+      if (d == 0) part_lse[part] = total > 0.0f ? mx + logf(total) : -INFINITY;
+    }
+  }
+}
+
+/// out of row seq, head h: the parts merged by their log-sum-exps (merge_attention).
+__global__ void merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
+                             int hd, float* __restrict__ out) {
+  const int seq = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
+  const std::size_t base = static_cast<std::size_t>(seq) * splits * n_head + h;
+  float mx = -INFINITY;
+  for (int i = 0; i < splits; ++i) mx = fmaxf(mx, part_lse[base + static_cast<std::size_t>(i) * n_head]);
+  for (int d = static_cast<int>(threadIdx.x); d < hd; d += blockDim.x) {
+    float total = 0.0f, o = 0.0f;
+    if (mx != -INFINITY) {
+      for (int i = 0; i < splits; ++i) {
+        const std::size_t p = base + static_cast<std::size_t>(i) * n_head;
+        const float w = __expf(part_lse[p] - mx);
+        total += w;
+        o += w * part_out[p * hd + d];
+      }
+    }
+    out[(static_cast<std::size_t>(seq) * n_head + h) * hd + d] = total > 0.0f ? o / total : 0.0f;
+  }
+}
+
+int multiprocessors() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+    return count;
+  }();
+  return n;
+}
+
+using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
+
+template <int HD>
+kernel_fn kernel_for_group(int group) {
+  const int g = std::min(group, k_heads_per_block);
+  if (g == 1) return decode_kernel<HD, 1>;
+  if (g == 2) return decode_kernel<HD, 2>;
+  if (g <= 4) return decode_kernel<HD, 4>;
+  return decode_kernel<HD, 8>;
+}
+
+/// The kernel instance for a head size and query heads per kv head (padded to 1, 2, 4 or 8).
+kernel_fn kernel_for(int head_dim, int group) {
+  switch (head_dim) {
+    case 64: return kernel_for_group<64>(group);
+    case 128: return kernel_for_group<128>(group);
+    case 256: return kernel_for_group<256>(group);
+    default: throw std::invalid_argument("decode_attention: head_dim must be 64, 128 or 256");
+  }
+}
+
+launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
+  if (kv.n_head_kv <= 0 || r.n_head % kv.n_head_kv != 0 || kv.page_tokens <= 0)
+    throw std::invalid_argument("decode_attention: n_head must be a multiple of n_head_kv");
+  launch_shape ls;
+  ls.group = r.n_head / kv.n_head_kv;
+  ls.chunks = (ls.group + k_heads_per_block - 1) / k_heads_per_block;
+  // Split the rows until there are two blocks per multiprocessor, each part at least
+  // k_attention_min_split positions long. On the H100 this beat one full wave of resident blocks
+  // (three per multiprocessor) and fewer parts; bench/gpu.sh times forced choices beside it.
+  kernel_for(kv.head_dim, ls.group);  // refuses an unsupported head size
+  const long long blocks = static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks;
+  const long long want = (2LL * multiprocessors() + blocks - 1) / blocks;
+  const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
+  const long long asked = r.splits > 0 ? r.splits : want;
+  ls.splits = static_cast<int>(std::max(1LL, std::min({asked, most, static_cast<long long>(k_attention_max_splits)})));
+  ls.per_split = (r.max_positions + ls.splits - 1) / ls.splits;
+  return ls;
+}
+
+}  // namespace
+
+int decode_attention_splits(const kv_pages_f16& kv, const decode_rows& r) { return shape_for(kv, r).splits; }
+
+std::size_t decode_attention_workspace(const kv_pages_f16& kv, const decode_rows& r) {
+  const launch_shape ls = shape_for(kv, r);
+  if (ls.splits == 1) return 0;
+  return static_cast<std::size_t>(r.n_seq) * ls.splits * r.n_head * (kv.head_dim + 1) * sizeof(float);
+}
+
+void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* workspace, std::size_t workspace_bytes,
+                      cudaStream_t stream) {
+  if (r.n_seq <= 0 || r.max_positions <= 0) return;
+  const launch_shape ls = shape_for(kv, r);
+  float* po = nullptr;
+  float* pl = nullptr;
+  if (ls.splits > 1) {
+    if (workspace_bytes < decode_attention_workspace(kv, r)) throw std::invalid_argument("decode_attention: workspace too small");
+    po = static_cast<float*>(workspace);
+    pl = po + static_cast<std::size_t>(r.n_seq) * ls.splits * r.n_head * kv.head_dim;
+  }
+  const dim3 grid(static_cast<unsigned>(kv.n_head_kv * ls.chunks), static_cast<unsigned>(ls.splits), static_cast<unsigned>(r.n_seq));
+  kernel_for(kv.head_dim, ls.group)<<<grid, k_threads, 0, stream>>>(static_cast<const __half*>(kv.k), static_cast<const __half*>(kv.v),
+                                                                    kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
+  check_launch("decode_attention");
+  if (ls.splits > 1) {
+    merge_kernel<<<r.n_seq * r.n_head, 128, 0, stream>>>(po, pl, ls.splits, r.n_head, kv.head_dim, r.out);
+    check_launch("decode_attention (merge)");
+  }
+}
+
+}  // namespace strata::kernels::cuda

@@ -1,0 +1,58 @@
+#pragma once
+// Paged attention of decode rows over f16 KV pages on the GPU: one query row per sequence, the
+// same function as kernels/attention.hpp's attention() for that row. Long contexts are split
+// along the sequence over several blocks and the parts merged by log-sum-exp, as the CPU's
+// merge_attention does.
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace strata::kernels::cuda {
+
+/// One layer's K and V pools (device, f16): page after page, a page holding page_tokens
+/// positions, each a row of n_head_kv heads of head_dim values (the CPU's kv_page_view layout).
+struct kv_pages_f16 {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int page_tokens = 32;
+  int n_head_kv = 0;
+  int head_dim = 0;  // 64, 128 or 256
+};
+
+/// n_seq decode rows. Row s: q and out at s * n_head * head_dim (f32, device); it attends the
+/// positions [first[s], last[s]] of its sequence, whose position p lies in page
+/// blocks[s * blocks_stride + p / page_tokens]. first, last and blocks are device arrays;
+/// max_positions (host) bounds every last[s] + 1 and sets how the rows are split.
+struct decode_rows {
+  const float* q = nullptr;
+  float* out = nullptr;
+  int n_seq = 0;
+  int n_head = 0;  // a multiple of n_head_kv
+  const std::int32_t* blocks = nullptr;
+  int blocks_stride = 0;
+  const std::int32_t* first = nullptr;
+  const std::int32_t* last = nullptr;
+  int max_positions = 0;
+  float scale = 1.0f;    // multiplies q.k
+  float softcap = 0.0f;  // 0: none, else s becomes softcap * tanh(s / softcap)
+  /// Parts per row: 0 chooses (as many as fill the device once, see decode_attention_splits);
+  /// else at most this many (the bench compares choices with it).
+  int splits = 0;
+};
+
+/// Positions one block takes at least before a row is split further.
+constexpr int k_attention_min_split = 64;
+/// Most parts a row is split into.
+constexpr int k_attention_max_splits = 64;
+
+/// How many parts each row is split into for these rows on this device.
+int decode_attention_splits(const kv_pages_f16& kv, const decode_rows& r);
+/// Device scratch bytes decode_attention needs for these rows (0 when they are not split).
+std::size_t decode_attention_workspace(const kv_pages_f16& kv, const decode_rows& r);
+/// Queues the attention of the rows; workspace holds decode_attention_workspace bytes.
+void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* workspace, std::size_t workspace_bytes,
+                      cudaStream_t stream);
+
+}  // namespace strata::kernels::cuda

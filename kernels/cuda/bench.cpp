@@ -1,0 +1,205 @@
+// GPU kernel figures: decode matvec bandwidth per weight type on Llama-3-8B shapes (32k vocab),
+// and paged decode attention at 1k and 16k tokens of context. Each case rotates over enough
+// copies of its data to overflow the L2 cache, runs its launches as one captured CUDA graph, and
+// reports the median of several timed replays. Prints a table and writes one JSON file.
+//
+//   strata_cuda_bench [out.json]
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/matvec.hpp"
+#include "kernels/quants.hpp"
+
+namespace strata::kernels::cuda {
+namespace {
+
+constexpr double k_h100_bandwidth = 3.35e12;  // bytes/s, the datasheet's HBM3 figure
+constexpr std::size_t k_rotate_bytes = 256u << 20;  // at least this much data per case: 5x the L2
+
+/// Median seconds per call of `body` (called `calls` times per replay of one captured graph).
+double time_graph(cudaStream_t stream, int calls, const std::function<void(int)>& body) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "cudaStreamBeginCapture");
+  for (int i = 0; i < calls; ++i) body(i);
+  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate");
+  check(cudaEventCreate(&b), "cudaEventCreate");
+  std::vector<float> ms;
+  for (int rep = 0; rep < 12; ++rep) {
+    check(cudaEventRecord(a, stream), "cudaEventRecord");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    check(cudaEventRecord(b, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, a, b), "cudaEventElapsedTime");
+    if (rep >= 2) ms.push_back(t);  // the first replays warm up
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2] / 1e3 / calls;
+}
+
+std::string matvec_case(cudaStream_t stream, dtype t, std::int64_t rows, std::int64_t k, int n, std::mt19937& rng) {
+  // 64 random rows quantized once, tiled over the matrix (the bytes are what is timed).
+  constexpr std::int64_t tile = 64;
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> f(static_cast<std::size_t>(tile * k));
+  for (auto& x : f) x = d(rng);
+  const std::size_t rb = row_bytes(t, k);
+  std::vector<std::byte> w(rb * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, w.data() + r * rb, k);
+  for (std::int64_t r = tile; r < rows; ++r) std::copy_n(w.data() + (r % tile) * rb, rb, w.data() + r * rb);
+  std::vector<device_matrix> copies;
+  copies.push_back(upload_matrix(t, w.data(), rows, k, stream));
+  const std::size_t bytes = copies[0].bytes();
+  while (copies.size() * bytes < k_rotate_bytes) copies.push_back(upload_matrix(t, w.data(), rows, k, stream));
+  std::vector<float> x(static_cast<std::size_t>(n * k));
+  for (auto& v : x) v = d(rng);
+  device_buffer xd(x.size() * sizeof(float)), yd(static_cast<std::size_t>(n * rows) * sizeof(float));
+  xd.upload(x.data(), xd.bytes(), stream);
+  act_q8 xq = make_act_q8(k, n);
+  quantize_act(xd.as<float>(), n, xq, stream);
+  const int calls = static_cast<int>(copies.size()) * std::max(1, static_cast<int>(40 / copies.size()));
+  const double s = time_graph(stream, calls, [&](int i) {
+    matvec(copies[static_cast<std::size_t>(i) % copies.size()], xd.as<float>(), &xq, n, yd.as<float>(), stream);
+  });
+  const double gbs = static_cast<double>(bytes) / s / 1e9;
+  std::printf("matvec  %-5s %6lld x %-6lld n=%d  %8.2f us  %7.1f GB/s  %5.1f%%\n", dtype_name(t), static_cast<long long>(rows),
+              static_cast<long long>(k), n, s * 1e6, gbs, 100.0 * gbs * 1e9 / k_h100_bandwidth);
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "{\"type\":\"%s\",\"rows\":%lld,\"k\":%lld,\"batch\":%d,\"bytes\":%zu,\"us\":%.3f,\"gb_per_s\":%.1f,\"pct_of_3350\":%.1f}",
+                dtype_name(t), static_cast<long long>(rows), static_cast<long long>(k), n, bytes, s * 1e6, gbs,
+                100.0 * gbs * 1e9 / k_h100_bandwidth);
+  return buf;
+}
+
+std::string attention_case(cudaStream_t stream, int context, int n_seq, int splits) {
+  constexpr int n_head = 32, n_kv = 8, hd = 128, page = 32;
+  const int pages = (context + page - 1) / page;
+  const std::size_t pool_values = static_cast<std::size_t>(n_seq) * pages * page * n_kv * hd;
+  const std::size_t kv_bytes = 2 * pool_values * 2;
+  int layers = static_cast<int>(std::max<std::size_t>(1, (k_rotate_bytes + kv_bytes - 1) / kv_bytes));
+  std::vector<device_buffer> k, v;
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> bits(0x3000, 0x3BFF);  // f16 values in [0.125, 1)
+  std::vector<std::uint16_t> host(pool_values);
+  for (auto& h : host) h = static_cast<std::uint16_t>(bits(rng));
+  for (int l = 0; l < layers; ++l) {
+    k.emplace_back(pool_values * 2);
+    v.emplace_back(pool_values * 2);
+    k.back().upload(host.data(), pool_values * 2, stream);
+    v.back().upload(host.data(), pool_values * 2, stream);
+  }
+  std::vector<std::int32_t> table(static_cast<std::size_t>(n_seq * pages));
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<std::int32_t>(i);
+  std::shuffle(table.begin(), table.end(), rng);
+  std::vector<std::int32_t> first(static_cast<std::size_t>(n_seq), 0), last(static_cast<std::size_t>(n_seq), context - 1);
+  std::vector<float> q(static_cast<std::size_t>(n_seq * n_head * hd), 0.05f);
+  device_buffer td(table.size() * 4), fd(first.size() * 4), ld(last.size() * 4), qd(q.size() * 4), od(q.size() * 4);
+  td.upload(table.data(), td.bytes(), stream);
+  fd.upload(first.data(), fd.bytes(), stream);
+  ld.upload(last.data(), ld.bytes(), stream);
+  qd.upload(q.data(), qd.bytes(), stream);
+  kv_pages_f16 kv;
+  kv.page_tokens = page;
+  kv.n_head_kv = n_kv;
+  kv.head_dim = hd;
+  decode_rows r;
+  r.q = qd.as<float>();
+  r.out = od.as<float>();
+  r.n_seq = n_seq;
+  r.n_head = n_head;
+  r.blocks = td.as<std::int32_t>();
+  r.blocks_stride = pages;
+  r.first = fd.as<std::int32_t>();
+  r.last = ld.as<std::int32_t>();
+  r.max_positions = context;
+  r.scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  r.splits = splits;
+  const std::size_t ws_bytes = decode_attention_workspace(kv, r);
+  device_buffer ws(ws_bytes);
+  const int calls = layers * std::max(1, 40 / layers);
+  const double s = time_graph(stream, calls, [&](int i) {
+    kv.k = k[static_cast<std::size_t>(i % layers)].data();
+    kv.v = v[static_cast<std::size_t>(i % layers)].data();
+    decode_attention(kv, r, ws.data(), ws_bytes, stream);
+  });
+  const double gbs = static_cast<double>(kv_bytes) / s / 1e9;
+  std::printf("attention ctx=%-6d rows=%-3d splits=%-3d%s %8.2f us  %7.1f GB/s  %5.1f%%\n", context, n_seq,
+              decode_attention_splits(kv, r), splits > 0 ? " (forced)" : "         ", s * 1e6, gbs,
+              100.0 * gbs * 1e9 / k_h100_bandwidth);
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "{\"context\":%d,\"rows\":%d,\"splits_forced\":%s,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"splits\":%d,\"kv_bytes\":%zu,\"us\":%.3f,"
+                "\"gb_per_s\":%.1f,\"pct_of_3350\":%.1f}",
+                context, n_seq, splits > 0 ? "true" : "false", n_head, n_kv, hd, decode_attention_splits(kv, r), kv_bytes, s * 1e6, gbs,
+                100.0 * gbs * 1e9 / k_h100_bandwidth);
+  return buf;
+}
+
+/// A device-to-device copy of 1 GiB: the bandwidth the card reaches at all (read + written bytes).
+double copy_bandwidth(cudaStream_t stream) {
+  const std::size_t n = 1u << 30;
+  device_buffer a(n), b(n);
+  check(cudaMemsetAsync(a.data(), 1, n, stream), "cudaMemset");
+  const double s = time_graph(stream, 4, [&](int) { check(cudaMemcpyAsync(b.data(), a.data(), n, cudaMemcpyDeviceToDevice, stream), "copy"); });
+  return 2.0 * static_cast<double>(n) / s / 1e9;
+}
+
+}  // namespace
+}  // namespace strata::kernels::cuda
+
+int main(int argc, char** argv) {
+  using namespace strata::kernels;
+  using namespace strata::kernels::cuda;
+  try {
+    cudaStream_t stream;
+    check(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    std::printf("device %s, %d multiprocessors, %.0f MB L2\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize / 1e6);
+    const double copy = copy_bandwidth(stream);
+    std::printf("device-to-device copy: %.1f GB/s (read + written)\n", copy);
+    std::mt19937 rng(1);
+    std::string mv, at;
+    const std::int64_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {32000, 4096}};
+    for (dtype t : {dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_1, dtype::q4_k, dtype::q5_k, dtype::q6_k})
+      for (const auto& sh : shapes)
+        for (int n : {1, 8}) {
+          if (n == 8 && sh[0] != 14336) continue;  // the batched kernel on one shape
+          mv += (mv.empty() ? "" : ",\n    ") + matvec_case(stream, t, sh[0], sh[1], n, rng);
+        }
+    // Each context with the split chosen (0), then with a few forced ones to compare.
+    const int cases[][3] = {{1024, 1, 0}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
+                            {16384, 1, 0}, {16384, 1, 16}, {16384, 1, 50}, {16384, 1, 64}};
+    for (const auto& c : cases) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);
+    std::string json = "{\n  \"device\": \"" + std::string(prop.name) + "\",\n  \"multiprocessors\": " +
+                       std::to_string(prop.multiProcessorCount) + ",\n  \"copy_gb_per_s\": " + std::to_string(copy) +
+                       ",\n  \"matvec\": [\n    " + mv + "\n  ],\n  \"attention\": [\n    " + at + "\n  ]\n}\n";
+    if (argc > 1) {
+      FILE* f = std::fopen(argv[1], "w");
+      if (!f) throw std::runtime_error(std::string("cannot write ") + argv[1]);
+      std::fputs(json.c_str(), f);
+      std::fclose(f);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "strata_cuda_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,74 @@
+#pragma once
+// What the CUDA kernel checks (check.cpp, check_attention.cpp) share: the verdicts, the random
+// inputs and device copies. The checks are a plain program, with no test framework, so that they
+// build on the GPU machine from kernels/ alone.
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device.hpp"
+
+namespace strata::kernels::cuda::checks {
+
+/// Counts and prints the verdicts.
+struct verdicts {
+  int failed = 0, passed = 0;
+  void expect(bool ok, const std::string& what) {
+    std::printf("%s %s\n", ok ? "  ok  " : "FAILED", what.c_str());
+    std::fflush(stdout);
+    ok ? ++passed : ++failed;
+  }
+};
+
+/// ||a - ref|| / ||ref|| (infinity if a holds a NaN or an infinity: an unwritten or broken value).
+inline double rel_l2(const float* a, const float* ref, std::size_t n) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    const double d = static_cast<double>(a[i]) - ref[i];
+    num += d * d;
+    den += static_cast<double>(ref[i]) * ref[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+inline std::vector<float> uniform(std::mt19937& rng, std::size_t n, float lo = -1.0f, float hi = 1.0f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+/// A device copy of host values.
+template <class T>
+device_buffer to_device(const std::vector<T>& v) {
+  device_buffer b(v.size() * sizeof(T));
+  b.upload(v.data(), b.bytes(), nullptr);
+  return b;
+}
+
+/// A device buffer of n floats, every byte 0xFF (NaN): what a kernel leaves unwritten stays NaN.
+inline device_buffer poisoned(std::size_t n) {
+  device_buffer b(n * sizeof(float));
+  check(cudaMemset(b.data(), 0xFF, b.bytes()), "cudaMemset");
+  return b;
+}
+
+inline std::vector<float> to_host(const device_buffer& b, std::size_t n) {
+  std::vector<float> v(n);
+  b.download(v.data(), n * sizeof(float), nullptr);
+  return v;
+}
+
+inline std::string fmt(const char* f, double a, double b = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, f, a, b);
+  return buf;
+}
+
+void check_attention(verdicts& v, std::mt19937& rng);
+
+}  // namespace strata::kernels::cuda::checks

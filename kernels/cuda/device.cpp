@@ -1,0 +1,42 @@
+#include "kernels/cuda/device.hpp"
+
+#include <string>
+#include <utility>
+
+namespace strata::kernels::cuda {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw cuda_error(std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+
+void check_launch(const char* what) { check(cudaGetLastError(), what); }
+
+device_buffer::device_buffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc");
+}
+
+device_buffer& device_buffer::operator=(device_buffer&& o) noexcept {
+  if (this != &o) {
+    if (p_) cudaFree(p_);
+    p_ = std::exchange(o.p_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+device_buffer::~device_buffer() {
+  if (p_) cudaFree(p_);
+}
+
+void device_buffer::upload(const void* src, std::size_t n, cudaStream_t stream, std::size_t offset) {
+  if (offset + n > bytes_) throw cuda_error("device_buffer::upload: past the end of the buffer");
+  check(cudaMemcpyAsync(static_cast<char*>(p_) + offset, src, n, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync (upload)");
+}
+
+void device_buffer::download(void* dst, std::size_t n, cudaStream_t stream, std::size_t offset) const {
+  if (offset + n > bytes_) throw cuda_error("device_buffer::download: past the end of the buffer");
+  check(cudaMemcpyAsync(dst, static_cast<const char*>(p_) + offset, n, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (download)");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+}  // namespace strata::kernels::cuda

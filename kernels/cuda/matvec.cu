@@ -1,0 +1,340 @@
+// The decode matrix-vector kernels: one warp per weight row, each lane reading 16-byte pieces of
+// the row (a "unit": a q4_0 block, half a q4_K group pair, ...), several units in flight before
+// the first is used, dequantized in registers and dotted with the activations (f32 for the float
+// types, 8-bit with dp4a for the rest). Layouts: matvec.hpp.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/matvec.hpp"
+
+namespace strata::kernels::cuda {
+namespace {
+
+constexpr int k_warps = 4;  // rows per block: one warp each
+constexpr unsigned k_lo = 0x0F0F0F0Fu;
+
+__device__ __forceinline__ uint4 ld16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+__device__ __forceinline__ int4 ldx16(const std::int8_t* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
+__device__ __forceinline__ float ldh(const std::uint8_t* p) { return __half2float(__ldg(reinterpret_cast<const __half*>(p))); }
+__device__ __forceinline__ float half_bits(unsigned bits) { return __half2float(__ushort_as_half(static_cast<unsigned short>(bits))); }
+
+/// s += the four byte products of the low nibbles of w with xl, and of the high ones with xh.
+__device__ __forceinline__ int dot_nibbles(unsigned w, int xl, int xh, int s) {
+  s = __dp4a(static_cast<int>(w & k_lo), xl, s);
+  return __dp4a(static_cast<int>((w >> 4) & k_lo), xh, s);
+}
+
+/// Four 6-bit levels (bytes of 0..63) minus 32, as signed bytes.
+__device__ __forceinline__ int minus32(unsigned v) {
+  const unsigned r = v ^ 0x20202020u, t = r & 0x20202020u;
+  return static_cast<int>(r | (t << 1) | (t << 2));
+}
+
+/// Sub-block scale and min j (0..7) of a q4_K / q5_K super-block whose 12 scale bytes are the
+/// words y, z, w (bytes 0..3, 4..7, 8..11), as scale_min_k4 in kernels/quants.cpp.
+__device__ __forceinline__ void scale_min(int j, unsigned y, unsigned z, unsigned w, int& sc, int& m) {
+  if (j < 4) {
+    sc = (y >> (8 * j)) & 63;
+    m = (z >> (8 * j)) & 63;
+  } else {
+    const int i = 8 * (j - 4);
+    sc = ((w >> i) & 0xF) | (((y >> i) >> 6 & 3) << 4);
+    m = ((w >> i) >> 4 & 0xF) | (((z >> i) >> 6 & 3) << 4);
+  }
+}
+
+// Each weight type: `values` per unit, `unroll` units in flight per lane, float_x (f32
+// activations) or not, the registers of a unit, load (weights only) and dot (with one row of x).
+
+struct f16_w {
+  static constexpr int values = 8, unroll = 4;
+  static constexpr bool float_x = true;
+  struct regs { uint4 w; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t*, int u, regs& r) { r.w = ld16(q + 16 * u); }
+  __device__ static float dot(const regs& r, int u, const float* x) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldg(reinterpret_cast<const float4*>(x + 8 * u + 4));
+    const float2 w0 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.x));
+    const float2 w1 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.y));
+    const float2 w2 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.z));
+    const float2 w3 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.w));
+    return w0.x * a.x + w0.y * a.y + w1.x * a.z + w1.y * a.w + w2.x * b.x + w2.y * b.y + w3.x * b.z + w3.y * b.w;
+  }
+};
+
+struct bf16_w {
+  static constexpr int values = 8, unroll = 4;
+  static constexpr bool float_x = true;
+  struct regs { uint4 w; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t*, int u, regs& r) { r.w = ld16(q + 16 * u); }
+  __device__ static float lo(unsigned v) { return __uint_as_float(v << 16); }
+  __device__ static float hi(unsigned v) { return __uint_as_float(v & 0xFFFF0000u); }
+  __device__ static float dot(const regs& r, int u, const float* x) {
+    const float4 a = __ldg(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldg(reinterpret_cast<const float4*>(x + 8 * u + 4));
+    return lo(r.w.x) * a.x + hi(r.w.x) * a.y + lo(r.w.y) * a.z + hi(r.w.y) * a.w + lo(r.w.z) * b.x + hi(r.w.z) * b.y +
+           lo(r.w.w) * b.z + hi(r.w.w) * b.w;
+  }
+};
+
+struct q8_0_w {
+  static constexpr int values = 32, unroll = 2;
+  static constexpr bool float_x = false;
+  struct regs { uint4 a, b; float d; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t* s, int u, regs& r) {
+    r.a = ld16(q + 32 * u);
+    r.b = ld16(q + 32 * u + 16);
+    r.d = ldh(s + 2 * u);
+  }
+  __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
+    const int4 x0 = ldx16(xq + 32 * u), x1 = ldx16(xq + 32 * u + 16);
+    int s = __dp4a(static_cast<int>(r.a.x), x0.x, 0);
+    s = __dp4a(static_cast<int>(r.a.y), x0.y, s);
+    s = __dp4a(static_cast<int>(r.a.z), x0.z, s);
+    s = __dp4a(static_cast<int>(r.a.w), x0.w, s);
+    s = __dp4a(static_cast<int>(r.b.x), x1.x, s);
+    s = __dp4a(static_cast<int>(r.b.y), x1.y, s);
+    s = __dp4a(static_cast<int>(r.b.z), x1.z, s);
+    s = __dp4a(static_cast<int>(r.b.w), x1.w, s);
+    return r.d * __ldg(xds + u).x * static_cast<float>(s);
+  }
+};
+
+/// The 32 nibbles of a q4_0 / q4_1 block dotted with its 32 activation levels.
+__device__ __forceinline__ int dot_block_nibbles(const uint4& q, const std::int8_t* x) {
+  const int4 x0 = ldx16(x), x1 = ldx16(x + 16);
+  int s = dot_nibbles(q.x, x0.x, x1.x, 0);
+  s = dot_nibbles(q.y, x0.y, x1.y, s);
+  s = dot_nibbles(q.z, x0.z, x1.z, s);
+  return dot_nibbles(q.w, x0.w, x1.w, s);
+}
+
+struct q4_0_w {
+  static constexpr int values = 32, unroll = 4;
+  static constexpr bool float_x = false;
+  struct regs { uint4 q; float d; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t* s, int u, regs& r) {
+    r.q = ld16(q + 16 * u);
+    r.d = ldh(s + 2 * u);
+  }
+  __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
+    const int s = dot_block_nibbles(r.q, xq + 32 * u);
+    const float2 ds = __ldg(xds + u);
+    return r.d * (ds.x * static_cast<float>(s) - 8.0f * ds.y);
+  }
+};
+
+struct q4_1_w {
+  static constexpr int values = 32, unroll = 4;
+  static constexpr bool float_x = false;
+  struct regs { uint4 q; unsigned dm; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t* s, int u, regs& r) {
+    r.q = ld16(q + 16 * u);
+    r.dm = __ldg(reinterpret_cast<const unsigned*>(s) + u);
+  }
+  __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
+    const int s = dot_block_nibbles(r.q, xq + 32 * u);
+    const float2 ds = __ldg(xds + u);
+    return half_bits(r.dm & 0xFFFFu) * ds.x * static_cast<float>(s) + half_bits(r.dm >> 16) * ds.y;
+  }
+};
+
+/// q4_K and q5_K: a unit is group j (64 values: sub-blocks 2j and 2j + 1) of super-block u / 4.
+template <bool five>
+struct k45_w {
+  static constexpr int values = 64, unroll = 2;
+  static constexpr bool float_x = false;
+  static constexpr int block = five ? 176 : 144, qs_at = five ? 48 : 16;
+  struct regs { uint4 h, q0, q1, h0, h1; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t*, int u, regs& r) {
+    const std::uint8_t* b = q + static_cast<std::size_t>(u >> 2) * block;
+    r.h = ld16(b);
+    r.q0 = ld16(b + qs_at + 32 * (u & 3));
+    r.q1 = ld16(b + qs_at + 32 * (u & 3) + 16);
+    if constexpr (five) {
+      r.h0 = ld16(b + 16);
+      r.h1 = ld16(b + 32);
+    }
+  }
+  /// Four levels of sub-block 2j (low) or 2j + 1 (high nibbles) with their fifth bit.
+  __device__ static int lo(unsigned q, unsigned qh, int j) {
+    int v = static_cast<int>(q & k_lo);
+    if constexpr (five) v |= static_cast<int>(((qh >> (2 * j)) & 0x01010101u) << 4);
+    return v;
+  }
+  __device__ static int hi(unsigned q, unsigned qh, int j) {
+    int v = static_cast<int>((q >> 4) & k_lo);
+    if constexpr (five) v |= static_cast<int>(((qh >> (2 * j + 1)) & 0x01010101u) << 4);
+    return v;
+  }
+  __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
+    const int sb = u >> 2, j = u & 3;
+    const std::int8_t* x = xq + 256 * sb + 64 * j;
+    const int4 a0 = ldx16(x), a1 = ldx16(x + 16), b0 = ldx16(x + 32), b1 = ldx16(x + 48);
+    int s0 = __dp4a(lo(r.q0.x, r.h0.x, j), a0.x, 0), s1 = __dp4a(hi(r.q0.x, r.h0.x, j), b0.x, 0);
+    s0 = __dp4a(lo(r.q0.y, r.h0.y, j), a0.y, s0), s1 = __dp4a(hi(r.q0.y, r.h0.y, j), b0.y, s1);
+    s0 = __dp4a(lo(r.q0.z, r.h0.z, j), a0.z, s0), s1 = __dp4a(hi(r.q0.z, r.h0.z, j), b0.z, s1);
+    s0 = __dp4a(lo(r.q0.w, r.h0.w, j), a0.w, s0), s1 = __dp4a(hi(r.q0.w, r.h0.w, j), b0.w, s1);
+    s0 = __dp4a(lo(r.q1.x, r.h1.x, j), a1.x, s0), s1 = __dp4a(hi(r.q1.x, r.h1.x, j), b1.x, s1);
+    s0 = __dp4a(lo(r.q1.y, r.h1.y, j), a1.y, s0), s1 = __dp4a(hi(r.q1.y, r.h1.y, j), b1.y, s1);
+    s0 = __dp4a(lo(r.q1.z, r.h1.z, j), a1.z, s0), s1 = __dp4a(hi(r.q1.z, r.h1.z, j), b1.z, s1);
+    s0 = __dp4a(lo(r.q1.w, r.h1.w, j), a1.w, s0), s1 = __dp4a(hi(r.q1.w, r.h1.w, j), b1.w, s1);
+    int sc0, m0, sc1, m1;
+    scale_min(2 * j, r.h.y, r.h.z, r.h.w, sc0, m0);
+    scale_min(2 * j + 1, r.h.y, r.h.z, r.h.w, sc1, m1);
+    const float2 ds0 = __ldg(xds + 8 * sb + 2 * j), ds1 = __ldg(xds + 8 * sb + 2 * j + 1);
+    const float d = half_bits(r.h.x & 0xFFFFu), dmin = half_bits(r.h.x >> 16);
+    return d * (static_cast<float>(sc0) * ds0.x * static_cast<float>(s0) + static_cast<float>(sc1) * ds1.x * static_cast<float>(s1)) -
+           dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
+  }
+};
+
+/// q6_K: a unit is 64 values of super-block u / 4: half h = (u / 2) % 2 (128 values), and in it
+/// the positions l of [16 a, 16 a + 16), a = u % 2, of each of its four runs of 32.
+struct q6_k_w {
+  static constexpr int values = 64, unroll = 2;
+  static constexpr bool float_x = false;
+  struct regs { uint4 la, lb, qh; uint2 sc; float d; };
+  __device__ static void load(const std::uint8_t* q, const std::uint8_t* s, int u, regs& r) {
+    const std::uint8_t* b = q + static_cast<std::size_t>(u >> 2) * 208;
+    const int h = (u >> 1) & 1, a = u & 1;
+    r.la = ld16(b + 64 * h + 16 * a);
+    r.lb = ld16(b + 64 * h + 32 + 16 * a);
+    r.qh = ld16(b + 128 + 32 * h + 16 * a);
+    r.sc = __ldg(reinterpret_cast<const uint2*>(b + 192 + 8 * h));
+    r.d = ldh(s + 2 * (u >> 2));
+  }
+  /// The 16 levels of run t from the words of la or lb and qh, dotted with x.
+  template <int t>
+  __device__ static int run(const regs& r, const int4& x) {
+    const uint4& l = t % 2 == 0 ? r.la : r.lb;
+    constexpr int lshift = t < 2 ? 0 : 4, hshift = 2 * t;
+    auto level = [&](unsigned lw, unsigned hw) {
+      return minus32(((lw >> lshift) & k_lo) | (((hw >> hshift) & 0x03030303u) << 4));
+    };
+    int s = __dp4a(level(l.x, r.qh.x), x.x, 0);
+    s = __dp4a(level(l.y, r.qh.y), x.y, s);
+    s = __dp4a(level(l.z, r.qh.z), x.z, s);
+    return __dp4a(level(l.w, r.qh.w), x.w, s);
+  }
+  __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
+    const int sb = u >> 2, h = (u >> 1) & 1, a = u & 1;
+    const std::int8_t* x = xq + 256 * sb + 128 * h + 16 * a;
+    const float2* ds = xds + 8 * sb + 4 * h;
+    const int sh = 8 * a;
+    const float s0 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> sh)) * __ldg(ds).x * static_cast<float>(run<0>(r, ldx16(x)));
+    const float s1 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> (sh + 16))) * __ldg(ds + 1).x * static_cast<float>(run<1>(r, ldx16(x + 32)));
+    const float s2 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> sh)) * __ldg(ds + 2).x * static_cast<float>(run<2>(r, ldx16(x + 64)));
+    const float s3 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> (sh + 16))) * __ldg(ds + 3).x * static_cast<float>(run<3>(r, ldx16(x + 96)));
+    return r.d * (s0 + s1 + s2 + s3);
+  }
+};
+
+/// y[b * rows + row] for b < n: warp `row` walks its row's units, `unroll` at a time per lane.
+/// NB is the compile-time bound on n (1, or k_matvec_max_batch with n read at run time).
+template <class W, int NB>
+__global__ void __launch_bounds__(k_warps * 32)
+    matvec_kernel(const std::uint8_t* __restrict__ q, std::size_t q_row, const std::uint8_t* __restrict__ s, std::size_t s_row,
+                  int rows, int units, const float* __restrict__ x, const std::int8_t* __restrict__ xq,
+                  const float2* __restrict__ xds, int k, int n, float* __restrict__ y) {
+  const int row = blockIdx.x * k_warps + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (row >= rows) return;
+  const std::uint8_t* qr = q + static_cast<std::size_t>(row) * q_row;
+  const std::uint8_t* sr = s + static_cast<std::size_t>(row) * s_row;
+  float acc[NB];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) acc[b] = 0.0f;
+  constexpr int U = W::unroll;
+  for (int u0 = lane; u0 < units; u0 += 32 * U) {
+    typename W::regs r[U];
+#pragma unroll
+    for (int i = 0; i < U; ++i)
+      if (u0 + 32 * i < units) W::load(qr, sr, u0 + 32 * i, r[i]);
+#pragma unroll
+    for (int i = 0; i < U; ++i) {
+      const int u = u0 + 32 * i;
+      if (u >= units) break;
+#pragma unroll
+      for (int b = 0; b < NB; ++b) {
+        if (NB > 1 && b >= n) break;
+        if constexpr (W::float_x) acc[b] += W::dot(r[i], u, x + static_cast<std::size_t>(b) * k);
+        else acc[b] += W::dot(r[i], u, xq + static_cast<std::size_t>(b) * k, xds + static_cast<std::size_t>(b) * (k / 32));
+      }
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc[b] += __shfl_xor_sync(0xFFFFFFFFu, acc[b], o);
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int b = 0; b < NB; ++b)
+      if (NB == 1 || b < n) y[static_cast<std::size_t>(b) * rows + row] = acc[b];
+  }
+}
+
+template <class W>
+void launch(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {
+  const int units = static_cast<int>(w.k / W::values);
+  const dim3 grid(static_cast<unsigned>((w.rows + k_warps - 1) / k_warps)), block(k_warps * 32);
+  const auto* q = w.q.as<const std::uint8_t>();
+  const auto* s = w.s.as<const std::uint8_t>();
+  const std::int8_t* aq = xq ? xq->q.as<const std::int8_t>() : nullptr;
+  const float2* ads = xq ? xq->ds.as<const float2>() : nullptr;
+  const int rows = static_cast<int>(w.rows), k = static_cast<int>(w.k);
+  if (n == 1)
+    matvec_kernel<W, 1><<<grid, block, 0, stream>>>(q, w.q_row_bytes, s, w.s_row_bytes, rows, units, x, aq, ads, k, n, y);
+  else
+    matvec_kernel<W, k_matvec_max_batch><<<grid, block, 0, stream>>>(q, w.q_row_bytes, s, w.s_row_bytes, rows, units, x, aq, ads, k, n, y);
+  check_launch("matvec");
+}
+
+__global__ void quantize_act_kernel(const float* __restrict__ x, int blocks, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (blk >= blocks) return;
+  const float v = x[static_cast<std::size_t>(blk) * 32 + lane];
+  float amax = fabsf(v);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+  const int l = max(-127, min(127, __float2int_rn(v * inv)));
+  q[static_cast<std::size_t>(blk) * 32 + lane] = static_cast<std::int8_t>(l);
+  int sum = l;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+  const float d = amax / 127.0f;
+  if (lane == 0) ds[blk] = make_float2(d, d * static_cast<float>(sum));
+}
+
+}  // namespace
+
+void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream) {
+  if (n < 1 || n > a.max_rows) throw std::invalid_argument("quantize_act: more rows than the buffer holds");
+  const int blocks = static_cast<int>(a.k / 32) * n;
+  constexpr int per_cta = 8;
+  quantize_act_kernel<<<(blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream>>>(x, blocks, a.q.as<std::int8_t>(),
+                                                                                   a.ds.as<float2>());
+  check_launch("quantize_act");
+}
+
+void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {
+  if (n < 1 || n > k_matvec_max_batch) throw std::invalid_argument("matvec: 1 to k_matvec_max_batch activation rows");
+  const bool float_x = w.type == dtype::f16 || w.type == dtype::bf16;
+  if (float_x ? x == nullptr : (xq == nullptr || xq->k != w.k || xq->max_rows < n))
+    throw std::invalid_argument("matvec: activations missing or of another length");
+  switch (w.type) {
+    case dtype::f16: return launch<f16_w>(w, x, xq, n, y, stream);
+    case dtype::bf16: return launch<bf16_w>(w, x, xq, n, y, stream);
+    case dtype::q8_0: return launch<q8_0_w>(w, x, xq, n, y, stream);
+    case dtype::q4_0: return launch<q4_0_w>(w, x, xq, n, y, stream);
+    case dtype::q4_1: return launch<q4_1_w>(w, x, xq, n, y, stream);
+    case dtype::q4_k: return launch<k45_w<false>>(w, x, xq, n, y, stream);
+    case dtype::q5_k: return launch<k45_w<true>>(w, x, xq, n, y, stream);
+    case dtype::q6_k: return launch<q6_k_w>(w, x, xq, n, y, stream);
+    default: throw std::invalid_argument("matvec: unsupported weight type");
+  }
+}
+
+}  // namespace strata::kernels::cuda

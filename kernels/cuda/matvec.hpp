@@ -1,0 +1,67 @@
+#pragma once
+// Decode matrix-vector products on the GPU: y = W x for 1 to k_matvec_max_batch activation rows,
+// with W uploaded once in its GGUF type and dequantized in registers.
+//
+// Layout on the device. The kernels read each weight row with 16-byte loads, so the block types
+// whose GGUF blocks are not a multiple of 16 bytes are split at upload into the quants (rows of
+// 16-byte multiples) and a side array of their f16 scales; the bytes per weight stay those of
+// the GGUF file:
+//   f16, bf16, q4_K (144 B), q5_K (176 B): as in the file, q = the rows, no side array;
+//   q8_0: q = the 32 levels of each block, s = its scale d;
+//   q4_0: q = the 16 nibble bytes of each block, s = d;     q4_1: q = nibbles, s = (d, m);
+//   q6_K: q = ql | qh | scales of each super-block (208 B), s = d.
+//
+// Activations. Float weights take f32 x. The quantized types take x quantized to 8 bits per 32
+// values (act_q8: levels, and per block its scale d and d * sum of its levels), made once by
+// quantize_act and shared by every product with the same x (q, k and v; gate and up); the dot of
+// a weight block with it is integer (dp4a) with one float multiply per block, as on the CPU.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cuda/device.hpp"
+#include "kernels/types.hpp"
+
+namespace strata::kernels::cuda {
+
+/// Most activation rows one matvec takes (decode of a small batch).
+constexpr int k_matvec_max_batch = 8;
+
+/// A weight matrix on the device: `rows` rows of `k` values of type `type` (layout above).
+struct device_matrix {
+  dtype type = dtype::f16;
+  std::int64_t rows = 0;
+  std::int64_t k = 0;
+  device_buffer q;
+  device_buffer s;
+  std::size_t q_row_bytes = 0;
+  std::size_t s_row_bytes = 0;
+  /// The bytes one product reads: the weights as stored.
+  std::size_t bytes() const { return q.bytes() + s.bytes(); }
+};
+
+/// Whether matvec takes weights of this type, and the multiple k must be of for it.
+bool matvec_supports(dtype t);
+std::int64_t matvec_k_multiple(dtype t);
+/// Uploads `rows` GGUF rows of k values of type t (host memory, row_bytes(t, k) each) into the
+/// device layout. Throws std::invalid_argument for an unsupported type or k. Waits for the copy,
+/// so the host rows may go as soon as it returns.
+device_matrix upload_matrix(dtype t, const void* rows, std::int64_t n_rows, std::int64_t k, cudaStream_t stream);
+
+/// Up to k_matvec_max_batch activation rows of k values quantized for the quantized types.
+struct act_q8 {
+  std::int64_t k = 0;
+  int max_rows = 0;
+  device_buffer q;   // int8 levels, row after row (k each)
+  device_buffer ds;  // float2 per block of 32: (d, d * sum of the levels)
+};
+act_q8 make_act_q8(std::int64_t k, int max_rows);
+/// Quantizes n rows of x (f32, device, n x k) into a (n <= a.max_rows, k == a.k).
+void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream);
+
+/// y[b * w.rows + r] = sum_j W[r][j] * x[b][j] for b < n (1..k_matvec_max_batch). Float types
+/// read x (f32, device, n x k); the quantized ones read xq, which quantize_act made from that x
+/// (x may then be null). y is f32 on the device.
+void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream);
+
+}  // namespace strata::kernels::cuda
