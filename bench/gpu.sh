@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The CUDA kernels on a GPU machine, in one go: builds kernels/cuda as a project of its own (nvcc
+# and the CPU kernels only: no server libraries needed there), runs the checks against the CPU
+# kernels, runs them again under compute-sanitizer (memcheck), then the bench; writes one JSON
+# file, gpu.json, with all of it (plus the logs beside it).
+#
+#   bench/gpu.sh [out-dir]     out-dir defaults to $OUT, else build-cuda
+#   STRATA_CUDA_BUILD=dir      the build tree (default build-cuda)
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+build=${STRATA_CUDA_BUILD:-build-cuda}
+out=${1:-${OUT:-$build}}
+mkdir -p "$out"
+
+start=$(date +%s)
+cmake -S kernels/cuda -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
+  cmake --build "$build" -j16 >>"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+build_s=$(($(date +%s) - start))
+echo "built in ${build_s}s"
+cuobjdump --dump-resource-usage "$build/libstrata_kernels_cuda.a" >"$out/resources.log" 2>&1 || true
+
+"$build/strata_cuda_check" | tee "$out/check.log"
+check_rc=${PIPESTATUS[0]}
+compute-sanitizer --tool memcheck --error-exitcode 1 "$build/strata_cuda_check" >"$out/memcheck.log" 2>&1
+memcheck_rc=$?
+echo "checks: exit $check_rc; under memcheck: exit $memcheck_rc ($(tail -1 "$out/memcheck.log"))"
+
+"$build/strata_cuda_bench" "$out/bench.json"
+bench_rc=$?
+
+python3 - "$out" "$build_s" "$check_rc" "$memcheck_rc" "$bench_rc" <<'PY'
+import json, re, sys
+out, build_s, check_rc, memcheck_rc, bench_rc = sys.argv[1], *map(int, sys.argv[2:])
+def tally(path):
+    text = open(path).read()
+    m = re.search(r"(\d+) passed, (\d+) failed \(seed (\d+)\)", text)
+    return {"passed": int(m[1]), "failed": int(m[2]), "seed": int(m[3])} if m else {"error": text[-500:]}
+result = {"build_seconds": build_s,
+          "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
+          "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
+          "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
+json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
+PY
+rm -f "$out/bench.json"
+[ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ]
