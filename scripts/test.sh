@@ -5,7 +5,9 @@
 #   2. the kernel tests under valgrind (a Release build; its virtual CPU lacks AVX-512), when
 #      valgrind is installed;
 #   3. the actor and cache tests (CTest label "tsan") under ThreadSanitizer;
-#   4. the fuzz targets for a short run each (clang/libFuzzer).
+#   4. the fuzz targets for a short run each (clang/libFuzzer);
+#   5. the CUDA kernels compiled with nvcc, when it is installed (compile only: no GPU here;
+#      bench/gpu.sh runs their checks on a GPU machine).
 # Build trees live in build/ and are reused; ccache keeps its cache outside the checkout
 # (~/.cache/strata/ccache), so a fresh clone on the same machine rebuilds from it.
 set -euo pipefail
@@ -101,6 +103,15 @@ if [ -f tests/fuzz/CMakeLists.txt ]; then
     -DSTRATA_TESTS=ON -DSTRATA_BENCH=OFF >/dev/null
   cmake --build build/fuzz -j "$jobs" --target strata_fuzz_targets
   run_ctest build/fuzz -L fuzz --timeout 600
+fi
+
+nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
+if [ -n "$nvcc" ]; then
+  step "CUDA kernels (compile only)"
+  cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+    -DSTRATA_TESTS=OFF -DSTRATA_BENCH=OFF >/dev/null
+  cmake --build build/cuda -j "$jobs" --target strata_kernels_cuda strata_cuda_check strata_cuda_bench
 fi
 
 if [ "$failed" -ne 0 ]; then
