@@ -152,6 +152,58 @@ std::string attention_case(cudaStream_t stream, int context, int n_seq, int spli
   return buf;
 }
 
+/// A layer's q, k and v (4096, 1024 and 1024 rows of 4096) or its gate and up (2 x 14336 rows),
+/// as one matvec_many launch or as one matvec each.
+std::string fused_case(cudaStream_t stream, dtype t, bool gate_up, bool fused, std::mt19937& rng) {
+  const std::vector<std::int64_t> rows = gate_up ? std::vector<std::int64_t>{14336, 14336} : std::vector<std::int64_t>{4096, 1024, 1024};
+  constexpr std::int64_t k = 4096, tile = 64;
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> f(static_cast<std::size_t>(tile * k));
+  for (auto& x : f) x = d(rng);
+  const std::size_t rb = row_bytes(t, k);
+  std::vector<std::byte> tile_rows(rb * tile);
+  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, tile_rows.data() + r * rb, k);
+  // Sets of matrices, enough of them to overflow the L2 cache.
+  std::vector<std::vector<device_matrix>> sets;
+  std::size_t bytes = 0;
+  while (sets.size() * bytes < k_rotate_bytes) {
+    sets.emplace_back();
+    bytes = 0;
+    for (std::int64_t r : rows) {
+      std::vector<std::byte> w(rb * static_cast<std::size_t>(r));
+      for (std::int64_t i = 0; i < r; ++i) std::copy_n(tile_rows.data() + (i % tile) * rb, rb, w.data() + i * rb);
+      sets.back().push_back(upload_matrix(t, w.data(), r, k, stream));
+      bytes += sets.back().back().bytes();
+    }
+  }
+  std::vector<float> x(static_cast<std::size_t>(k));
+  for (auto& v : x) v = d(rng);
+  device_buffer xd(x.size() * sizeof(float)), yd(3 * 14336 * sizeof(float));
+  xd.upload(x.data(), xd.bytes(), stream);
+  act_q8 xq = make_act_q8(k, 1);
+  quantize_act(xd.as<float>(), 1, xq, stream);
+  const int calls = static_cast<int>(sets.size()) * std::max(1, static_cast<int>(40 / sets.size()));
+  const double s = time_graph(stream, calls, [&](int c) {
+    const auto& set = sets[static_cast<std::size_t>(c) % sets.size()];
+    std::vector<matvec_out> outs;
+    std::size_t at = 0;
+    for (const auto& m : set) {
+      outs.push_back({&m, yd.as<float>() + at});
+      at += static_cast<std::size_t>(m.rows);
+    }
+    if (fused) matvec_many(outs.data(), static_cast<int>(outs.size()), xd.as<float>(), &xq, 1, stream);
+    else for (const auto& o : outs) matvec(*o.w, xd.as<float>(), &xq, 1, o.y, stream);
+  });
+  const double gbs = static_cast<double>(bytes) / s / 1e9;
+  const char* name = gate_up ? "gate+up" : "q,k,v";
+  std::printf("matvec  %-5s %-8s %-9s %8.2f us  %7.1f GB/s  %5.1f%%\n", dtype_name(t), name, fused ? "one launch" : "separate",
+              s * 1e6, gbs, 100.0 * gbs * 1e9 / k_h100_bandwidth);
+  char buf[300];
+  std::snprintf(buf, sizeof buf, "{\"type\":\"%s\",\"set\":\"%s\",\"one_launch\":%s,\"bytes\":%zu,\"us\":%.3f,\"gb_per_s\":%.1f,\"pct_of_3350\":%.1f}",
+                dtype_name(t), name, fused ? "true" : "false", bytes, s * 1e6, gbs, 100.0 * gbs * 1e9 / k_h100_bandwidth);
+  return buf;
+}
+
 /// A device-to-device copy of 1 GiB: the bandwidth the card reaches at all (read + written bytes).
 double copy_bandwidth(cudaStream_t stream) {
   const std::size_t n = 1u << 30;
@@ -184,13 +236,17 @@ int main(int argc, char** argv) {
           if (n == 8 && sh[0] != 14336) continue;  // the batched kernel on one shape
           mv += (mv.empty() ? "" : ",\n    ") + matvec_case(stream, t, sh[0], sh[1], n, rng);
         }
+    std::string fu;
+    for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_k, dtype::q6_k})
+      for (bool gate_up : {false, true})
+        for (bool fused : {false, true}) fu += (fu.empty() ? "" : ",\n    ") + fused_case(stream, t, gate_up, fused, rng);
     // Each context with the split chosen (0), then with a few forced ones to compare.
     const int cases[][3] = {{1024, 1, 0}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
                             {16384, 1, 0}, {16384, 1, 16}, {16384, 1, 50}, {16384, 1, 64}};
     for (const auto& c : cases) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);
     std::string json = "{\n  \"device\": \"" + std::string(prop.name) + "\",\n  \"multiprocessors\": " +
                        std::to_string(prop.multiProcessorCount) + ",\n  \"copy_gb_per_s\": " + std::to_string(copy) +
-                       ",\n  \"matvec\": [\n    " + mv + "\n  ],\n  \"attention\": [\n    " + at + "\n  ]\n}\n";
+                       ",\n  \"matvec\": [\n    " + mv + "\n  ],\n  \"matvec_sets\": [\n    " + fu + "\n  ],\n  \"attention\": [\n    " + at + "\n  ]\n}\n";
     if (argc > 1) {
       FILE* f = std::fopen(argv[1], "w");
       if (!f) throw std::runtime_error(std::string("cannot write ") + argv[1]);

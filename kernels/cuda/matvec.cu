@@ -231,21 +231,46 @@ struct q6_k_w {
   }
 };
 
+/// What one launch computes: up to k_matvec_max_outputs matrices of one type and k, their rows
+/// taken one after the other (matrix i holds the launch's rows [end[i - 1], end[i])).
+struct mv_args {
+  const std::uint8_t* q[k_matvec_max_outputs];
+  const std::uint8_t* s[k_matvec_max_outputs];
+  float* y[k_matvec_max_outputs];
+  int end[k_matvec_max_outputs];
+  int count;
+  std::size_t q_row, s_row;
+  int units, k, n;
+  const float* x;
+  const std::int8_t* xq;
+  const float2* xds;
+};
+
 /// y[b * rows + row] for b < n: warp `row` walks its row's units, `unroll` at a time per lane.
 /// NB is the compile-time bound on n (1, or k_matvec_max_batch with n read at run time).
 template <class W, int NB>
-__global__ void __launch_bounds__(k_warps * 32)
-    matvec_kernel(const std::uint8_t* __restrict__ q, std::size_t q_row, const std::uint8_t* __restrict__ s, std::size_t s_row,
-                  int rows, int units, const float* __restrict__ x, const std::int8_t* __restrict__ xq,
-                  const float2* __restrict__ xds, int k, int n, float* __restrict__ y) {
+__global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
   const int row = blockIdx.x * k_warps + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  if (row >= rows) return;
-  const std::uint8_t* qr = q + static_cast<std::size_t>(row) * q_row;
-  const std::uint8_t* sr = s + static_cast<std::size_t>(row) * s_row;
+  if (row >= a.end[a.count - 1]) return;
+  // The matrix this row is in (compile-time indices only: the arguments stay in constant memory).
+  const std::uint8_t* q = a.q[0];
+  const std::uint8_t* s = a.s[0];
+  float* y = a.y[0];
+  int first = 0, rows = a.end[0];
+#pragma unroll
+  for (int i = 1; i < k_matvec_max_outputs; ++i) {
+    if (i < a.count && row >= a.end[i - 1]) {
+      q = a.q[i], s = a.s[i], y = a.y[i];
+      first = a.end[i - 1], rows = a.end[i] - a.end[i - 1];
+    }
+  }
+  const std::uint8_t* qr = q + static_cast<std::size_t>(row - first) * a.q_row;
+  const std::uint8_t* sr = s + static_cast<std::size_t>(row - first) * a.s_row;
   float acc[NB];
 #pragma unroll
   for (int b = 0; b < NB; ++b) acc[b] = 0.0f;
   constexpr int U = W::unroll;
+  const int units = a.units, k = a.k;
   for (int u0 = lane; u0 < units; u0 += 32 * U) {
     typename W::regs r[U];
 #pragma unroll
@@ -257,9 +282,9 @@ __global__ void __launch_bounds__(k_warps * 32)
       if (u >= units) break;
 #pragma unroll
       for (int b = 0; b < NB; ++b) {
-        if (NB > 1 && b >= n) break;
-        if constexpr (W::float_x) acc[b] += W::dot(r[i], u, x + static_cast<std::size_t>(b) * k);
-        else acc[b] += W::dot(r[i], u, xq + static_cast<std::size_t>(b) * k, xds + static_cast<std::size_t>(b) * (k / 32));
+        if (NB > 1 && b >= a.n) break;
+        if constexpr (W::float_x) acc[b] += W::dot(r[i], u, a.x + static_cast<std::size_t>(b) * k);
+        else acc[b] += W::dot(r[i], u, a.xq + static_cast<std::size_t>(b) * k, a.xds + static_cast<std::size_t>(b) * (k / 32));
       }
     }
   }
@@ -271,23 +296,16 @@ __global__ void __launch_bounds__(k_warps * 32)
   if (lane == 0) {
 #pragma unroll
     for (int b = 0; b < NB; ++b)
-      if (NB == 1 || b < n) y[static_cast<std::size_t>(b) * rows + row] = acc[b];
+      if (NB == 1 || b < a.n) y[static_cast<std::size_t>(b) * rows + row - first] = acc[b];
   }
 }
 
 template <class W>
-void launch(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {
-  const int units = static_cast<int>(w.k / W::values);
-  const dim3 grid(static_cast<unsigned>((w.rows + k_warps - 1) / k_warps)), block(k_warps * 32);
-  const auto* q = w.q.as<const std::uint8_t>();
-  const auto* s = w.s.as<const std::uint8_t>();
-  const std::int8_t* aq = xq ? xq->q.as<const std::int8_t>() : nullptr;
-  const float2* ads = xq ? xq->ds.as<const float2>() : nullptr;
-  const int rows = static_cast<int>(w.rows), k = static_cast<int>(w.k);
-  if (n == 1)
-    matvec_kernel<W, 1><<<grid, block, 0, stream>>>(q, w.q_row_bytes, s, w.s_row_bytes, rows, units, x, aq, ads, k, n, y);
-  else
-    matvec_kernel<W, k_matvec_max_batch><<<grid, block, 0, stream>>>(q, w.q_row_bytes, s, w.s_row_bytes, rows, units, x, aq, ads, k, n, y);
+void launch(mv_args a, cudaStream_t stream) {
+  a.units = a.k / W::values;
+  const dim3 grid(static_cast<unsigned>((a.end[a.count - 1] + k_warps - 1) / k_warps)), block(k_warps * 32);
+  if (a.n == 1) matvec_kernel<W, 1><<<grid, block, 0, stream>>>(a);
+  else matvec_kernel<W, k_matvec_max_batch><<<grid, block, 0, stream>>>(a);
   check_launch("matvec");
 }
 
@@ -319,22 +337,50 @@ void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream) {
   check_launch("quantize_act");
 }
 
-void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {
+void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream) {
+  if (count < 1 || count > k_matvec_max_outputs)
+    throw std::invalid_argument("matvec_many: 1 to k_matvec_max_outputs products");
   if (n < 1 || n > k_matvec_max_batch) throw std::invalid_argument("matvec: 1 to k_matvec_max_batch activation rows");
-  const bool float_x = w.type == dtype::f16 || w.type == dtype::bf16;
-  if (float_x ? x == nullptr : (xq == nullptr || xq->k != w.k || xq->max_rows < n))
+  const device_matrix& w0 = *outs[0].w;
+  const bool float_x = w0.type == dtype::f16 || w0.type == dtype::bf16;
+  if (float_x ? x == nullptr : (xq == nullptr || xq->k != w0.k || xq->max_rows < n))
     throw std::invalid_argument("matvec: activations missing or of another length");
-  switch (w.type) {
-    case dtype::f16: return launch<f16_w>(w, x, xq, n, y, stream);
-    case dtype::bf16: return launch<bf16_w>(w, x, xq, n, y, stream);
-    case dtype::q8_0: return launch<q8_0_w>(w, x, xq, n, y, stream);
-    case dtype::q4_0: return launch<q4_0_w>(w, x, xq, n, y, stream);
-    case dtype::q4_1: return launch<q4_1_w>(w, x, xq, n, y, stream);
-    case dtype::q4_k: return launch<k45_w<false>>(w, x, xq, n, y, stream);
-    case dtype::q5_k: return launch<k45_w<true>>(w, x, xq, n, y, stream);
-    case dtype::q6_k: return launch<q6_k_w>(w, x, xq, n, y, stream);
+  mv_args a{};
+  a.count = count;
+  a.q_row = w0.q_row_bytes;
+  a.s_row = w0.s_row_bytes;
+  a.k = static_cast<int>(w0.k);
+  a.n = n;
+  a.x = x;
+  a.xq = xq ? xq->q.as<const std::int8_t>() : nullptr;
+  a.xds = xq ? xq->ds.as<const float2>() : nullptr;
+  long long end = 0;
+  for (int i = 0; i < a.count; ++i) {
+    const device_matrix& w = *outs[i].w;
+    if (w.type != w0.type || w.k != w0.k) throw std::invalid_argument("matvec_many: the matrices differ in type or k");
+    a.q[i] = w.q.as<const std::uint8_t>();
+    a.s[i] = w.s.as<const std::uint8_t>();
+    a.y[i] = outs[i].y;
+    end += w.rows;
+    if (end > (1LL << 30)) throw std::invalid_argument("matvec_many: too many rows");
+    a.end[i] = static_cast<int>(end);
+  }
+  switch (w0.type) {
+    case dtype::f16: return launch<f16_w>(a, stream);
+    case dtype::bf16: return launch<bf16_w>(a, stream);
+    case dtype::q8_0: return launch<q8_0_w>(a, stream);
+    case dtype::q4_0: return launch<q4_0_w>(a, stream);
+    case dtype::q4_1: return launch<q4_1_w>(a, stream);
+    case dtype::q4_k: return launch<k45_w<false>>(a, stream);
+    case dtype::q5_k: return launch<k45_w<true>>(a, stream);
+    case dtype::q6_k: return launch<q6_k_w>(a, stream);
     default: throw std::invalid_argument("matvec: unsupported weight type");
   }
+}
+
+void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {
+  const matvec_out one{&w, y};
+  matvec_many(&one, 1, x, xq, n, stream);
 }
 
 }  // namespace strata::kernels::cuda

@@ -26,6 +26,8 @@ namespace strata::kernels::cuda {
 
 /// Most activation rows one matvec takes (decode of a small batch).
 constexpr int k_matvec_max_batch = 8;
+/// Most products one matvec_many launch takes.
+constexpr int k_matvec_max_outputs = 4;
 
 /// A weight matrix on the device: `rows` rows of `k` values of type `type` (layout above).
 struct device_matrix {
@@ -63,5 +65,16 @@ void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream);
 /// read x (f32, device, n x k); the quantized ones read xq, which quantize_act made from that x
 /// (x may then be null). y is f32 on the device.
 void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream);
+
+/// One product of matvec_many: y = W x, laid out as matvec's.
+struct matvec_out {
+  const device_matrix* w = nullptr;
+  float* y = nullptr;
+};
+/// matvec for up to k_matvec_max_outputs matrices of one type and k against the same x (a
+/// layer's q, k and v; its gate and up) in one launch: the small ones no longer pay a launch and
+/// a memory latency each. Each y gets exactly what matvec would give it.
+/// (A pointer and a count rather than a span: the .cu files compile as C++17.)
+void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream);
 
 }  // namespace strata::kernels::cuda
