@@ -6,6 +6,7 @@
 //   strata_cuda_bench [out.json]
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/matvec.hpp"
 #include "kernels/quants.hpp"
 
@@ -204,6 +206,32 @@ std::string fused_case(cudaStream_t stream, dtype t, bool gate_up, bool fused, s
   return buf;
 }
 
+/// The prefill GEMM: m activation rows against one matrix, TFLOP/s (2 m rows k operations).
+std::string gemm_case(cudaStream_t stream, dtype t, std::int64_t rows, std::int64_t k, int m, std::mt19937& rng) {
+  constexpr std::int64_t tile = 64;
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> f(static_cast<std::size_t>(tile * k));
+  for (auto& x : f) x = d(rng);
+  const std::size_t rb = row_bytes(t, k);
+  std::vector<std::byte> w(rb * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, w.data() + r * rb, k);
+  for (std::int64_t r = tile; r < rows; ++r) std::copy_n(w.data() + (r % tile) * rb, rb, w.data() + r * rb);
+  const device_matrix dm = upload_matrix(t, w.data(), rows, k, stream);
+  std::vector<float> x(static_cast<std::size_t>(m * k));
+  for (auto& v : x) v = d(rng);
+  device_buffer xd(x.size() * 4), x16(x.size() * 2), yd(static_cast<std::size_t>(m * rows) * 4);
+  xd.upload(x.data(), xd.bytes(), stream);
+  to_f16(xd.as<float>(), x16.data(), static_cast<std::int64_t>(x.size()), stream);
+  const double s = time_graph(stream, 10, [&](int) { gemm(dm, x16.data(), m, yd.as<float>(), stream); });
+  const double tflops = 2.0 * m * static_cast<double>(rows) * static_cast<double>(k) / s / 1e12;
+  std::printf("gemm    %-5s %6lld x %-6lld m=%d  %8.2f us  %7.1f TFLOP/s\n", dtype_name(t), static_cast<long long>(rows),
+              static_cast<long long>(k), m, s * 1e6, tflops);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "{\"type\":\"%s\",\"rows\":%lld,\"k\":%lld,\"m\":%d,\"us\":%.3f,\"tflops\":%.2f}", dtype_name(t),
+                static_cast<long long>(rows), static_cast<long long>(k), m, s * 1e6, tflops);
+  return buf;
+}
+
 /// A device-to-device copy of 1 GiB: the bandwidth the card reaches at all (read + written bytes).
 double copy_bandwidth(cudaStream_t stream) {
   const std::size_t n = 1u << 30;
@@ -240,13 +268,17 @@ int main(int argc, char** argv) {
     for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_k, dtype::q6_k})
       for (bool gate_up : {false, true})
         for (bool fused : {false, true}) fu += (fu.empty() ? "" : ",\n    ") + fused_case(stream, t, gate_up, fused, rng);
+    std::string ge;
+    for (dtype t : {dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_k, dtype::q6_k})
+      for (const auto& sh : {std::array<std::int64_t, 2>{4096, 4096}, std::array<std::int64_t, 2>{14336, 4096}})
+        ge += (ge.empty() ? "" : ",\n    ") + gemm_case(stream, t, sh[0], sh[1], 512, rng);
     // Each context with the split chosen (0), then with a few forced ones to compare.
     const int cases[][3] = {{1024, 1, 0}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
                             {16384, 1, 0}, {16384, 1, 16}, {16384, 1, 50}, {16384, 1, 64}};
     for (const auto& c : cases) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);
     std::string json = "{\n  \"device\": \"" + std::string(prop.name) + "\",\n  \"multiprocessors\": " +
                        std::to_string(prop.multiProcessorCount) + ",\n  \"copy_gb_per_s\": " + std::to_string(copy) +
-                       ",\n  \"matvec\": [\n    " + mv + "\n  ],\n  \"matvec_sets\": [\n    " + fu + "\n  ],\n  \"attention\": [\n    " + at + "\n  ]\n}\n";
+                       ",\n  \"matvec\": [\n    " + mv + "\n  ],\n  \"matvec_sets\": [\n    " + fu + "\n  ],\n  \"gemm\": [\n    " + ge + "\n  ],\n  \"attention\": [\n    " + at + "\n  ]\n}\n";
     if (argc > 1) {
       FILE* f = std::fopen(argv[1], "w");
       if (!f) throw std::runtime_error(std::string("cannot write ") + argv[1]);

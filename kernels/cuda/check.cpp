@@ -13,6 +13,8 @@
 //  - rms_norm, swiglu: one f32 operation chain per value (the CPU sums squares in double): 1e-5, 1e-6.
 //  - rope: the same angles (the inverse frequencies are computed on the host as the CPU does),
 //    sincosf within 2 ulp: 1e-5 absolute on values in [-1, 1].
+//  - gemm: activations and dequantized weights rounded to f16 (2^-11 relative each), products
+//    summed in f32 on the tensor cores: 2e-3 relative against the exact product.
 //  - attention (check_attention.cpp): f32 with exp by ex2.approx: 1e-4 relative.
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 
 #include "kernels/compute_pool.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/matvec.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/matmul.hpp"
@@ -128,6 +131,25 @@ void check_matvec_many(verdicts& v, std::mt19937& rng, dtype t) {
   v.expect(same, std::string("matvec_many ") + dtype_name(t) + " of 37, 5 and 130 rows equals three matvecs");
 }
 
+void check_gemm(verdicts& v, std::mt19937& rng, dtype t, int m, std::int64_t rows, std::int64_t k) {
+  const auto wf = uniform(rng, static_cast<std::size_t>(rows * k));
+  const auto x = uniform(rng, static_cast<std::size_t>(m * k));
+  std::vector<std::byte> w(row_bytes(t, k) * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * k, w.data() + r * row_bytes(t, k), k);
+  const device_matrix dm = upload_matrix(t, w.data(), rows, k, nullptr);
+  const device_buffer xd = to_device(x), x16(x.size() * 2), yd = poisoned(static_cast<std::size_t>(m * rows));
+  to_f16(xd.as<float>(), x16.data(), static_cast<std::int64_t>(x.size()), nullptr);
+  gemm(dm, x16.data(), m, yd.as<float>(), nullptr);
+  const auto y = to_host(yd, static_cast<std::size_t>(m * rows));
+  std::vector<float> ref(y.size());
+  matmul_reference(t, w.data(), rows, k, x.data(), m, ref.data());
+  const double err = rel_l2(y.data(), ref.data(), y.size());
+  char what[160];
+  std::snprintf(what, sizeof what, "gemm %s m=%d %lldx%lld: error %.3g", dtype_name(t), m, static_cast<long long>(rows),
+                static_cast<long long>(k), err);
+  v.expect(err <= 2e-3, what);
+}
+
 void check_rms_norm(verdicts& v, std::mt19937& rng) {
   for (int dim : {896, 4096}) {
     const int n = 5;
@@ -217,6 +239,8 @@ int main() {
       check_matvec(v, rng, pool, t, 37, 768);
       check_matvec(v, rng, pool, t, 130, 4096);
       check_matvec_many(v, rng, t);
+      check_gemm(v, rng, t, 77, 130, 512);
+      check_gemm(v, rng, t, 130, 64, 4096);
     }
     check_rms_norm(v, rng);
     check_rope(v, rng);
