@@ -1,7 +1,8 @@
-// The prefill GEMM (gemm.hpp). A block of 128 threads computes a 64 x 64 tile of Y (64 activation
-// rows by 64 weight rows), stepping through k 32 values at a time: the activations' tile is
-// copied and the weights' tile dequantized (16 values per thread) into shared memory as f16, then
-// each warp multiplies its 32 x 32 part with eight m16n8k16 mma.sync per 16 values of k.
+// The prefill GEMM (gemm.hpp). A block of 128 threads computes a 128 x 64 tile of Y (128
+// activation rows by 64 weight rows), stepping through k 32 values at a time: the activations'
+// tile is copied and the weights' tile dequantized (16 values per thread) into shared memory as
+// f16, then each warp multiplies its 64 x 32 part with sixteen m16n8k16 mma.sync per 16 values
+// of k. Each dequantized weight serves 128 activation rows.
 
 #include <cuda_fp16.h>
 
@@ -12,7 +13,7 @@
 namespace strata::kernels::cuda {
 namespace {
 
-constexpr int k_bm = 64, k_bn = 64, k_bk = 32, k_pad = 8;  // pad: rows 80 bytes apart, off the banks' period
+constexpr int k_bm = 128, k_bn = 64, k_bk = 32, k_pad = 8;  // pad: rows 80 bytes apart, off the banks' period
 
 __device__ __forceinline__ float h2f(const std::uint8_t* p) { return __half2float(*reinterpret_cast<const __half*>(p)); }
 
@@ -88,27 +89,28 @@ __device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsi
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+template <dtype t>
 __global__ void __launch_bounds__(128)
-    gemm_kernel(dtype t, const std::uint8_t* __restrict__ q, std::size_t q_row, const std::uint8_t* __restrict__ s,
+    gemm_kernel(const std::uint8_t* __restrict__ q, std::size_t q_row, const std::uint8_t* __restrict__ s,
                 std::size_t s_row, int rows, int k, const __half* __restrict__ x, int m, float* __restrict__ y) {
   __shared__ __align__(16) __half as[k_bm][k_bk + k_pad];
   __shared__ __align__(16) __half bs[k_bn][k_bk + k_pad];
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int m0 = static_cast<int>(blockIdx.y) * k_bm, n0 = static_cast<int>(blockIdx.x) * k_bn;
-  const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;  // this warp's 32 x 32 of the tile
+  const int wm = (warp / 2) * 64, wn = (warp % 2) * 32;  // this warp's 64 x 32 of the tile
   const int g = lane / 4, tg = lane % 4;
-  float c[2][4][4] = {};
-  // The 16 values each thread stages: activation row / weight row tid / 2, half tid % 2 of the 32.
+  float c[4][4][4] = {};
+  // What each thread stages: activation row tid (32 values); weight row tid / 2, half tid % 2.
   const int sr = tid / 2, sj = (tid % 2) * 16;
-  const bool a_live = m0 + sr < m, b_live = n0 + sr < rows;
-  const __half* xa = x + static_cast<std::size_t>(a_live ? m0 + sr : 0) * k;
+  const bool a_live = m0 + tid < m, b_live = n0 + sr < rows;
+  const __half* xa = x + static_cast<std::size_t>(a_live ? m0 + tid : 0) * k;
   const std::uint8_t* qb = q + static_cast<std::size_t>(b_live ? n0 + sr : 0) * q_row;
   const std::uint8_t* sb = s + static_cast<std::size_t>(b_live ? n0 + sr : 0) * s_row;
   for (int k0 = 0; k0 < k; k0 += k_bk) {
     const uint4 z = make_uint4(0, 0, 0, 0);
-    const uint4* src = reinterpret_cast<const uint4*>(xa + k0 + sj);
-    *reinterpret_cast<uint4*>(&as[sr][sj]) = a_live ? src[0] : z;
-    *reinterpret_cast<uint4*>(&as[sr][sj + 8]) = a_live ? src[1] : z;
+    const uint4* src = reinterpret_cast<const uint4*>(xa + k0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(&as[tid][8 * i]) = a_live ? src[i] : z;
     float v[16];
     if (b_live) dequant16(t, qb, sb, k0 + sj, v);
     for (int i = 0; i < 16; i += 2)
@@ -116,9 +118,9 @@ __global__ void __launch_bounds__(128)
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < k_bk; kk += 16) {
-      unsigned a[2][4], b[4][2];
+      unsigned a[4][4], b[4][2];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 4; ++i) {
         const int r = wm + 16 * i + g;
         a[i][0] = *reinterpret_cast<const unsigned*>(&as[r][kk + 2 * tg]);
         a[i][1] = *reinterpret_cast<const unsigned*>(&as[r + 8][kk + 2 * tg]);
@@ -132,7 +134,7 @@ __global__ void __launch_bounds__(128)
         b[j][1] = *reinterpret_cast<const unsigned*>(&bs[n][kk + 2 * tg + 8]);
       }
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
+      for (int i = 0; i < 4; ++i) {
 #pragma unroll
         for (int j = 0; j < 4; ++j) mma16816(c[i][j], a[i], b[j]);
       }
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(128)
     __syncthreads();
   }
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
@@ -169,9 +171,24 @@ void gemm(const device_matrix& w, const void* x16, int m, float* y, cudaStream_t
   if (m <= 0) return;
   if (w.k % k_bk != 0) throw std::invalid_argument("gemm: k must be a multiple of 32");
   const dim3 grid(static_cast<unsigned>((w.rows + k_bn - 1) / k_bn), static_cast<unsigned>((m + k_bm - 1) / k_bm));
-  gemm_kernel<<<grid, 128, 0, stream>>>(w.type, w.q.as<const std::uint8_t>(), w.q_row_bytes, w.s.as<const std::uint8_t>(),
-                                        w.s_row_bytes, static_cast<int>(w.rows), static_cast<int>(w.k),
-                                        static_cast<const __half*>(x16), m, y);
+  const auto* q = w.q.as<const std::uint8_t>();
+  const auto* s = w.s.as<const std::uint8_t>();
+  const auto* x = static_cast<const __half*>(x16);
+  const int rows = static_cast<int>(w.rows), k = static_cast<int>(w.k);
+  switch (w.type) {
+#define STRATA_GEMM_CASE(T) \
+  case T: gemm_kernel<T><<<grid, 128, 0, stream>>>(q, w.q_row_bytes, s, w.s_row_bytes, rows, k, x, m, y); break;
+    STRATA_GEMM_CASE(dtype::f16)
+    STRATA_GEMM_CASE(dtype::bf16)
+    STRATA_GEMM_CASE(dtype::q8_0)
+    STRATA_GEMM_CASE(dtype::q4_0)
+    STRATA_GEMM_CASE(dtype::q4_1)
+    STRATA_GEMM_CASE(dtype::q4_k)
+    STRATA_GEMM_CASE(dtype::q5_k)
+    STRATA_GEMM_CASE(dtype::q6_k)
+#undef STRATA_GEMM_CASE
+    default: throw std::invalid_argument("gemm: unsupported weight type");
+  }
   check_launch("gemm");
 }
 
