@@ -55,16 +55,23 @@ double time_graph(cudaStream_t stream, int calls, const std::function<void(int)>
   return ms[ms.size() / 2] / 1e3 / calls;
 }
 
-std::string matvec_case(cudaStream_t stream, dtype t, std::int64_t rows, std::int64_t k, int n, std::mt19937& rng) {
-  // 64 random rows quantized once, tiled over the matrix (the bytes are what is timed).
+/// `rows` GGUF rows of type t: 64 random rows quantized once, tiled over the matrix (the bytes
+/// are what is timed, and quantizing every row would take the bench longer than its runs).
+std::vector<std::byte> tiled_matrix(dtype t, std::int64_t rows, std::int64_t k, std::mt19937& rng) {
   constexpr std::int64_t tile = 64;
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<float> f(static_cast<std::size_t>(tile * k));
   for (auto& x : f) x = d(rng);
   const std::size_t rb = row_bytes(t, k);
   std::vector<std::byte> w(rb * static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, w.data() + r * rb, k);
+  for (std::int64_t r = 0; r < std::min(tile, rows); ++r) quantize_row(t, f.data() + r * k, w.data() + r * rb, k);
   for (std::int64_t r = tile; r < rows; ++r) std::copy_n(w.data() + (r % tile) * rb, rb, w.data() + r * rb);
+  return w;
+}
+
+std::string matvec_case(cudaStream_t stream, dtype t, std::int64_t rows, std::int64_t k, int n, std::mt19937& rng) {
+  const std::vector<std::byte> w = tiled_matrix(t, rows, k, rng);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<device_matrix> copies;
   copies.push_back(upload_matrix(t, w.data(), rows, k, stream));
   const std::size_t bytes = copies[0].bytes();
@@ -158,23 +165,18 @@ std::string attention_case(cudaStream_t stream, int context, int n_seq, int spli
 /// as one matvec_many launch or as one matvec each.
 std::string fused_case(cudaStream_t stream, dtype t, bool gate_up, bool fused, std::mt19937& rng) {
   const std::vector<std::int64_t> rows = gate_up ? std::vector<std::int64_t>{14336, 14336} : std::vector<std::int64_t>{4096, 1024, 1024};
-  constexpr std::int64_t k = 4096, tile = 64;
+  constexpr std::int64_t k = 4096;
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> f(static_cast<std::size_t>(tile * k));
-  for (auto& x : f) x = d(rng);
-  const std::size_t rb = row_bytes(t, k);
-  std::vector<std::byte> tile_rows(rb * tile);
-  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, tile_rows.data() + r * rb, k);
+  std::vector<std::vector<std::byte>> host;
+  for (std::int64_t r : rows) host.push_back(tiled_matrix(t, r, k, rng));
   // Sets of matrices, enough of them to overflow the L2 cache.
   std::vector<std::vector<device_matrix>> sets;
   std::size_t bytes = 0;
   while (sets.size() * bytes < k_rotate_bytes) {
     sets.emplace_back();
     bytes = 0;
-    for (std::int64_t r : rows) {
-      std::vector<std::byte> w(rb * static_cast<std::size_t>(r));
-      for (std::int64_t i = 0; i < r; ++i) std::copy_n(tile_rows.data() + (i % tile) * rb, rb, w.data() + i * rb);
-      sets.back().push_back(upload_matrix(t, w.data(), r, k, stream));
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      sets.back().push_back(upload_matrix(t, host[i].data(), rows[i], k, stream));
       bytes += sets.back().back().bytes();
     }
   }
@@ -208,14 +210,8 @@ std::string fused_case(cudaStream_t stream, dtype t, bool gate_up, bool fused, s
 
 /// The prefill GEMM: m activation rows against one matrix, TFLOP/s (2 m rows k operations).
 std::string gemm_case(cudaStream_t stream, dtype t, std::int64_t rows, std::int64_t k, int m, std::mt19937& rng) {
-  constexpr std::int64_t tile = 64;
+  const std::vector<std::byte> w = tiled_matrix(t, rows, k, rng);
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> f(static_cast<std::size_t>(tile * k));
-  for (auto& x : f) x = d(rng);
-  const std::size_t rb = row_bytes(t, k);
-  std::vector<std::byte> w(rb * static_cast<std::size_t>(rows));
-  for (std::int64_t r = 0; r < tile; ++r) quantize_row(t, f.data() + r * k, w.data() + r * rb, k);
-  for (std::int64_t r = tile; r < rows; ++r) std::copy_n(w.data() + (r % tile) * rb, rb, w.data() + r * rb);
   const device_matrix dm = upload_matrix(t, w.data(), rows, k, stream);
   std::vector<float> x(static_cast<std::size_t>(m * k));
   for (auto& v : x) v = d(rng);
