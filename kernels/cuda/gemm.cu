@@ -2,7 +2,9 @@
 // activation rows by 64 weight rows), stepping through k 32 values at a time: the activations'
 // tile is copied and the weights' tile dequantized (16 values per thread) into shared memory as
 // f16, then each warp multiplies its 64 x 32 part with sixteen m16n8k16 mma.sync per 16 values
-// of k. Each dequantized weight serves 128 activation rows.
+// of k. Each dequantized weight serves 128 activation rows. The next step's tiles are read and
+// dequantized into registers while the tensor cores work on this one, then stored to the other
+// of two shared-memory stages.
 
 #include <cuda_fp16.h>
 
@@ -93,45 +95,62 @@ template <dtype t>
 __global__ void __launch_bounds__(128)
     gemm_kernel(const std::uint8_t* __restrict__ q, std::size_t q_row, const std::uint8_t* __restrict__ s,
                 std::size_t s_row, int rows, int k, const __half* __restrict__ x, int m, float* __restrict__ y) {
-  __shared__ __align__(16) __half as[k_bm][k_bk + k_pad];
-  __shared__ __align__(16) __half bs[k_bn][k_bk + k_pad];
+  // Two stages: the tensor cores read one while the next step's tiles go to the other.
+  __shared__ __align__(16) __half as[2][k_bm][k_bk + k_pad];
+  __shared__ __align__(16) __half bs[2][k_bn][k_bk + k_pad];
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int m0 = static_cast<int>(blockIdx.y) * k_bm, n0 = static_cast<int>(blockIdx.x) * k_bn;
   const int wm = (warp / 2) * 64, wn = (warp % 2) * 32;  // this warp's 64 x 32 of the tile
   const int g = lane / 4, tg = lane % 4;
   float c[4][4][4] = {};
   // What each thread stages: activation row tid (32 values); weight row tid / 2, half tid % 2.
+  // Rows past the end read row 0 (no branch between the loads and the multiplies that should
+  // hide them) and stage zeros.
   const int sr = tid / 2, sj = (tid % 2) * 16;
   const bool a_live = m0 + tid < m, b_live = n0 + sr < rows;
   const __half* xa = x + static_cast<std::size_t>(a_live ? m0 + tid : 0) * k;
   const std::uint8_t* qb = q + static_cast<std::size_t>(b_live ? n0 + sr : 0) * q_row;
   const std::uint8_t* sb = s + static_cast<std::size_t>(b_live ? n0 + sr : 0) * s_row;
-  for (int k0 = 0; k0 < k; k0 += k_bk) {
-    const uint4 z = make_uint4(0, 0, 0, 0);
+  uint4 ra[4];
+  __half2 rb[8];
+  auto fetch = [&](int k0) {
     const uint4* src = reinterpret_cast<const uint4*>(xa + k0);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(&as[tid][8 * i]) = a_live ? src[i] : z;
+    for (int i = 0; i < 4; ++i) ra[i] = src[i];
     float v[16];
-    if (b_live) dequant16(t, qb, sb, k0 + sj, v);
-    for (int i = 0; i < 16; i += 2)
-      *reinterpret_cast<__half2*>(&bs[sr][sj + i]) = b_live ? __floats2half2_rn(v[i], v[i + 1]) : __floats2half2_rn(0.0f, 0.0f);
-    __syncthreads();
+    dequant16(t, qb, sb, k0 + sj, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) rb[i] = __floats2half2_rn(v[2 * i], v[2 * i + 1]);
+  };
+  auto stage = [&](int buf) {
+    const uint4 z = make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) *reinterpret_cast<uint4*>(&as[buf][tid][8 * i]) = a_live ? ra[i] : z;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) *reinterpret_cast<__half2*>(&bs[buf][sr][sj + 2 * i]) = b_live ? rb[i] : __floats2half2_rn(0.0f, 0.0f);
+  };
+  fetch(0);
+  stage(0);
+  __syncthreads();
+  for (int k0 = 0, buf = 0; k0 < k; k0 += k_bk, buf ^= 1) {
+    const bool more = k0 + k_bk < k;
+    fetch(more ? k0 + k_bk : k0);  // the last step fetches again what it has: no branch
 #pragma unroll
     for (int kk = 0; kk < k_bk; kk += 16) {
       unsigned a[4][4], b[4][2];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int r = wm + 16 * i + g;
-        a[i][0] = *reinterpret_cast<const unsigned*>(&as[r][kk + 2 * tg]);
-        a[i][1] = *reinterpret_cast<const unsigned*>(&as[r + 8][kk + 2 * tg]);
-        a[i][2] = *reinterpret_cast<const unsigned*>(&as[r][kk + 2 * tg + 8]);
-        a[i][3] = *reinterpret_cast<const unsigned*>(&as[r + 8][kk + 2 * tg + 8]);
+        a[i][0] = *reinterpret_cast<const unsigned*>(&as[buf][r][kk + 2 * tg]);
+        a[i][1] = *reinterpret_cast<const unsigned*>(&as[buf][r + 8][kk + 2 * tg]);
+        a[i][2] = *reinterpret_cast<const unsigned*>(&as[buf][r][kk + 2 * tg + 8]);
+        a[i][3] = *reinterpret_cast<const unsigned*>(&as[buf][r + 8][kk + 2 * tg + 8]);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int n = wn + 8 * j + g;
-        b[j][0] = *reinterpret_cast<const unsigned*>(&bs[n][kk + 2 * tg]);
-        b[j][1] = *reinterpret_cast<const unsigned*>(&bs[n][kk + 2 * tg + 8]);
+        b[j][0] = *reinterpret_cast<const unsigned*>(&bs[buf][n][kk + 2 * tg]);
+        b[j][1] = *reinterpret_cast<const unsigned*>(&bs[buf][n][kk + 2 * tg + 8]);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -139,6 +158,7 @@ __global__ void __launch_bounds__(128)
         for (int j = 0; j < 4; ++j) mma16816(c[i][j], a[i], b[j]);
       }
     }
+    if (more) stage(buf ^ 1);
     __syncthreads();
   }
 #pragma unroll
