@@ -17,7 +17,7 @@ namespace {
 
 constexpr int k_threads = 128;
 constexpr int k_heads_per_block = 8;
-constexpr int k_unroll = 4;  // positions in flight per stream
+constexpr int k_unroll = 2;  // positions in flight per stream (fewer registers, more blocks per SM)
 
 struct launch_shape {
   int group = 1;   // query heads per kv head
@@ -225,12 +225,14 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   launch_shape ls;
   ls.group = r.n_head / kv.n_head_kv;
   ls.chunks = (ls.group + k_heads_per_block - 1) / k_heads_per_block;
-  // Split the rows until there are two blocks per multiprocessor, each part at least
-  // k_attention_min_split positions long. On the H100 this beat one full wave of resident blocks
-  // (three per multiprocessor) and fewer parts; bench/gpu.sh times forced choices beside it.
-  kernel_for(kv.head_dim, ls.group);  // refuses an unsupported head size
+  // Split the rows into as many parts as fit on the device at once (the blocks resident per
+  // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
+  // part at least k_attention_min_split positions long.
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_for(kv.head_dim, ls.group), k_threads, 0),
+        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   const long long blocks = static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks;
-  const long long want = (2LL * multiprocessors() + blocks - 1) / blocks;
+  const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessors() / blocks;
   const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
   const long long asked = r.splits > 0 ? r.splits : want;
   ls.splits = static_cast<int>(std::max(1LL, std::min({asked, most, static_cast<long long>(k_attention_max_splits)})));
