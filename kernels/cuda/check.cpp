@@ -168,6 +168,32 @@ void check_rms_norm(verdicts& v, std::mt19937& rng) {
   }
 }
 
+/// rms_norm_quantize gives what rms_norm then quantize_act give, bit for bit; add adds.
+void check_fused_ops(verdicts& v, std::mt19937& rng) {
+  const int n = 3, dim = 896;
+  const auto x = uniform(rng, static_cast<std::size_t>(n * dim), -3.0f, 3.0f);
+  const auto w = uniform(rng, static_cast<std::size_t>(dim));
+  const device_buffer xd = to_device(x), wd = to_device(w), y1 = poisoned(x.size()), y2 = poisoned(x.size());
+  act_q8 a = make_act_q8(dim, n), b = make_act_q8(dim, n);
+  rms_norm(xd.as<float>(), wd.as<float>(), y1.as<float>(), n, dim, 1e-6f, nullptr);
+  quantize_act(y1.as<float>(), n, a, nullptr);
+  rms_norm_quantize(xd.as<float>(), wd.as<float>(), y2.as<float>(), n, dim, 1e-6f, b, nullptr);
+  check(cudaDeviceSynchronize(), "rms_norm_quantize");
+  auto bytes = [](const device_buffer& d) {
+    std::vector<std::byte> h(d.bytes());
+    d.download(h.data(), h.size(), nullptr);
+    return h;
+  };
+  v.expect(bytes(y1) == bytes(y2) && bytes(a.q) == bytes(b.q) && bytes(a.ds) == bytes(b.ds),
+           "rms_norm_quantize equals rms_norm then quantize_act, bit for bit");
+  const device_buffer sum = poisoned(x.size());
+  add(xd.as<float>(), y1.as<float>(), sum.as<float>(), static_cast<std::int64_t>(x.size()), nullptr);
+  const auto got = to_host(sum, x.size()), y = to_host(y1, x.size());
+  std::vector<float> ref(x.size());
+  kernels::add(ref.data(), x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  v.expect(got == ref, "add equals the CPU's add");
+}
+
 void check_rope(verdicts& v, std::mt19937& rng) {
   const int n_tok = 7, n_heads = 8, hd = 128;
   std::uniform_int_distribution<int> pos_d(0, 32767);
@@ -243,6 +269,7 @@ int main() {
       check_gemm(v, rng, t, 130, 64, 4096);
     }
     check_rms_norm(v, rng);
+    check_fused_ops(v, rng);
     check_rope(v, rng);
     check_swiglu(v, rng);
     check_attention(v, rng);

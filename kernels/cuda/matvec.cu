@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/matvec.hpp"
+#include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
@@ -312,18 +313,7 @@ void launch(mv_args a, cudaStream_t stream) {
 __global__ void quantize_act_kernel(const float* __restrict__ x, int blocks, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   if (blk >= blocks) return;
-  const float v = x[static_cast<std::size_t>(blk) * 32 + lane];
-  float amax = fabsf(v);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
-  const int l = max(-127, min(127, __float2int_rn(v * inv)));
-  q[static_cast<std::size_t>(blk) * 32 + lane] = static_cast<std::int8_t>(l);
-  int sum = l;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
-  const float d = amax / 127.0f;
-  if (lane == 0) ds[blk] = make_float2(d, d * static_cast<float>(sum));
+  quantize_block(x[static_cast<std::size_t>(blk) * 32 + lane], lane, q + static_cast<std::size_t>(blk) * 32, ds + blk);
 }
 
 }  // namespace

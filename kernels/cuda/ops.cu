@@ -1,19 +1,19 @@
 // RMSNorm, RoPE and SwiGLU kernels (ops.hpp).
 
 #include <cmath>
+#include <stdexcept>
 
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
 
 constexpr int k_norm_threads = 256;
 
-__global__ void __launch_bounds__(k_norm_threads)
-    rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps) {
-  const float* xr = x + static_cast<std::size_t>(blockIdx.x) * dim;
-  float* yr = y + static_cast<std::size_t>(blockIdx.x) * dim;
+/// 1 / rms of one row of dim values, the same in every thread of the block.
+__device__ float inv_rms(const float* xr, int dim, float eps) {
   float ss = 0.0f;
   for (int i = static_cast<int>(threadIdx.x); i < dim; i += k_norm_threads) ss += xr[i] * xr[i];
 #pragma unroll
@@ -24,8 +24,36 @@ __global__ void __launch_bounds__(k_norm_threads)
   float total = 0.0f;
 #pragma unroll
   for (int i = 0; i < k_norm_threads / 32; ++i) total += part[i];
-  const float s = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  return 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+}
+
+__global__ void __launch_bounds__(k_norm_threads)
+    rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps) {
+  const float* xr = x + static_cast<std::size_t>(blockIdx.x) * dim;
+  float* yr = y + static_cast<std::size_t>(blockIdx.x) * dim;
+  const float s = inv_rms(xr, dim, eps);
   for (int i = static_cast<int>(threadIdx.x); i < dim; i += k_norm_threads) yr[i] = w ? xr[i] * s * w[i] : xr[i] * s;
+}
+
+/// Each warp normalizes blocks of 32 values and quantizes them as quantize_act does.
+__global__ void __launch_bounds__(k_norm_threads)
+    rms_norm_quantize_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
+                             std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  const std::size_t row = blockIdx.x;
+  const float* xr = x + row * dim;
+  const float s = inv_rms(xr, dim, eps);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += k_norm_threads / 32) {
+    const int i = 32 * b + lane;
+    const float v = w ? xr[i] * s * w[i] : xr[i] * s;
+    if (y) y[row * dim + i] = v;
+    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
+  }
+}
+
+__global__ void add_kernel(const float* a, const float* b, float* y, long long n) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a[i] + b[i];
 }
 
 __global__ void rope_kernel(float* x, int n_tokens, int n_heads, int head_dim, rope_args a) {
@@ -57,6 +85,20 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, lo
 unsigned blocks_for(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 }  // namespace
+
+void rms_norm_quantize(const float* x, const float* weight, float* y, int n, int dim, float eps, act_q8& xq,
+                       cudaStream_t stream) {
+  if (n <= 0) return;
+  if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("rms_norm_quantize: rows or length differ from the buffer's");
+  rms_norm_quantize_kernel<<<n, k_norm_threads, 0, stream>>>(x, weight, y, dim, eps, xq.q.as<std::int8_t>(), xq.ds.as<float2>());
+  check_launch("rms_norm_quantize");
+}
+
+void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  add_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(a, b, y, n);
+  check_launch("add");
+}
 
 void rms_norm(const float* x, const float* weight, float* y, int n, int dim, float eps, cudaStream_t stream) {
   if (n <= 0) return;

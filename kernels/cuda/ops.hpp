@@ -7,10 +7,21 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda/matvec.hpp"
+
 namespace strata::kernels::cuda {
 
 /// For each of n rows of `dim` values: y = x / rms(x) * weight (weight may be null). y may be x.
 void rms_norm(const float* x, const float* weight, float* y, int n, int dim, float eps, cudaStream_t stream);
+
+/// rms_norm and quantize_act in one launch: the n rows (n <= xq.max_rows, dim == xq.k) are
+/// normalized and quantized for the next matvecs; y (may be null) also gets the f32 rows, for
+/// float weights. The same levels and scales as the two calls, bit for bit.
+void rms_norm_quantize(const float* x, const float* weight, float* y, int n, int dim, float eps, act_q8& xq,
+                       cudaStream_t stream);
+
+/// y = a + b, n values (the residual add; y may be a or b).
+void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream);
 
 /// freq_base^(-2i / n_rot) for i < n_rot / 2, computed as the CPU's rope_angles does, so that
 /// both rotate by the same angles. Upload it once per model.
