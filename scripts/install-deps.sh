@@ -37,16 +37,19 @@ fi
 scripts/fetch-xgrammar.sh >/dev/null
 
 # Python for the tests, tools and benchmarks: a virtual environment inside the project (.venv/,
-# ignored by git) with the packages pinned in requirements.txt. pip keeps its cache where it
-# always does (~/.cache/pip), so a fresh checkout on the same machine downloads nothing again.
+# ignored by git) with the packages pinned in requirements.txt, then those of
+# requirements-nodeps.txt without their declared dependencies (see that file). pip keeps its cache
+# where it always does (~/.cache/pip), so a fresh checkout on the same machine downloads nothing again.
 venv=.venv
 stamp=$venv/.requirements.sha256
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1)
 if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "install-deps: Python packages into $venv (requirements.txt)"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
     -r requirements.txt
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    -r requirements-nodeps.txt
   echo "$want" >"$stamp"
 else
   echo "install-deps: Python packages present in $venv"

@@ -6,7 +6,7 @@ At temperature 0 the Messages answer must be the chat-completions answer to the 
 (the same template, the same greedy tokens), streamed or not; stop sequences end it with
 stop_reason "stop_sequence" and name the one that matched; usage counts the prompt as
 count_tokens does; errors come in Anthropic's shape; `x-api-key` authenticates. On the real
-default model, a forced tool is a valid tool_use block (stop_reason "tool_use") at temperature 1,
+default model, a factual question gets the right answer, the same text streamed; a forced tool is a valid tool_use block (stop_reason "tool_use") at temperature 1,
 a streamed tool_use reassembles (input_json_delta) to the non-streamed one, and tool results render.
 """
 
@@ -165,6 +165,19 @@ def city_of(block) -> str:
     # The schema asks for a string, of any length: an empty one is valid.
     assert set(block.input) == {"city"} and isinstance(block.input["city"], str), block.input
     return block.input["city"]
+
+
+def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
+    body = dict(model="m", max_tokens=32, system="You are a knowledgeable assistant. Answer in one short sentence.",
+                messages=[{"role": "user", "content": "What is the capital of France?"}], extra_body=GREEDY)
+    m = smol.messages.create(**body)
+    assert m.stop_reason == "end_turn" and [b.type for b in m.content] == ["text"], m
+    assert "paris" in m.content[0].text.lower(), m.content[0].text
+    with smol.messages.stream(**body) as s:
+        text = "".join(s.text_stream)
+        final = s.get_final_message()
+    assert text == final.content[0].text == m.content[0].text
+    assert final.usage.input_tokens == m.usage.input_tokens and final.usage.output_tokens == m.usage.output_tokens
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -7,9 +7,9 @@ the SDK's event sequence assembles the same text; a stored response is read back
 follow-up with previous_response_id sees the earlier turn (its prompt holds it, and the prefix cache
 serves it); max_output_tokens ends a response as incomplete; bad requests are 400s naming the field.
 
-On the real default model (SmolLM2-135M-Instruct): a forced function tool comes back as a
-function_call item whose arguments validate, and `responses.parse` with a pydantic model gives a
-valid object at temperature 1.
+On the real default model (SmolLM2-135M-Instruct): a factual question gets the right answer, the
+same text streamed; a forced function tool comes back as a function_call item whose arguments
+validate, and `responses.parse` with a pydantic model gives a valid object at temperature 1.
 """
 
 from __future__ import annotations
@@ -130,6 +130,18 @@ def smol():
     with openai_client(s) as c:
         yield c
     assert s.stop() == 0, "SIGTERM exits 0"
+
+
+def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
+    body = dict(model="m", instructions="You are a knowledgeable assistant. Answer in one short sentence.",
+                input="What is the capital of France?", temperature=0, max_output_tokens=32)
+    r = smol.responses.create(**body)
+    assert r.status == "completed" and "paris" in r.output_text.lower(), r.output_text
+    with smol.responses.stream(**body) as s:
+        deltas = [event.delta for event in s if event.type == "response.output_text.delta"]
+        final = s.get_final_response()
+    assert len(deltas) > 1 and "".join(deltas) == final.output_text == r.output_text
+    assert final.usage.input_tokens == r.usage.input_tokens and final.usage.output_tokens == r.usage.output_tokens
 
 
 @pytest.mark.parametrize("seed", range(3))
