@@ -129,6 +129,8 @@ def test_an_agents_sdk_agent_calls_both_tools_and_answers_from_their_outputs(bas
     # Their outputs went back into the conversation: the next request's prompt holds them.
     outputs = {i.raw_item["call_id"]: i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)}
     assert set(outputs) == {c.call_id for c in tool_calls}
+    assert sorted(outputs.values()) == sorted((WEATHER if name == "get_weather" else TIME).format(city=city)
+                                              for name, city in calls)
     sent = [item for item in result.to_input_list() if item.get("type") == "function_call_output"]
     assert {item["call_id"] for item in sent} == set(outputs)
     assert len(result.raw_responses) == 2, "one turn of calls, then the answer"
