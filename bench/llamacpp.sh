@@ -2,7 +2,8 @@
 # Builds the reference engine, llama.cpp, from the source that the PyPI package llama-cpp-python
 # vendors, outside the project (in $STRATA_LLAMA_DIR, default ~/.cache/strata/llama.cpp), and
 # prints the folder that holds its programs (llama-completion, llama-simple, llama-bench, llama-perplexity,
-# llama-tokenize). Idempotent: a finished build is reused. CPU only, tuned for this machine.
+# llama-tokenize, llama-server). Idempotent: a finished build is reused, and one that lacks a program
+# (made before it was listed here) builds only what is missing. CPU only, tuned for this machine.
 #
 #   bench/llamacpp.sh            # build (or find) it; prints e.g. ~/.cache/strata/llama.cpp/build/bin
 set -euo pipefail
@@ -12,9 +13,14 @@ version=0.3.36
 dir=${STRATA_LLAMA_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/llama.cpp}
 src=$dir/llama_cpp_python-$version/vendor/llama.cpp
 build=$dir/build
-targets=(llama-completion llama-simple llama-bench llama-perplexity llama-tokenize)
+targets=(llama-completion llama-simple llama-bench llama-perplexity llama-tokenize llama-server)
 
-if [ -f "$build/.done-$version" ]; then
+built() {
+  [ -f "$build/.done-$version" ] || return 1
+  local t
+  for t in "${targets[@]}"; do [ -x "$build/bin/$t" ] || return 1; done
+}
+if built; then
   echo "$build/bin"
   exit 0
 fi
@@ -29,7 +35,7 @@ if [ ! -d "$src" ]; then
 fi
 echo "llamacpp: building ${targets[*]} in $build" >&2
 cmake -S "$src" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF >&2
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DBUILD_SHARED_LIBS=OFF >&2
 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" >&2
 touch "$build/.done-$version"
 echo "$build/bin"
