@@ -112,7 +112,7 @@ async def settle(http, seconds):
 
 
 def body(i, tokens=None):
-    return json.dumps({"model": "default", "stream": True, "max_tokens": tokens or max_tokens, "temperature": 0,
+    return json.dumps({"stream": True, "max_tokens": tokens or max_tokens, "temperature": 0,
                        "ignore_eos": True,
                        "messages": [{"role": "user", "content": f"Stream {i}: tell me about the weather on day {i}."}]})
 

@@ -56,7 +56,7 @@ for _ in range(n):
     prompt.append(300 + int(s % 49000))
 t0 = time.time()
 # Streamed: the server keeps the connection alive with SSE comments through the long prefill.
-body = json.dumps({"model": "m", "prompt": prompt, "max_tokens": 1, "kv_bits": bits, "stream": True,
+body = json.dumps({"prompt": prompt, "max_tokens": 1, "kv_bits": bits, "stream": True,
                    "stream_options": {"include_usage": True}}).encode()
 req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % port, data=body, headers={"Content-Type": "application/json"})
 try:

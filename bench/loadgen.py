@@ -13,7 +13,7 @@ Scenarios:
   documents      --users users each own a long document, asked questions in turn (--pick cycle,
                  the default) or by a user drawn at random each time (--pick random)
 
-Options (defaults): --url (http://127.0.0.1:8080) --model (default) --api-key ('') --concurrency (16)
+Options (defaults): --url (http://127.0.0.1:8080) --model ('': none sent; the server's own) --api-key ('') --concurrency (16)
 --requests (64) --scenario (independent) --prompt-tokens (200) --max-tokens (64) --users (64)
 --turns (4; accepted, the documents scenario asks questions until --requests are sent)
 --pick (cycle) --temperature (0) --timeout-s (600: for the whole run) --seed (1: the prompts' words;
@@ -47,7 +47,7 @@ def num(text):
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-for name, default in [("url", "http://127.0.0.1:8080"), ("model", "default"), ("api-key", ""),
+for name, default in [("url", "http://127.0.0.1:8080"), ("model", ""), ("api-key", ""),
                       ("concurrency", "16"), ("requests", "64"), ("scenario", "independent"),
                       ("prompt-tokens", "200"), ("max-tokens", "64"), ("users", "64"), ("turns", "4"),
                       ("pick", "cycle"), ("temperature", "0"), ("timeout-s", "600"), ("seed", "1"),
@@ -123,7 +123,7 @@ async def run_one(session, req):
     headers = {"Content-Type": "application/json"}
     if opt.api_key:
         headers["Authorization"] = f"Bearer {opt.api_key}"
-    body = json.dumps({"model": opt.model, "messages": req["messages"], "max_tokens": max_tokens,
+    body = json.dumps({**({"model": opt.model} if opt.model else {}), "messages": req["messages"], "max_tokens": max_tokens,
                        "temperature": temperature, "stream": True, "stream_options": {"include_usage": True},
                        "ignore_eos": True})
     try:

@@ -60,7 +60,7 @@ def tokens(k):
 
 async def ttft(http, prompt):
     t0 = time.perf_counter()
-    body = json.dumps({"model": "m", "prompt": prompt, "max_tokens": 2, "temperature": 0, "ignore_eos": True,
+    body = json.dumps({"prompt": prompt, "max_tokens": 2, "temperature": 0, "ignore_eos": True,
                        "stream": True, "stream_options": {"include_usage": True}})
     async with http.post(f"{opt.url}/v1/completions", data=body, headers={"Content-Type": "application/json"}) as res:
         if res.status != 200:

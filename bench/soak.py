@@ -136,7 +136,7 @@ async def settle(http, url, seconds=60):
 
 
 def chat_body(content, stream, tokens):
-    return {"model": "default", "messages": [{"role": "user", "content": content}], "max_tokens": tokens,
+    return {"messages": [{"role": "user", "content": content}], "max_tokens": tokens,
             "temperature": 0, "stream": stream, **({"stream_options": {"include_usage": True}} if stream else {})}
 
 

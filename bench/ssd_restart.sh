@@ -31,7 +31,7 @@ def rand():  # xorshift32
 tokens = lambda k: [300 + rand() % 49700 for _ in range(k)]
 a = tokens(3000)
 b = a[:2990] + tokens(10)
-body = lambda p: json.dumps({"model": "m", "prompt": p, "max_tokens": 1, "temperature": 0, "ignore_eos": True})
+body = lambda p: json.dumps({"prompt": p, "max_tokens": 1, "temperature": 0, "ignore_eos": True})
 open(sys.argv[2] + "/cold.json", "w").write(body(a))
 open(sys.argv[2] + "/warm.json", "w").write(body(b))
   ' "$1" "$cache"

@@ -109,6 +109,9 @@ std::vector<std::uint64_t> completions_service::new_ids(int n) {
 
 std::optional<api_error> completions_service::prepare(generation_request& r, std::string_view key_salt) {
   const auto& tok = engine_.tok();
+  if (!r.model.empty() && !engine_.serves(r.model))
+    return api_error{404, "The model '" + r.model + "' does not exist; this server serves '" + engine_.model_id() + "'",
+                     "invalid_request_error", "model", "model_not_found"};
   r.settings.cache_salt = kv::make_cache_salt(key_salt, r.cache_salt);
   const int bits = r.kv_bits != 0 ? r.kv_bits : engine_.default_kv_bits();
   if (!engine_.supports_kv_bits(bits))

@@ -64,7 +64,8 @@ class completions_service {
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);
-  /// Prompt tokens and settings ready to submit, or an error. `key_salt`: the salt of the
+  /// Prompt tokens and settings ready to submit, or an error (404 model_not_found for a `model`
+  /// this server does not serve). `key_salt`: the salt of the
   /// request's API key, mixed with the body's cache_salt. A prompt text longer than
   /// max_prompt_bytes_ is refused before it is tokenized. Slow for a large prompt: see above.
   std::optional<api_error> prepare(generation_request& r, std::string_view key_salt);

@@ -21,6 +21,7 @@ std::optional<api_error> to_generation_request(schema::messages_request& m, gene
   if (auto ok = sampling::text_stream::validate_stop(m.stop_sequences); !ok)
     return invalid_request("stop_sequences", ok.err().message);
   r.chat = true;
+  r.model = std::move(m.model);
   r.stream = m.stream;
   r.n = 1;
   r.max_tokens = m.max_tokens > 0 ? std::optional<std::int64_t>(m.max_tokens) : std::nullopt;

@@ -42,6 +42,7 @@ std::optional<api_error> completions_service::prepare_response(const std::string
   }
   for (auto& m : q.input) rc.conversation.push_back(m);
   r.chat = true;
+  r.model = q.model;
   r.stream = q.stream;
   r.n = 1;
   r.max_tokens = q.max_output_tokens;

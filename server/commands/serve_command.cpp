@@ -50,6 +50,7 @@ struct serve_options {
   std::optional<std::string> model, host, cache_mode, cache_dir, log_level;
   std::optional<int> port, threads;
   std::vector<std::string> api_keys;
+  std::vector<std::string> served_names;
   bool log_json = false;
   bool demo = false;
 };
@@ -122,6 +123,7 @@ result<config::server_config> resolve(const serve_options& o) {
   if (o.cache_dir) cfg.cache.dir = *o.cache_dir;
   if (o.log_level) cfg.log.level = *o.log_level;
   if (o.log_json) cfg.log.json = true;
+  if (!o.served_names.empty()) cfg.model.served_names = o.served_names;
   if (!o.api_keys.empty()) {
     cfg.server.api_keys.clear();
     for (const auto& k : o.api_keys) cfg.server.api_keys.push_back(config::api_key{k, {}, {}});
@@ -266,6 +268,8 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
   sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
   sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");
+  sub.add_option("--served-model-name", o->served_names,
+                 "A name requests may give as model (repeatable): the first is the id /v1/models lists, the others aliases");
   sub.add_option("--log-level", o->log_level, "trace | debug | info | warn | error | off");
   sub.add_flag("--log-json", o->log_json, "Write logs as JSON lines");
   return std::function<int()>([o] { return serve(*o); });

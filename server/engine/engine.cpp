@@ -63,7 +63,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     e->own_template_ = false;
   }
   e->template_.emplace(std::move(*tmpl));
-  e->model_id_ = std::filesystem::path(path).stem().string();
+  e->model_names_ = cfg.model.served_names;
+  e->model_names_.push_back(std::filesystem::path(path).stem().string());
+  e->model_id_ = e->model_names_.front();
   const auto& hp = e->model_->hp;
   e->max_context_ = cfg.model.ctx > 0 ? cfg.model.ctx : std::min(hp.n_ctx_train, 32768);
   e->page_tokens_ = cfg.kv.block_tokens;
@@ -120,9 +122,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("loaded {} ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} MiB ({} MiB of it for cached prefixes) "
+  spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} MiB ({} MiB of it for cached prefixes) "
                "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
-               path, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, pc.budget >> 20, pc.cached_budget >> 20,
+               path, e->model_id_, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, pc.budget >> 20, pc.cached_budget >> 20,
                e->page_tokens_, pc.space.capacity[0], pc.space.capacity[1], pc.space.capacity[2],
                e->own_template_ ? "the model's" : "ChatML (none in the model)");
   return e;
@@ -136,6 +138,10 @@ const grammar::grammar_compiler& engine::grammars() const {
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   });
   return *grammars_;
+}
+
+bool engine::serves(std::string_view name) const {
+  return model_names_.empty() || std::find(model_names_.begin(), model_names_.end(), name) != model_names_.end();
 }
 
 std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }

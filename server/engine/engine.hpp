@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "actors/runtime/actor_system.hpp"
@@ -45,7 +46,12 @@ class engine {
   bool has_own_template() const { return own_template_; }
   std::string bos_text() const;
   std::string eos_text() const;
+  /// The id /v1/models lists and responses carry: the first of model.served_names, else the
+  /// model file's name without .gguf.
   const std::string& model_id() const { return model_id_; }
+  /// Whether a request's `model` names this model: its id, one of model.served_names, or the
+  /// file's name.
+  bool serves(std::string_view name) const;
   std::int32_t max_context() const { return max_context_; }
   sched::scheduler_address scheduler() const { return scheduler_; }
   /// The scheduler's figures (valid after start()).
@@ -73,6 +79,7 @@ class engine {
   std::optional<chat::chat_template> template_;
   bool own_template_ = false;
   std::string model_id_;
+  std::vector<std::string> model_names_;  // every name serves() accepts
   std::shared_ptr<kernels::compute_pool> pool_;
   std::int32_t max_context_ = 4096;
   kv::pool_config pool_cfg_;

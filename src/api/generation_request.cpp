@@ -43,11 +43,13 @@ std::optional<api_error> parse_generation_request(std::string_view body, bool ch
     out.tools = std::move(r->tools);
     out.tool_choice = std::move(r->tool_choice);
     out.template_kwargs = std::move(r->template_kwargs);
+    out.model = std::move(r->model);
     out.parallel_tool_calls = r->sampling.parallel_tool_calls;
     apply_sampling(r->sampling, out);
   } else {
     auto r = schema::parse_completion_request(body);
     if (!r) return std::move(r).err();
+    out.model = std::move(r->model);
     out.prompt_text = std::move(r->prompt_text);
     out.prompt_tokens = std::move(r->prompt_tokens);
     apply_sampling(r->sampling, out);

@@ -24,6 +24,8 @@ using schema::invalid_request;
 
 struct generation_request {
   bool chat = true;
+  /// The body's `model`; empty when not given.
+  std::string model;
   bool stream = false;
   bool include_usage = false;
   int n = 1;

@@ -252,6 +252,18 @@ const std::map<std::string, setter, std::less<>>& setters() {
        })},
       {"model.ctx", int_key("model.ctx", 0, 1 << 24, [](server_config& c, long long v) { c.model.ctx = static_cast<int>(v); })},
       {"model.compute_threads", int_key("model.compute_threads", 0, 1024, [](server_config& c, long long v) { c.model.compute_threads = static_cast<int>(v); })},
+      {"model.served_names", [](const toml::node& n, server_config& c) -> result<void> {
+         const auto* arr = n.as_array();
+         if (!arr) return bad("model.served_names", "expected an array of non-empty strings");
+         std::vector<std::string> names;
+         for (const auto& e : *arr) {
+           auto v = e.value<std::string>();
+           if (!e.is_string() || !v || v->empty()) return bad("model.served_names", "expected an array of non-empty strings");
+           names.push_back(*v);
+         }
+         c.model.served_names = std::move(names);
+         return {};
+       }},
       {"cache.mode", with_string("cache.mode", [](const std::string& v, server_config& c) -> result<void> {
          auto m = parse_cache_mode(v);
          if (!m) return bad("cache.mode", "expected off, hot or tiered, got \"" + v + "\"");

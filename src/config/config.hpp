@@ -60,6 +60,10 @@ struct model_section {
   int ctx = 0;
   /// Compute threads for the kernels; 0 means one per core.
   int compute_threads = 0;
+  /// The names requests may give as `model`: the first is the id /v1/models lists and responses
+  /// carry, the others are aliases; the model file's name (without .gguf) is always accepted.
+  /// Empty: the file's name is the id.
+  std::vector<std::string> served_names;
 };
 
 struct cache_section {

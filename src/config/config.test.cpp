@@ -30,6 +30,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.model.path, d.model.path);
   EXPECT_EQ(c.model.ctx, d.model.ctx);
   EXPECT_EQ(c.model.compute_threads, d.model.compute_threads);
+  EXPECT_EQ(c.model.served_names, d.model.served_names);
   EXPECT_EQ(c.cache.mode, d.cache.mode);
   EXPECT_EQ(c.cache.dir, d.cache.dir);
   EXPECT_EQ(c.cache.hot_memory, d.cache.hot_memory);
@@ -155,6 +156,15 @@ TEST(config, reads_cors_origins_and_refuses_what_is_not_an_origin) {
   expect_error_naming("[server]\ncors_origins = [\"https://app.example/\"]\n", "server.cors_origins");
   expect_error_naming("[server]\ncors_origins = [\"https://app.example/path\"]\n", "server.cors_origins");
   expect_error_naming("[server]\ncors_origins = [\"https://\"]\n", "server.cors_origins");
+}
+
+TEST(config, reads_served_model_names_and_refuses_empty_ones) {
+  auto c = parse_toml("[model]\nserved_names = [\"tiny\", \"tiny-alias\"]\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->model.served_names, (std::vector<std::string>{"tiny", "tiny-alias"}));
+  expect_error_naming("[model]\nserved_names = \"tiny\"\n", "model.served_names");
+  expect_error_naming("[model]\nserved_names = [\"\"]\n", "model.served_names");
+  expect_error_naming("[model]\nserved_names = [1]\n", "model.served_names");
 }
 
 TEST(config, an_empty_cache_dir_is_an_error_not_the_working_directory) {

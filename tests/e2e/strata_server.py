@@ -36,12 +36,24 @@ for _var in ("NO_PROXY", "no_proxy"):
     os.environ[_var] = ",".join(filter(None, [os.environ.get(_var), "127.0.0.1", "localhost"]))
 
 _LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
+_MODEL_ID = re.compile(r"loaded .* as model '([^']*)'")
 _libc = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
 # The built-in default model (scripts/fetch-model.sh puts it in model_dir()).
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# The ids requests name as `model` (a served model's file name without .gguf; any other name is a
+# 404 model_not_found): the default model, `--demo`'s, and the tiny shared model most suites use.
+DEFAULT_MODEL = DEFAULT_MODEL_FILE.removesuffix(".gguf")
+DEMO_MODEL = "demo-qwen2-q8_0"
+TINY_MODEL = "tiny-qwen2-gpt2-f16"
+
+
+def served_id(path: str | os.PathLike) -> str:
+    """The model id of a server started with `-m PATH`."""
+    return Path(path).stem
 
 
 def model_path(name: str) -> str:
@@ -126,6 +138,9 @@ class Server:
                 time.sleep(0.05)
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
+        # The id requests name as `model` (any other name is a 404 model_not_found).
+        found = _MODEL_ID.search(self.log())
+        self.model = found.group(1) if found else None
         while True:
             try:
                 if httpx.get(f"{self.base_url}/health", timeout=10).status_code == 200:

@@ -19,7 +19,7 @@ import openai
 import pytest
 from websockets.sync.client import connect
 
-from strata_server import access_line, start_server
+from strata_server import DEMO_MODEL, access_line, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -28,8 +28,8 @@ KEY = "k1"
 # Every route but /health, with a request it answers when the key is right.
 ROUTES = [
     ("GET", "/v1/models", None),
-    ("POST", "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
-    ("POST", "/v1/completions", {"model": "m", "prompt": "hi", "max_tokens": 2}),
+    ("POST", "/v1/chat/completions", {"model": DEMO_MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}),
+    ("POST", "/v1/completions", {"model": DEMO_MODEL, "prompt": "hi", "max_tokens": 2}),
     ("POST", "/tokenize", {"content": "hello"}),
     ("POST", "/detokenize", {"tokens": [72, 105]}),
     ("GET", "/metrics", None),
@@ -114,7 +114,7 @@ def test_the_access_log_shows_the_usage_of_a_non_streamed_request(server, client
     seen_cached = 0
     for _ in range(2):  # the second time, part of the prompt comes from the prefix cache
         raw = client.chat.completions.with_raw_response.create(
-            model="m", messages=[{"role": "user", "content": PROMPT}], max_tokens=12, temperature=0)
+            model=DEMO_MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=12, temperature=0)
         usage = raw.parse().usage
         assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
         line = access_line(server, raw.headers["x-request-id"])
@@ -126,7 +126,7 @@ def test_the_access_log_shows_the_usage_of_a_non_streamed_request(server, client
 
 def test_the_access_log_shows_the_usage_of_a_streamed_request(server, client):
     raw = client.chat.completions.with_raw_response.create(
-        model="m", messages=[{"role": "user", "content": PROMPT}], max_tokens=12, temperature=0, stream=True,
+        model=DEMO_MODEL, messages=[{"role": "user", "content": PROMPT}], max_tokens=12, temperature=0, stream=True,
         stream_options={"include_usage": True})
     usage = None
     for chunk in raw.parse():
@@ -144,7 +144,7 @@ def test_the_access_log_of_a_websocket_sums_its_requests_when_it_closes(server):
     with connect(url, open_timeout=60, proxy=None, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
         request_id = ws.response.headers["x-request-id"]
         for i in range(2):
-            body = {"model": "m", "messages": [{"role": "user", "content": f"{i} {PROMPT}"}], "max_tokens": 5,
+            body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": f"{i} {PROMPT}"}], "max_tokens": 5,
                     "temperature": 0, "stream_options": {"include_usage": True}}
             ws.send(json.dumps({"type": "request", "id": str(i), "endpoint": "chat.completions", "body": body}))
             while True:
@@ -167,7 +167,7 @@ def test_a_tool_with_a_bad_name_is_a_400_naming_the_field(client):
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
              {"type": "function", "function": {"name": "get weather!", "parameters": {"type": "object"}}}]
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
+        client.chat.completions.create(model=DEMO_MODEL, messages=[{"role": "user", "content": "hi"}], tools=tools,
                                        max_tokens=2)
     err = refused.value.body
     assert refused.value.status_code == 400
@@ -175,11 +175,11 @@ def test_a_tool_with_a_bad_name_is_a_400_naming_the_field(client):
     assert err["type"] == "invalid_request_error"
     # A named tool_choice must name one of the tools.
     with pytest.raises(openai.BadRequestError) as refused:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools[:1],
+        client.chat.completions.create(model=DEMO_MODEL, messages=[{"role": "user", "content": "hi"}], tools=tools[:1],
                                        tool_choice={"type": "function", "function": {"name": "elsewhere"}},
                                        max_tokens=2)
     assert refused.value.body["param"] == "tool_choice.function.name"
     # Valid tools are accepted (and, as yet, not called).
-    r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], tools=tools[:1],
+    r = client.chat.completions.create(model=DEMO_MODEL, messages=[{"role": "user", "content": "hi"}], tools=tools[:1],
                                        tool_choice="auto", parallel_tool_calls=False, max_tokens=2)
     assert r.choices[0].message.content is not None

@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import access_line, model_path
+from strata_server import access_line, model_path, served_id
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -61,10 +61,10 @@ def cached(base_url: str, prompt: str, *, key: str = "none", salt: str | None = 
     with openai.OpenAI(base_url=f"{base_url}/v1", api_key=key, max_retries=0, timeout=120) as client:
         if chat:
             raw = client.chat.completions.with_raw_response.create(
-                model="m", messages=[{"role": "user", "content": prompt}], max_tokens=1, temperature=0, extra_body=extra)
+                model=served_id(MODEL), messages=[{"role": "user", "content": prompt}], max_tokens=1, temperature=0, extra_body=extra)
         else:
             raw = client.completions.with_raw_response.create(
-                model="m", prompt=prompt, max_tokens=1, temperature=0, extra_body=extra)
+                model=served_id(MODEL), prompt=prompt, max_tokens=1, temperature=0, extra_body=extra)
     usage = raw.parse().usage
     details = usage.prompt_tokens_details
     return usage.prompt_tokens, (details.cached_tokens if details else 0) or 0, raw.headers["x-request-id"]
@@ -103,7 +103,7 @@ def test_a_prompt_is_reused_under_its_own_salt_only(launch, mode, chat):
 def test_the_salt_is_refused_unless_it_is_a_non_empty_string(launch):
     s = launch(["-m", MODEL])
     for bad in [7, "", ["a"], {"a": 1}, True]:
-        res = httpx.post(f"{s.base_url}/v1/completions", json={"model": "m", "prompt": "hi", "max_tokens": 1, "cache_salt": bad},
+        res = httpx.post(f"{s.base_url}/v1/completions", json={"model": served_id(MODEL), "prompt": "hi", "max_tokens": 1, "cache_salt": bad},
                          timeout=60)
         assert res.status_code == 400, f"{bad!r}: {res.status_code} {res.text}"
         assert res.json()["error"]["param"] == "cache_salt", res.text

@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import configured_server, metric, model_path
+from strata_server import TINY_MODEL, configured_server, metric, model_path
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -30,7 +30,7 @@ DEADLINE_S = 10.0
 
 @pytest.fixture(scope="module")
 def server():
-    with configured_server("[scheduler]\nmax_running = 1\n", ["-m", model_path("tiny-qwen2-gpt2-f16")]) as s:
+    with configured_server("[scheduler]\nmax_running = 1\n", ["-m", model_path(TINY_MODEL)]) as s:
         yield s
 
 
@@ -53,7 +53,7 @@ def wait_for(server, what: str, cond) -> dict[str, float]:
 
 
 def body(*, stream: bool, max_tokens: int = LONG) -> dict:
-    return {"model": "m", "messages": [{"role": "user", "content": "Tell me a long story."}],
+    return {"model": TINY_MODEL, "messages": [{"role": "user", "content": "Tell me a long story."}],
             "max_tokens": max_tokens, "ignore_eos": True, "stream": stream}
 
 
@@ -140,7 +140,7 @@ def client(server):
 @pytest.mark.parametrize("key", ["max_tokens", "max_completion_tokens"])
 def test_a_max_tokens_past_the_context_is_a_400_that_names_it(client, key):
     with pytest.raises(openai.BadRequestError) as err:
-        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], **{key: 5000})
+        client.chat.completions.create(model=TINY_MODEL, messages=[{"role": "user", "content": "Hi"}], **{key: 5000})
     e = err.value
     assert e.status_code == 400
     assert e.param == key
@@ -154,9 +154,9 @@ def test_the_legacy_endpoint_refuses_a_max_tokens_past_the_context_and_serves_on
     prompt = "Say something."
     # The whole context for the completion leaves none for the prompt: the legacy endpoint says so too.
     with pytest.raises(openai.BadRequestError) as err:
-        client.completions.create(model="m", prompt=prompt, max_tokens=4096)
+        client.completions.create(model=TINY_MODEL, prompt=prompt, max_tokens=4096)
     assert err.value.param == "max_tokens"
     assert "in the prompt" in err.value.body["message"]
-    ok = client.completions.create(model="m", prompt=prompt, max_tokens=8, extra_body={"ignore_eos": True})
+    ok = client.completions.create(model=TINY_MODEL, prompt=prompt, max_tokens=8, extra_body={"ignore_eos": True})
     assert ok.usage.completion_tokens == 8
     assert ok.choices[0].finish_reason == "length"

@@ -19,7 +19,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import metric
+from strata_server import TINY_MODEL, metric
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -56,7 +56,7 @@ def complete(client, body: dict, **kw):
 
 
 def test_a_chat_completion_has_the_openai_shape_and_honest_usage(client):
-    r = chat(client, {"model": "any-name", "messages": MESSAGES, "max_tokens": 12, "temperature": 0})
+    r = chat(client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 0})
     assert re.match(r"^chatcmpl-", r.id)
     assert r.object == "chat.completion"
     assert isinstance(r.created, int) and not isinstance(r.created, bool)
@@ -73,7 +73,7 @@ def test_a_chat_completion_has_the_openai_shape_and_honest_usage(client):
 
 
 def test_a_streamed_chat_gives_the_role_first_the_same_text_as_unstreamed_then_usage(client):
-    body = {"model": "m", "messages": MESSAGES, "max_tokens": 16, "temperature": 0, "ignore_eos": True}
+    body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 16, "temperature": 0, "ignore_eos": True}
     plain = chat(client, body)
     chunks = list(chat(client, body, stream=True, stream_options={"include_usage": True}))
     assert chunks[0].choices[0].delta.role == "assistant"
@@ -91,7 +91,7 @@ def test_a_streamed_chat_gives_the_role_first_the_same_text_as_unstreamed_then_u
 
 
 def test_the_same_seed_gives_the_same_sampled_text_and_n_gives_several_choices(client):
-    body = {"model": "m", "messages": MESSAGES, "max_tokens": 12, "temperature": 1.0, "top_p": 0.95, "seed": 1234,
+    body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 1.0, "top_p": 0.95, "seed": 1234,
             "ignore_eos": True}
     a = chat(client, body)
     b = chat(client, body)
@@ -102,7 +102,7 @@ def test_the_same_seed_gives_the_same_sampled_text_and_n_gives_several_choices(c
 
 
 def test_a_stop_sequence_ends_the_text_before_it_and_is_never_sent(client):
-    body = {"model": "m", "messages": MESSAGES, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
+    body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
     full = chat(client, body).choices[0].message.content
     assert len(full) >= 6, f"needs some text to cut: {json.dumps(full)}"
     # A stop string taken from the middle of the greedy text (it may span token boundaries).
@@ -117,7 +117,7 @@ def test_a_stop_sequence_ends_the_text_before_it_and_is_never_sent(client):
 
 
 def test_logprobs_report_the_chosen_token_and_its_alternatives(client):
-    r = chat(client, {"model": "m", "messages": MESSAGES, "max_tokens": 4, "temperature": 0, "logprobs": True,
+    r = chat(client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 4, "temperature": 0, "logprobs": True,
                       "top_logprobs": 3, "ignore_eos": True})
     content = r.choices[0].logprobs.content
     assert len(content) == 4
@@ -130,7 +130,7 @@ def test_logprobs_report_the_chosen_token_and_its_alternatives(client):
 
 
 def test_completions_take_a_text_prompt_streamed_and_not(client):
-    body = {"model": "m", "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    body = {"model": TINY_MODEL, "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
     r = complete(client, body)
     assert re.match(r"^cmpl-", r.id)
     assert r.object == "text_completion"
@@ -151,11 +151,11 @@ def test_tokenize_and_detokenize_round_trip(server):
 
 def test_bad_requests_are_openai_shaped_400s_naming_the_parameter(server, client):
     cases = [
-        ({"model": "m", "messages": MESSAGES, "temperature": "hot"}, "temperature"),
-        ({"model": "m", "messages": MESSAGES, "temperature": 7}, "temperature"),
-        ({"model": "m", "messages": MESSAGES, "top_logprobs": 3}, "top_logprobs"),
-        ({"model": "m", "messages": [{"role": "wizard", "content": "x"}]}, "messages"),
-        ({"model": "m", "messages": openai.omit}, "messages"),
+        ({"model": TINY_MODEL, "messages": MESSAGES, "temperature": "hot"}, "temperature"),
+        ({"model": TINY_MODEL, "messages": MESSAGES, "temperature": 7}, "temperature"),
+        ({"model": TINY_MODEL, "messages": MESSAGES, "top_logprobs": 3}, "top_logprobs"),
+        ({"model": TINY_MODEL, "messages": [{"role": "wizard", "content": "x"}]}, "messages"),
+        ({"model": TINY_MODEL, "messages": openai.omit}, "messages"),
     ]
     for body, param in cases:
         with pytest.raises(openai.APIStatusError) as info:
@@ -166,7 +166,7 @@ def test_bad_requests_are_openai_shaped_400s_naming_the_parameter(server, client
         assert json.loads(e.response.request.content) == shown, "the SDK sent the body as given"
         assert e.type == "invalid_request_error"
         assert re.search(param, str(e.param))
-    res = httpx.post(f"{server.base_url}/v1/chat/completions", content='{"model": "m", "messages": [', timeout=60)
+    res = httpx.post(f"{server.base_url}/v1/chat/completions", content='{"model": TINY_MODEL, "messages": [', timeout=60)
     assert res.status_code == 400
     assert res.json()["error"]["type"] == "invalid_request_error"
 
@@ -177,7 +177,7 @@ def running_requests(server) -> float:
 
 def test_a_client_that_goes_away_mid_stream_frees_its_sequence(server):
     # No max_tokens: the completion may run to the end of the context.
-    body = {"model": "m", "messages": MESSAGES, "ignore_eos": True, "stream": True}
+    body = {"model": TINY_MODEL, "messages": MESSAGES, "ignore_eos": True, "stream": True}
     with httpx.Client(timeout=300) as http:
         with http.stream("POST", f"{server.base_url}/v1/chat/completions", content=json.dumps(body)) as res:
             reads = res.iter_raw()
@@ -197,7 +197,7 @@ def test_a_client_that_goes_away_mid_stream_frees_its_sequence(server):
 def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_same_text(server, client):
     long = ". ".join(f"rule {i}: answer in the fewest words" for i in range(60))
     convo = [{"role": "system", "content": long}, {"role": "user", "content": "What is a prefix cache?"}]
-    body = {"model": "m", "messages": convo, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
+    body = {"model": TINY_MODEL, "messages": convo, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
 
     def server_metric(name: str) -> float:
         return metric(httpx.get(f"{server.base_url}/metrics", timeout=60).text, name)
@@ -226,7 +226,7 @@ def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_
 def test_kv_bits_8_and_4_run_with_quantized_kv_whose_cached_blocks_never_serve_another_format(client):
     long = "; ".join(f"clause {i} of a long shared preamble" for i in range(40))
     convo = [{"role": "system", "content": long}, {"role": "user", "content": "Summarize."}]
-    body = {"model": "m", "messages": convo, "max_tokens": 6, "temperature": 0, "ignore_eos": True}
+    body = {"model": TINY_MODEL, "messages": convo, "max_tokens": 6, "temperature": 0, "ignore_eos": True}
     f16 = chat(client, body, kv_bits=16)
     for bits in (8, 4):
         first = chat(client, body, kv_bits=bits)

@@ -17,7 +17,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from strata_server import start_server
+from strata_server import DEMO_MODEL, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,7 +57,7 @@ def test_a_401_to_a_listed_origin_is_readable_by_the_page(server):
 
 
 def test_a_streamed_completion_to_a_listed_origin_names_it(server):
-    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}
+    body = {"model": DEMO_MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "stream": True}
     with httpx.stream("POST", f"{server.base_url}/v1/chat/completions", json=body,
                       headers={**AUTH, "Origin": APP}, timeout=60) as res:
         assert res.status_code == 200
@@ -101,7 +101,7 @@ def test_a_listed_origin_opens_the_websocket_and_an_unlisted_one_is_refused(serv
     for origin in [APP, None]:
         with connect(ws_url(server), origin=origin, additional_headers=AUTH, open_timeout=60, proxy=None) as ws:
             ws.send(json.dumps({"type": "request", "id": 1, "endpoint": "completions",
-                                "body": {"model": "m", "prompt": "hi", "max_tokens": 2}}))
+                                "body": {"model": DEMO_MODEL, "prompt": "hi", "max_tokens": 2}}))
             frames = []
             while not frames or frames[-1]["type"] not in ("done", "error"):
                 frames.append(json.loads(ws.recv(timeout=60)))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from strata_server import model_path
+from strata_server import model_path, served_id
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -59,10 +59,10 @@ def test_another_connection_stays_fast_while_huge_prompts_are_refused_and_tokeni
     url = s.base_url
     results: list = []
     def body(**fields) -> bytes:
-        return json.dumps({"model": "m", **fields}).encode()
+        return json.dumps({"model": served_id(MODEL), **fields}).encode()
 
     ws_message = json.dumps({"type": "request", "id": "huge", "endpoint": "completions",
-                             "body": {"model": "m", "prompt": WS_HUGE, "max_tokens": 1}})
+                             "body": {"model": served_id(MODEL), "prompt": WS_HUGE, "max_tokens": 1}})
     workers = [
         threading.Thread(target=post, args=(url, "/v1/completions", body(prompt=HUGE, max_tokens=1), results, "completions")),
         threading.Thread(target=post, args=(url, "/v1/chat/completions",
@@ -108,9 +108,9 @@ def test_another_connection_stays_fast_while_huge_prompts_are_refused_and_tokeni
         assert "bytes" in err["message"], f"{what}: refused after tokenizing, not by its size: {err['message']}"
 
     # A prompt within the bound still works, and one of a few thousand tokens is refused as before.
-    ok = httpx.post(f"{url}/v1/completions", json={"model": "m", "prompt": "hello there", "max_tokens": 2}, timeout=60)
+    ok = httpx.post(f"{url}/v1/completions", json={"model": served_id(MODEL), "prompt": "hello there", "max_tokens": 2}, timeout=60)
     assert ok.status_code == 200, ok.text
-    long = httpx.post(f"{url}/v1/completions", json={"model": "m", "prompt": "word " * 20_000, "max_tokens": 1}, timeout=60)
+    long = httpx.post(f"{url}/v1/completions", json={"model": served_id(MODEL), "prompt": "word " * 20_000, "max_tokens": 1}, timeout=60)
     assert long.status_code == 400 and long.json()["error"]["code"] == "context_length_exceeded", long.text
     assert "tokens" in long.json()["error"]["message"], "within the byte bound: tokenized, then refused"
     assert s.stop() == 0

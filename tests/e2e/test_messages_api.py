@@ -17,7 +17,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import model_path, openai_client, start_default_server, start_server
+from strata_server import DEFAULT_MODEL, TINY_MODEL, model_path, openai_client, start_default_server, start_server
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -31,7 +31,7 @@ GREEDY = {"temperature": 0}
 
 @pytest.fixture(scope="module")
 def server():
-    s = start_server(["-m", model_path("tiny-qwen2-gpt2-f16"), "--api-key", KEY])
+    s = start_server(["-m", model_path(TINY_MODEL), "--api-key", KEY])
     yield s
     assert s.stop() == 0, "SIGTERM exits 0"
 
@@ -46,14 +46,14 @@ def client(server):
 def greedy_chat(server):
     """The chat-completions answer to the same conversation at temperature 0."""
     with openai_client(server, KEY) as c:
-        r = c.chat.completions.create(model="m", messages=[{"role": "system", "content": SYSTEM}, *MESSAGES],
+        r = c.chat.completions.create(model=TINY_MODEL, messages=[{"role": "system", "content": SYSTEM}, *MESSAGES],
                                       max_tokens=24, temperature=0)
     return r.choices[0].message.content, r.usage.prompt_tokens, r.choices[0].finish_reason
 
 
 def test_a_message_is_the_greedy_chat_answer_with_its_usage(client, greedy_chat):
     text, prompt_tokens, finish = greedy_chat
-    m = client.messages.create(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES)
+    m = client.messages.create(model=TINY_MODEL, max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES)
     assert m.type == "message" and m.role == "assistant" and m.id.startswith("msg_")
     assert [b.type for b in m.content] == (["text"] if text else [])
     assert (m.content[0].text if m.content else "") == text
@@ -67,7 +67,7 @@ def test_a_message_is_the_greedy_chat_answer_with_its_usage(client, greedy_chat)
 def test_the_stream_sends_anthropics_events_and_the_same_text(client, greedy_chat):
     text, prompt_tokens, _ = greedy_chat
     kinds = []
-    with client.messages.stream(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES) as s:
+    with client.messages.stream(model=TINY_MODEL, max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES) as s:
         for event in s:
             kinds.append(event.type)
         final = s.get_final_message()
@@ -85,19 +85,19 @@ def test_a_stop_sequence_ends_the_answer_and_is_named(client, greedy_chat):
     if len(words) < 2:
         pytest.skip("the greedy answer has too few words to pick a stop sequence from: " + repr(text))
     stop = words[1]
-    m = client.messages.create(model="m", max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES,
+    m = client.messages.create(model=TINY_MODEL, max_tokens=24, extra_body=GREEDY, system=SYSTEM, messages=MESSAGES,
                                stop_sequences=["never-appears-here", stop])
     assert m.stop_reason == "stop_sequence" and m.stop_sequence == stop
     assert (m.content[0].text if m.content else "") == text[: text.index(stop)]
 
 
 def test_count_tokens_counts_what_a_message_would_use(client, greedy_chat):
-    n = client.messages.count_tokens(model="m", system=SYSTEM, messages=MESSAGES)
+    n = client.messages.count_tokens(model=TINY_MODEL, system=SYSTEM, messages=MESSAGES)
     assert n.input_tokens == greedy_chat[1]
 
 
 def test_a_conversation_with_content_blocks_renders(client):
-    m = client.messages.create(model="m", max_tokens=4, system=[{"type": "text", "text": SYSTEM}], messages=[
+    m = client.messages.create(model=TINY_MODEL, max_tokens=4, system=[{"type": "text", "text": SYSTEM}], messages=[
         {"role": "user", "content": [{"type": "text", "text": "Hi."}, {"type": "text", "text": "Count."}]},
         {"role": "assistant", "content": [{"type": "text", "text": "One."}]},
         {"role": "user", "content": "Go on."},
@@ -115,7 +115,7 @@ def test_a_conversation_with_content_blocks_renders(client):
     ({"max_tokens": 4, "messages": MESSAGES, "tool_choice": {"type": "tool", "name": "nope"}}, "nope"),
 ])
 def test_bad_requests_get_anthropic_shaped_400s(server, body, param):
-    r = httpx.post(f"{server.base_url}/v1/messages", json={"model": "m", **body}, headers={"x-api-key": KEY}, timeout=60)
+    r = httpx.post(f"{server.base_url}/v1/messages", json={"model": TINY_MODEL, **body}, headers={"x-api-key": KEY}, timeout=60)
     assert r.status_code == 400, r.text
     err = r.json()
     assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
@@ -124,11 +124,11 @@ def test_bad_requests_get_anthropic_shaped_400s(server, body, param):
 
 def test_the_sdk_raises_on_an_error_and_on_a_wrong_key(server, client):
     with pytest.raises(anthropic.BadRequestError) as e:
-        client.messages.create(model="m", max_tokens=4, messages=MESSAGES, extra_body={"temperature": 3})
+        client.messages.create(model=TINY_MODEL, max_tokens=4, messages=MESSAGES, extra_body={"temperature": 3})
     assert "temperature" in str(e.value)
     with anthropic.Anthropic(base_url=server.base_url, api_key="wrong", max_retries=0) as bad:
         with pytest.raises(anthropic.AuthenticationError):
-            bad.messages.create(model="m", max_tokens=4, messages=MESSAGES)
+            bad.messages.create(model=TINY_MODEL, max_tokens=4, messages=MESSAGES)
 
 
 # Tools on the real default model (SmolLM2-135M-Instruct: its template has none, so the Hermes-style
@@ -182,7 +182,7 @@ def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_a_forced_tool_comes_back_as_a_valid_tool_use_block(smol, seed):
-    m = smol.messages.create(model="m", max_tokens=60, system="You answer with tool calls.",
+    m = smol.messages.create(model=DEFAULT_MODEL, max_tokens=60, system="You answer with tool calls.",
                              messages=[{"role": "user", "content": "Weather in Oslo, please."}], tools=[WEATHER],
                              tool_choice={"type": "tool", "name": "get_weather"},
                              extra_body={"temperature": 1.0, "seed": seed})  # seed: strata's extension
@@ -193,7 +193,7 @@ def test_a_forced_tool_comes_back_as_a_valid_tool_use_block(smol, seed):
 
 
 def test_streamed_tool_use_reassembles_to_the_non_streamed_answer(smol):
-    body = dict(model="m", max_tokens=60, system="You only answer with tool calls.", messages=FEW_SHOT, tools=[WEATHER],
+    body = dict(model=DEFAULT_MODEL, max_tokens=60, system="You only answer with tool calls.", messages=FEW_SHOT, tools=[WEATHER],
                 extra_body=GREEDY)
     whole = smol.messages.create(**body)
     assert whole.stop_reason == "tool_use", whole
@@ -210,11 +210,11 @@ def test_streamed_tool_use_reassembles_to_the_non_streamed_answer(smol):
 
 
 def test_a_tool_result_round_trips(smol):
-    m = smol.messages.create(model="m", max_tokens=8, messages=[
+    m = smol.messages.create(model=DEFAULT_MODEL, max_tokens=8, messages=[
         *FEW_SHOT[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "12 C"}]}],
         tools=[WEATHER], extra_body=GREEDY)
     assert m.usage.input_tokens > 0 and m.stop_reason in ("end_turn", "max_tokens", "tool_use")
-    n = smol.messages.count_tokens(model="m", messages=[
+    n = smol.messages.count_tokens(model=DEFAULT_MODEL, messages=[
         *FEW_SHOT[:2], {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "12 C, sunny"}]}],
         tools=[WEATHER])
     assert n.input_tokens > m.usage.input_tokens, "the tool result is part of the prompt"

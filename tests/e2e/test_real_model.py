@@ -20,7 +20,7 @@ import asyncio
 import openai
 import pytest
 
-from strata_server import DEFAULT_MODEL_FILE, openai_client, start_default_server
+from strata_server import DEFAULT_MODEL, DEFAULT_MODEL_FILE, openai_client, start_default_server
 
 
 SYSTEM_SHORT = "You are a knowledgeable assistant. Answer in one short sentence."
@@ -47,7 +47,7 @@ def messages_of(question: str) -> list[dict]:
 
 
 def ask(client: openai.OpenAI, question: str, **extra) -> str:
-    r = client.chat.completions.create(model="default", messages=messages_of(question), temperature=0, max_tokens=48,
+    r = client.chat.completions.create(model=DEFAULT_MODEL, messages=messages_of(question), temperature=0, max_tokens=48,
                                        **extra)
     return r.choices[0].message.content
 
@@ -68,7 +68,7 @@ def test_answers_factual_questions_at_temperature_0(server, question, word):
 def test_streamed_and_unstreamed_answers_are_identical(server):
     client = client_of(server)
     for question, _ in FACTS:
-        body = dict(model="m", messages=messages_of(question), temperature=0, max_tokens=40)
+        body = dict(model=DEFAULT_MODEL, messages=messages_of(question), temperature=0, max_tokens=40)
         plain = client.chat.completions.create(**body)
         chunks = list(client.chat.completions.create(**body, stream=True))
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
@@ -95,7 +95,7 @@ async def answer_all(base_url: str) -> list[str]:
     client = openai.AsyncOpenAI(base_url=f"{base_url}/v1", api_key="unused", max_retries=0, timeout=600)
     async with client:
         async def one(messages):
-            r = await client.chat.completions.create(model="m", messages=messages, temperature=0, max_tokens=32)
+            r = await client.chat.completions.create(model=DEFAULT_MODEL, messages=messages, temperature=0, max_tokens=32)
             return r.choices[0].message.content, r.usage.prompt_tokens_details.cached_tokens
 
         # Twice over: the second round finds the first round's prompts cached.

@@ -21,7 +21,7 @@ import openai
 import pydantic
 import pytest
 
-from strata_server import openai_client, start_default_server
+from strata_server import DEFAULT_MODEL, TINY_MODEL, openai_client, start_default_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -31,7 +31,7 @@ QUESTION = "Name three colours."
 
 @pytest.fixture(scope="module")
 def greedy_chat(tiny_client):
-    r = tiny_client.chat.completions.create(model="m", messages=[{"role": "system", "content": INSTRUCTIONS},
+    r = tiny_client.chat.completions.create(model=TINY_MODEL, messages=[{"role": "system", "content": INSTRUCTIONS},
                                                             {"role": "user", "content": QUESTION}],
                                        max_tokens=20, temperature=0)
     return r.choices[0].message.content, r.usage.prompt_tokens, r.choices[0].finish_reason
@@ -39,7 +39,7 @@ def greedy_chat(tiny_client):
 
 def test_a_response_is_the_greedy_chat_answer(tiny_client, greedy_chat):
     text, prompt_tokens, finish = greedy_chat
-    r = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20, temperature=0)
+    r = tiny_client.responses.create(model=TINY_MODEL, instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20, temperature=0)
     assert r.object == "response" and r.id.startswith("resp_")
     assert r.output_text == text
     assert [item.type for item in r.output] == (["message"] if text else [])
@@ -53,7 +53,7 @@ def test_a_response_is_the_greedy_chat_answer(tiny_client, greedy_chat):
 def test_the_stream_sends_the_sdks_event_sequence_and_the_same_text(tiny_client, greedy_chat):
     text = greedy_chat[0]
     kinds, deltas = [], []
-    with tiny_client.responses.stream(model="m", instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20,
+    with tiny_client.responses.stream(model=TINY_MODEL, instructions=INSTRUCTIONS, input=QUESTION, max_output_tokens=20,
                                  temperature=0) as s:
         for event in s:
             kinds.append(event.type)
@@ -71,29 +71,29 @@ def test_the_stream_sends_the_sdks_event_sequence_and_the_same_text(tiny_client,
 
 
 def test_a_stored_response_is_read_back_and_deleted(tiny_client, tiny_server):
-    r = tiny_client.responses.create(model="m", input="Say hi.", max_output_tokens=4)
+    r = tiny_client.responses.create(model=TINY_MODEL, input="Say hi.", max_output_tokens=4)
     again = tiny_client.responses.retrieve(r.id)
     assert again.id == r.id and again.output_text == r.output_text and again.usage.output_tokens == r.usage.output_tokens
     tiny_client.responses.delete(r.id)
     with pytest.raises(openai.NotFoundError):
         tiny_client.responses.retrieve(r.id)
-    unstored = tiny_client.responses.create(model="m", input="Say hi.", max_output_tokens=4, store=False)
+    unstored = tiny_client.responses.create(model=TINY_MODEL, input="Say hi.", max_output_tokens=4, store=False)
     assert httpx.get(f"{tiny_server.base_url}/v1/responses/{unstored.id}", timeout=30).status_code == 404
 
 
 def test_previous_response_id_continues_the_conversation_from_the_cache(tiny_client):
-    first = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input="x " * 300 + QUESTION, max_output_tokens=8,
+    first = tiny_client.responses.create(model=TINY_MODEL, instructions=INSTRUCTIONS, input="x " * 300 + QUESTION, max_output_tokens=8,
                                     temperature=0)
-    follow = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, previous_response_id=first.id,
+    follow = tiny_client.responses.create(model=TINY_MODEL, instructions=INSTRUCTIONS, previous_response_id=first.id,
                                      input="And three more?", max_output_tokens=8, temperature=0)
     assert follow.previous_response_id == first.id
-    alone = tiny_client.responses.create(model="m", instructions=INSTRUCTIONS, input="And three more?", max_output_tokens=8,
+    alone = tiny_client.responses.create(model=TINY_MODEL, instructions=INSTRUCTIONS, input="And three more?", max_output_tokens=8,
                                     temperature=0, store=False)
     # The follow-up's prompt holds the first turn (its 300 words and its answer), and the cache has it.
     assert follow.usage.input_tokens > first.usage.input_tokens > alone.usage.input_tokens + 250
     assert follow.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens - 32
     with pytest.raises(openai.NotFoundError):
-        tiny_client.responses.create(model="m", previous_response_id="resp_missing", input="?", max_output_tokens=2)
+        tiny_client.responses.create(model=TINY_MODEL, previous_response_id="resp_missing", input="?", max_output_tokens=2)
 
 
 @pytest.mark.parametrize("body,param", [
@@ -108,7 +108,7 @@ def test_previous_response_id_continues_the_conversation_from_the_cache(tiny_cli
     ({"input": "x", "temperature": 3}, "temperature"),
 ])
 def test_bad_requests_are_400s_naming_the_field(tiny_server, body, param):
-    r = httpx.post(f"{tiny_server.base_url}/v1/responses", json={"model": "m", **body}, timeout=60)
+    r = httpx.post(f"{tiny_server.base_url}/v1/responses", json={"model": TINY_MODEL, **body}, timeout=60)
     assert r.status_code == 400, r.text
     assert (r.json()["error"]["param"] or "").startswith(param), r.text
 
@@ -146,7 +146,7 @@ def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_forced_function_tool_is_a_valid_function_call_item(smol, seed):
-    r = smol.responses.create(model="m", input="Weather in Oslo, please.", tools=[WEATHER],
+    r = smol.responses.create(model=DEFAULT_MODEL, input="Weather in Oslo, please.", tools=[WEATHER],
                               tool_choice={"type": "function", "name": "get_weather"}, temperature=1.0, max_output_tokens=60,
                               extra_body={"seed": seed})
     calls = [item for item in r.output if item.type == "function_call"]
@@ -154,14 +154,14 @@ def test_a_forced_function_tool_is_a_valid_function_call_item(smol, seed):
     args = json.loads(calls[0].arguments)
     assert set(args) == {"city"} and isinstance(args["city"], str), args
     # The call's output goes back as an item; the model's next answer is generated from it.
-    follow = smol.responses.create(model="m", previous_response_id=r.id, max_output_tokens=8, tools=[WEATHER],
+    follow = smol.responses.create(model=DEFAULT_MODEL, previous_response_id=r.id, max_output_tokens=8, tools=[WEATHER],
                                    input=[{"type": "function_call_output", "call_id": calls[0].call_id, "output": "4 C"}])
     assert follow.status in ("completed", "incomplete") and follow.usage.input_tokens > r.usage.input_tokens
 
 
 def test_streamed_function_call_arguments_assemble_to_the_call(smol):
     deltas, done = [], None
-    with smol.responses.stream(model="m", input="Weather in Rome?", tools=[WEATHER], tool_choice="required",
+    with smol.responses.stream(model=DEFAULT_MODEL, input="Weather in Rome?", tools=[WEATHER], tool_choice="required",
                                parallel_tool_calls=False, temperature=0, max_output_tokens=60) as s:
         for event in s:
             if event.type == "response.function_call_arguments.delta":
@@ -176,7 +176,7 @@ def test_streamed_function_call_arguments_assemble_to_the_call(smol):
 
 def test_parse_with_a_pydantic_model_gives_valid_objects(smol):
     for seed in range(10):
-        r = smol.responses.parse(model="m", input="Describe a colour as JSON.", text_format=Colour, temperature=1.0,
+        r = smol.responses.parse(model=DEFAULT_MODEL, input="Describe a colour as JSON.", text_format=Colour, temperature=1.0,
                                  max_output_tokens=120, extra_body={"seed": seed})
         assert r.status == "completed", (seed, r.output_text)
         assert isinstance(r.output_parsed, Colour), (seed, r.output_text)

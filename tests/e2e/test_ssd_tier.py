@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from strata_server import model_path, start_server
+from strata_server import model_path, served_id, start_server
 
 MODEL = model_path("tiny-llama-spm-f16")
 SSD_MAX = 16 << 20
@@ -79,7 +79,7 @@ class Answer:
 
 
 def _body(prompt, max_tokens: int) -> dict:
-    return {"model": "m", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+    return {"model": served_id(MODEL), "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
 
 
 def _answer(res: httpx.Response) -> Answer:

@@ -18,7 +18,7 @@ import openai
 import pydantic
 import pytest
 
-from strata_server import openai_client, start_default_server, start_server
+from strata_server import DEFAULT_MODEL, openai_client, served_id, start_default_server, start_server
 
 SHARED = Path(os.environ.get("STRATA_SHARED_DIR", Path(__file__).resolve().parents[3] / "shared"))
 TINY = SHARED / "models" / "tiny-qwen2-gpt2-f16.gguf"
@@ -50,7 +50,7 @@ client_of = openai_client
 
 
 def chat(client, **kw):
-    return client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Describe a record."}], **kw)
+    return client.chat.completions.create(model=served_id(TINY), messages=[{"role": "user", "content": "Describe a record."}], **kw)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +99,7 @@ def test_json_object_gives_an_object_or_says_it_ran_out_of_tokens(tiny):
 def test_llama_cpp_grammar_field_constrains_completions_and_chat(tiny):
     client = client_of(tiny)
     grammar = 'root ::= "(" item ("," item)* ")"\nitem ::= [a-c] | "[" [0-9] "]"'
-    r = client.completions.create(model="m", prompt="List:", temperature=1.0, max_tokens=60, n=8,
+    r = client.completions.create(model=served_id(TINY), prompt="List:", temperature=1.0, max_tokens=60, n=8,
                                   extra_body={"grammar": grammar})
     for c in r.choices:
         assert re.fullmatch(r"\((?:[a-c]|\[[0-9]\])(?:,(?:[a-c]|\[[0-9]\]))*\)?", c.text), c.text
@@ -114,7 +114,7 @@ def test_llama_cpp_json_schema_field_constrains_completions(tiny):
     client = client_of(tiny)
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 9}}, "required": ["n"],
               "additionalProperties": False}
-    r = client.completions.create(model="m", prompt="{", temperature=1.0, max_tokens=30, n=6, extra_body={"json_schema": schema})
+    r = client.completions.create(model=served_id(TINY), prompt="{", temperature=1.0, max_tokens=30, n=6, extra_body={"json_schema": schema})
     for c in r.choices:
         assert c.finish_reason == "stop"
         v = json.loads(c.text)
@@ -180,7 +180,7 @@ def test_chat_completions_parse_with_a_pydantic_model_is_valid_20_times_out_of_2
     parse = getattr(client.chat.completions, "parse", None) or client.beta.chat.completions.parse
 
     def one(i):
-        r = parse(model="default", temperature=1.0, max_tokens=150, response_format=Capital, seed=i,
+        r = parse(model=DEFAULT_MODEL, temperature=1.0, max_tokens=150, response_format=Capital, seed=i,
                   messages=[{"role": "system", "content": "Answer in JSON."},
                             {"role": "user", "content": "Describe the capital of France."}])
         return r.choices[0]

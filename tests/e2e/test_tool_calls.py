@@ -28,7 +28,7 @@ import httpx
 import openai
 import pytest
 
-from strata_server import SHARED_DIR, STRATA_BIN, model_path, openai_client, start_default_server, start_server
+from strata_server import DEFAULT_MODEL, SHARED_DIR, STRATA_BIN, model_path, openai_client, start_default_server, start_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -83,7 +83,7 @@ def smol():
 
 
 def test_auto_mode_returns_the_call_the_model_writes(smol):
-    r = client_of(smol).chat.completions.create(model="m", messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60, seed=1)
+    r = client_of(smol).chat.completions.create(model=DEFAULT_MODEL, messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60, seed=1)
     choice = r.choices[0]
     assert choice.finish_reason == "tool_calls", choice
     assert choice.message.content is None, choice.message
@@ -105,7 +105,7 @@ def strict_weather(strict: bool) -> list[dict]:
 
 def test_a_strict_tool_in_auto_mode_constrains_the_call_the_model_writes(smol):
     client = client_of(smol)
-    kw = dict(model="m", messages=FEW_SHOT, temperature=0, max_tokens=60, seed=1)
+    kw = dict(model=DEFAULT_MODEL, messages=FEW_SHOT, temperature=0, max_tokens=60, seed=1)
     loose = client.chat.completions.create(tools=strict_weather(False), **kw).choices[0]
     strict = client.chat.completions.create(tools=strict_weather(True), **kw).choices[0]
     # Unconstrained, the model writes the city it was asked about, outside the enum; strict, the
@@ -118,7 +118,7 @@ def test_a_strict_tool_in_auto_mode_constrains_the_call_the_model_writes(smol):
 
 def test_streamed_tool_deltas_reassemble_to_the_non_streamed_call(smol):
     client = client_of(smol)
-    kw = dict(model="m", messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60, seed=3)
+    kw = dict(model=DEFAULT_MODEL, messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60, seed=3)
     whole = client.chat.completions.create(**kw).choices[0].message.tool_calls
     calls: dict[int, dict] = {}
     content, finish = "", None
@@ -144,7 +144,7 @@ def test_streamed_tool_deltas_reassemble_to_the_non_streamed_call(smol):
 
 def test_tool_choice_none_offers_no_tools_and_reads_no_calls(smol):
     client = client_of(smol)
-    kw = dict(model="m", messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60)
+    kw = dict(model=DEFAULT_MODEL, messages=FEW_SHOT, tools=TOOLS, temperature=0, max_tokens=60)
     auto = client.chat.completions.create(**kw)
     none = client.chat.completions.create(tool_choice="none", **kw)
     assert not none.choices[0].message.tool_calls
@@ -159,8 +159,8 @@ def test_tool_history_renders_into_the_prompt(smol):
         {"role": "assistant", "content": None, "tool_calls": [call_of("call_7", "Paris")]},
         {"role": "tool", "tool_call_id": "call_7", "content": "sunny, 21 C"},
     ]
-    with_calls = client.chat.completions.create(model="m", messages=history, tools=TOOLS, temperature=0, max_tokens=8)
-    without = client.chat.completions.create(model="m", messages=history[:1], tools=TOOLS, temperature=0, max_tokens=8)
+    with_calls = client.chat.completions.create(model=DEFAULT_MODEL, messages=history, tools=TOOLS, temperature=0, max_tokens=8)
+    without = client.chat.completions.create(model=DEFAULT_MODEL, messages=history[:1], tools=TOOLS, temperature=0, max_tokens=8)
     block = '<tool_call>\n{"name":"get_weather","arguments":{"city":"Paris"}}\n</tool_call>'
     grown = with_calls.usage.prompt_tokens - without.usage.prompt_tokens
     assert grown >= token_count(smol, block) + token_count(smol, "<tool_response>\nsunny, 21 C\n</tool_response>"), grown
@@ -170,7 +170,7 @@ def test_tool_history_renders_into_the_prompt(smol):
 def test_forced_calls_validate_against_the_tools_schema(smol, choice):
     client = client_of(smol)
     for seed in range(5):
-        r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Is it cold in Oslo?"}], tools=TOOLS,
+        r = client.chat.completions.create(model=DEFAULT_MODEL, messages=[{"role": "user", "content": "Is it cold in Oslo?"}], tools=TOOLS,
                                            tool_choice=choice, parallel_tool_calls=False, temperature=1.0, seed=seed,
                                            max_tokens=100)
         choice0 = r.choices[0]
@@ -184,7 +184,7 @@ def test_forced_calls_validate_against_the_tools_schema(smol, choice):
 def test_required_parallel_calls_each_validate(smol):
     """With parallel calls allowed the model may call again and again, up to max_tokens: every call
     it finished is valid, and one cut off comes back as content with finish_reason length."""
-    r = client_of(smol).chat.completions.create(model="m", messages=[{"role": "user", "content": "Is it cold in Oslo?"}],
+    r = client_of(smol).chat.completions.create(model=DEFAULT_MODEL, messages=[{"role": "user", "content": "Is it cold in Oslo?"}],
                                                 tools=TOOLS, tool_choice="required", temperature=1.0, seed=0, max_tokens=100)
     choice0 = r.choices[0]
     assert choice0.message.tool_calls, choice0
@@ -198,7 +198,7 @@ def test_required_parallel_calls_each_validate(smol):
 
 def test_forced_calls_stream_as_deltas(smol):
     chunks = client_of(smol).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "Weather in Lima?"}], tools=TOOLS,
+        model=DEFAULT_MODEL, messages=[{"role": "user", "content": "Weather in Lima?"}], tools=TOOLS,
         tool_choice={"type": "function", "function": {"name": "get_weather"}}, temperature=0, max_tokens=100, stream=True)
     args, names, finish = "", [], None
     for chunk in chunks:
@@ -224,7 +224,7 @@ def test_bad_tools_and_tool_choices_are_400s_naming_the_field(smol):
     ]
     for kw, param in cases:
         with pytest.raises(openai.BadRequestError) as e:
-            client.chat.completions.create(model="m", messages=msgs, max_tokens=1, **kw)
+            client.chat.completions.create(model=DEFAULT_MODEL, messages=msgs, max_tokens=1, **kw)
         err = e.value.response.json()["error"]
         assert err["param"] == param, err
         assert err["type"] == "invalid_request_error"
@@ -283,8 +283,8 @@ def test_tool_history_round_trips_through_each_shared_template(templated):
         {"role": "assistant", "content": None, "tool_calls": [call_of(call_id, "Paris")]},
         {"role": "tool", "tool_call_id": call_id, "content": "sunny, 21 C"},
     ]
-    with_calls = client.chat.completions.create(model="m", messages=history, tools=TOOLS, max_tokens=4, temperature=0)
-    without = client.chat.completions.create(model="m", messages=history[:1], tools=TOOLS, max_tokens=4, temperature=0)
+    with_calls = client.chat.completions.create(model=s.model, messages=history, tools=TOOLS, max_tokens=4, temperature=0)
+    without = client.chat.completions.create(model=s.model, messages=history[:1], tools=TOOLS, max_tokens=4, temperature=0)
     assert with_calls.choices[0].finish_reason in ("stop", "length", "tool_calls")
     grown = with_calls.usage.prompt_tokens - without.usage.prompt_tokens
     assert grown >= token_count(s, '"Paris"') + token_count(s, "sunny, 21 C"), (name, grown)
@@ -301,7 +301,7 @@ def test_named_calls_parse_in_each_templates_format(templated, stream):
     """Random weights, but the grammar writes the call in the template's format, and the parser
     reads it back (Qwen3 with thinking off: its prompt closes the think block)."""
     name, s = templated
-    kw = dict(model="m", messages=[{"role": "user", "content": "Weather in Lima?"}], tools=ENUM_TOOLS, temperature=0, max_tokens=120,
+    kw = dict(model=s.model, messages=[{"role": "user", "content": "Weather in Lima?"}], tools=ENUM_TOOLS, temperature=0, max_tokens=120,
               tool_choice={"type": "function", "function": {"name": "get_weather"}},
               extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     client = client_of(s)
@@ -332,8 +332,8 @@ def test_chat_template_kwargs_reach_the_template(templated):
         pytest.skip("Qwen3's template is the one with enable_thinking")
     client = client_of(s)
     msgs = [{"role": "user", "content": "hi"}]
-    on = client.chat.completions.create(model="m", messages=msgs, max_tokens=1, extra_body={"chat_template_kwargs": {"enable_thinking": True}})
-    off = client.chat.completions.create(model="m", messages=msgs, max_tokens=1, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    on = client.chat.completions.create(model=s.model, messages=msgs, max_tokens=1, extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    off = client.chat.completions.create(model=s.model, messages=msgs, max_tokens=1, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
     # Thinking off, the template closes an empty think block for the model.
     assert off.usage.prompt_tokens - on.usage.prompt_tokens == token_count(s, "<think>\n\n</think>\n\n")
 
@@ -342,7 +342,7 @@ def test_reasoning_effort_reaches_the_template(launch, tmp_path):
     s = launch(["-m", synth_model(tmp_path, EFFORT_TEMPLATE)])
     client = client_of(s)
     msgs = [{"role": "user", "content": "hi"}]
-    low = client.chat.completions.create(model="m", messages=msgs, max_tokens=1, reasoning_effort="low")
-    plain = client.chat.completions.create(model="m", messages=msgs, max_tokens=1)
+    low = client.chat.completions.create(model=s.model, messages=msgs, max_tokens=1, reasoning_effort="low")
+    plain = client.chat.completions.create(model=s.model, messages=msgs, max_tokens=1)
     assert low.usage.prompt_tokens - plain.usage.prompt_tokens >= token_count(s, "Reasoning: low")
     assert s.stop() == 0

@@ -16,14 +16,16 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from strata_server import metric, model_path, start_server
+from strata_server import metric, model_path, served_id, start_server
 
 pytestmark = pytest.mark.timeout(300)
+
+MODEL = model_path("tiny-llama-spm-f16")
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = start_server(["-m", model_path("tiny-llama-spm-f16")])
+    s = start_server(["-m", MODEL])
     yield s
     assert s.stop() == 0, "SIGTERM exits 0"
 
@@ -57,14 +59,14 @@ def sock(server):
 
 
 def chat(content: str, **extra) -> dict:
-    return {"model": "m", "messages": [{"role": "user", "content": content}], "max_tokens": 8, "temperature": 0,
+    return {"model": served_id(MODEL), "messages": [{"role": "user", "content": content}], "max_tokens": 8, "temperature": 0,
             "ignore_eos": True, **extra}
 
 
 def test_several_requests_interleave_on_one_socket_and_each_ends_with_done(server, sock):
     sock.send({"type": "request", "id": "a", "endpoint": "chat.completions", "body": chat("first")})
     sock.send({"type": "request", "id": "b", "endpoint": "completions",
-               "body": {"model": "m", "prompt": "second", "max_tokens": 6, "temperature": 0, "ignore_eos": True}})
+               "body": {"model": served_id(MODEL), "prompt": "second", "max_tokens": 6, "temperature": 0, "ignore_eos": True}})
     sock.until(lambda f: len([x for x in f if x["type"] == "done"]) == 2)
     for id_ in ("a", "b"):
         mine = [f for f in sock.frames if f.get("id") == id_]
