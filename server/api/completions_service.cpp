@@ -17,6 +17,7 @@
 #include "src/api/stream_framing.hpp"
 #include "src/api/tokenize_request.hpp"
 #include "src/api/tool_fields.hpp"
+#include "src/chat/conversation.hpp"
 #include "src/chat/tool_messages.hpp"
 #include "src/api/ws_envelope.hpp"
 
@@ -91,15 +92,19 @@ io::http_response error_response(unsigned version, const api_error& e, std::stri
 
 completions_service::completions_service(const engine::engine& e, hub_address hub) : engine_(e), hub_(std::move(hub)) {
   max_prompt_bytes_ = static_cast<std::size_t>(engine_.max_context()) * longest_token_bytes(engine_.tok());
-  const auto& tok = engine_.tok();
-  tool_format_ = chat::detect_tool_format(engine_.has_own_template() ? tok.chat_template() : std::string(), [&tok](std::string_view s) {
-    const auto id = tok.find(s);
-    return id >= 0 && tok.type(id) == tokenizer::token_type::control;
-  });
+  tool_format_ = format_of(engine_.has_own_template() ? engine_.tok().chat_template() : std::string());
   spdlog::info("tool calls: {}", tool_format_.describe());
 }
 
 completions_service::~completions_service() { pool_.join(); }
+
+chat::tool_format completions_service::format_of(std::string_view source) const {
+  const auto& tok = engine_.tok();
+  return chat::detect_tool_format(source, [&tok](std::string_view s) {
+    const auto id = tok.find(s);
+    return id >= 0 && tok.type(id) == tokenizer::token_type::control;
+  });
+}
 
 std::vector<std::uint64_t> completions_service::new_ids(int n) {
   std::vector<std::uint64_t> ids;
@@ -183,25 +188,50 @@ bool ends_in_closed_think(std::string_view prompt) {
 }  // namespace
 
 std::optional<api_error> completions_service::render_chat(generation_request& r, std::string& text) const {
+  // A request's own template is parsed per request, with the model's template's limits.
+  const chat::chat_template* tmpl = &engine_.chat();
+  chat::tool_format format = tool_format_;
+  std::optional<chat::chat_template> own;
+  if (!r.chat_template.empty()) {
+    auto parsed = chat::chat_template::parse(r.chat_template);
+    if (!parsed) return invalid_request("chat_template", "chat_template does not parse: " + parsed.err().message, "template_error");
+    own.emplace(std::move(*parsed));
+    own->set_limits(engine_.chat().limits());
+    tmpl = &*own;
+    format = format_of(r.chat_template);
+  }
+  // A last assistant message is continued unless the client asks for a generation prompt.
+  const bool prefill = chat::ends_with_prefill(r.messages);
+  const bool continued = r.continue_final_message.value_or(prefill && !r.add_generation_prompt.value_or(false));
+  if (continued && !prefill)
+    return invalid_request("continue_final_message", "continue_final_message needs a last assistant message with text content and no tool calls");
+  if (continued && r.add_generation_prompt.value_or(false))
+    return invalid_request("add_generation_prompt", "add_generation_prompt and continue_final_message cannot both be true");
   const bool none = r.tool_choice.is_string() && r.tool_choice.as_string() == "none";
   const bool offered = !none && r.tools.is_array() && !r.tools.as_array().empty();
-  auto rendered = chat::render_with_tools(engine_.chat(), tool_format_, r.messages, offered ? r.tools : json::value(), r.template_kwargs,
-                                          engine_.bos_text(), engine_.eos_text());
-  if (!rendered) return invalid_request("messages", "chat template error: " + rendered.err().message, "template_error");
+  auto rendered = chat::render_with_tools(*tmpl, format, r.messages, offered ? r.tools : json::value(), r.template_kwargs, engine_.bos_text(),
+                                          engine_.eos_text(), !continued && r.add_generation_prompt.value_or(true));
+  if (!rendered)
+    return invalid_request(own ? "chat_template" : "messages", "chat template error: " + rendered.err().message, "template_error");
   text = std::move(*rendered);
+  if (continued) {
+    auto cut = chat::continue_final_message(std::move(text), r.messages.back().as_object().at("content").as_string());
+    if (!cut) return invalid_request("messages", cut.err().message, "template_error");
+    text = std::move(*cut);
+  }
   chat::parser_options o;
-  o.format = tool_format_;
+  o.format = format;
   o.parse_calls = offered;
-  o.starts_in_reasoning = tool_format_.thinks && ends_in_open_think(text);
+  o.starts_in_reasoning = format.thinks && ends_in_open_think(text);
   if (offered) o.tools = r.tools;
   std::optional<sampling::grammar_spec::free_block> reasoning;
   if (o.starts_in_reasoning) reasoning = sampling::grammar_spec::free_block{"", "</think>"};
-  else if (tool_format_.thinks && !ends_in_closed_think(text)) reasoning = sampling::grammar_spec::free_block{"<think>", "</think>"};
+  else if (format.thinks && !ends_in_closed_think(text)) reasoning = sampling::grammar_spec::free_block{"<think>", "</think>"};
   if (offered) {
-    auto g = schema::forced_tool_grammar(tool_format_, r.tools, r.tool_choice, r.parallel_tool_calls, std::move(reasoning));
+    auto g = schema::forced_tool_grammar(format, r.tools, r.tool_choice, r.parallel_tool_calls, std::move(reasoning));
     if (g.active()) r.settings.grammar = std::move(g);
   }
-  if (offered || tool_format_.thinks || tool_format_.syntax == chat::tool_syntax::harmony) r.output = std::move(o);
+  if (offered || format.thinks || format.syntax == chat::tool_syntax::harmony) r.output = std::move(o);
   return std::nullopt;
 }
 

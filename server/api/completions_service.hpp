@@ -69,11 +69,16 @@ class completions_service {
   /// request's API key, mixed with the body's cache_salt. A prompt text longer than
   /// max_prompt_bytes_ is refused before it is tokenized. Slow for a large prompt: see above.
   std::optional<api_error> prepare(generation_request& r, std::string_view key_salt);
-  /// Chat: renders the conversation with its tools and template variables into `text`, and sets
+  /// Chat: renders the conversation (with the request's own chat_template if it gave one; a last
+  /// assistant message continued unless asked otherwise) with its tools and template variables
+  /// into `text`, and sets
   /// how the output is read (r.output) and, for tool_choice "required" or a named function, the
   /// grammar of the calls. tool_choice "none" offers no tools: the template does not see them and
   /// no calls are read.
   std::optional<api_error> render_chat(generation_request& r, std::string& text) const;
+  /// How a template of this source writes tool calls and reasoning, with this vocabulary's
+  /// control tokens.
+  chat::tool_format format_of(std::string_view source) const;
   /// Parses `body` and prepares the request on the pool, then start()s it back on the
   /// connection's strand.
   boost::asio::awaitable<io::handler_result> prepare_off_thread(std::shared_ptr<std::string> body, bool chat, unsigned version,

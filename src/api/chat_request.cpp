@@ -193,6 +193,14 @@ api_result<chat_request> parse_chat_request(std::string_view body, const parse_l
       return std::nullopt;
     }
     if (key == "chat_template_kwargs") return read_template_kwargs(v, kwargs);
+    if (key == "chat_template") {
+      std::optional<std::string> t;
+      if (auto e = read_string(v, key, t)) return e;
+      req.chat_template = t.value_or("");
+      return std::nullopt;
+    }
+    if (key == "add_generation_prompt") return read_bool(v, key, req.add_generation_prompt);
+    if (key == "continue_final_message") return read_bool(v, key, req.continue_final_message);
     if (key == "reasoning_effort") return read_reasoning_effort(v, effort);
     if (key == "tool_choice") {
       json::value choice;

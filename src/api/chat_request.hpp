@@ -1,6 +1,7 @@
 #pragma once
 // The body of POST /v1/chat/completions, parsed and validated.
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,14 @@ struct chat_request {
   /// Variables for the chat template: `chat_template_kwargs` (an object; e.g. enable_thinking),
   /// and `reasoning_effort` when given, under that name.
   boost::json::object template_kwargs;
+  /// Extension (as vLLM's): a Jinja chat template for this request instead of the model's; empty
+  /// when not given.
+  std::string chat_template;
+  /// Extensions (as vLLM's): whether the prompt ends with the assistant's generation prompt, and
+  /// whether the last (assistant) message is continued; empty when not given (a last assistant
+  /// message with content is continued, any other conversation gets the generation prompt).
+  std::optional<bool> add_generation_prompt;
+  std::optional<bool> continue_final_message;
   sampling_params sampling;
 };
 

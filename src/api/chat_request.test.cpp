@@ -330,6 +330,21 @@ TEST(chat_request, survives_random_corruption_of_a_valid_body) {
   }
 }
 
+TEST(chat_request, reads_a_request_chat_template_and_how_the_conversation_ends) {
+  auto plain = parse_chat_request(with(R"("stream":false)"));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->chat_template, "");
+  EXPECT_FALSE(plain->add_generation_prompt.has_value());
+  EXPECT_FALSE(plain->continue_final_message.has_value());
+  auto r = parse_chat_request(with(R"("chat_template":"{{ messages[0].content }}","add_generation_prompt":false,"continue_final_message":true)"));
+  ASSERT_TRUE(r.has_value()) << r.err().message;
+  EXPECT_EQ(r->chat_template, "{{ messages[0].content }}");
+  EXPECT_EQ(r->add_generation_prompt, false);
+  EXPECT_EQ(r->continue_final_message, true);
+  EXPECT_EQ(error_of(with(R"("chat_template":5)")).param, "chat_template");
+  EXPECT_EQ(error_of(with(R"("continue_final_message":"yes")")).param, "continue_final_message");
+}
+
 TEST(chat_request, gives_chat_template_kwargs_and_reasoning_effort_to_the_template) {
   auto r = parse_chat_request(with(R"("reasoning_effort":"low","chat_template_kwargs":{"enable_thinking":false,"x":[1]})"));
   ASSERT_TRUE(r.has_value()) << r.err().message;

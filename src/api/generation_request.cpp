@@ -43,6 +43,9 @@ std::optional<api_error> parse_generation_request(std::string_view body, bool ch
     out.tools = std::move(r->tools);
     out.tool_choice = std::move(r->tool_choice);
     out.template_kwargs = std::move(r->template_kwargs);
+    out.chat_template = std::move(r->chat_template);
+    out.add_generation_prompt = r->add_generation_prompt;
+    out.continue_final_message = r->continue_final_message;
     out.model = std::move(r->model);
     out.parallel_tool_calls = r->sampling.parallel_tool_calls;
     apply_sampling(r->sampling, out);

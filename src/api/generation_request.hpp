@@ -46,6 +46,9 @@ struct generation_request {
   boost::json::value tool_choice;  // chat: null when absent
   bool parallel_tool_calls = true;
   boost::json::object template_kwargs;  // chat: chat_template_kwargs and reasoning_effort
+  std::string chat_template;  // chat: the request's own template; empty: the model's
+  std::optional<bool> add_generation_prompt;   // chat: as given (chat_request.hpp)
+  std::optional<bool> continue_final_message;  // chat: as given
   /// Chat: how the sinks read the output into content, reasoning and tool calls (set when the
   /// prompt is rendered); empty: all of it is content.
   std::optional<chat::parser_options> output;

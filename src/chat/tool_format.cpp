@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "src/chat/conversation.hpp"
+
 namespace strata::chat {
 namespace {
 
@@ -58,6 +60,7 @@ tool_format detect_tool_format(std::string_view src, const std::function<bool(st
     f.native = false;
   }
   f.renders_calls = has(src, "tool_calls");
+  f.developer_role = has_developer_role(src);
   f.thinks = f.syntax != tool_syntax::harmony && has(src, "<think>") && has(src, "</think>");
   if (is_control)
     for (auto& m : markup_of(f))

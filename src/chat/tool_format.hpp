@@ -41,6 +41,9 @@ struct tool_format {
   bool thinks = false;
   /// Call ids of 9 letters and digits (Mistral's templates refuse others); else "call_" + 24.
   bool short_ids = false;
+  /// The template knows the `developer` role; otherwise developer messages are rendered as system
+  /// (conversation.hpp).
+  bool developer_role = false;
   /// Markup of this format that the vocabulary holds as control tokens: the detokenizer drops
   /// those, so the server hands their text to the parser itself.
   std::vector<std::string> control_markup;

@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "src/chat/conversation.hpp"
+
 namespace strata::chat {
 namespace {
 
@@ -148,12 +150,13 @@ json::array messages_for_template(const json::array& messages, const tool_format
 namespace strata::chat {
 
 result<std::string> render_with_tools(const chat_template& t, const tool_format& f, const json::array& messages, const json::value& tools,
-                                      const json::object& extra, std::string_view bos, std::string_view eos) {
+                                      const json::object& extra, std::string_view bos, std::string_view eos, bool add_generation_prompt) {
   json::object ctx = extra;
   if (f.native && !tools.is_null()) ctx["tools"] = tools;
-  auto text = t.render_chat(messages_for_template(messages, f, tools), true, bos, eos, ctx);
+  const json::array roles = with_template_roles(messages, f.developer_role);
+  auto text = t.render_chat(messages_for_template(roles, f, tools), add_generation_prompt, bos, eos, ctx);
   if (text || (!f.native && tools.is_null())) return text;
-  return t.render_chat(messages_for_template(messages, f, tools, true), true, bos, eos, ctx);
+  return t.render_chat(messages_for_template(roles, f, tools, true), add_generation_prompt, bos, eos, ctx);
 }
 
 }  // namespace strata::chat

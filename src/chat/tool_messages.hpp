@@ -28,12 +28,12 @@ boost::json::array messages_for_template(const boost::json::array& messages, con
                                          bool retry = false);
 
 /// Renders a conversation with its tools (null: none offered) through `t`, a template of format
-/// `f`, with the generation prompt and every key of `extra` (chat_template_kwargs,
-/// reasoning_effort) in the context. A native template gets `tools`. A failed rendering is retried
-/// once (see above).
+/// `f`, with the roles it knows (with_template_roles), the generation prompt when
+/// `add_generation_prompt`, and every key of `extra` (chat_template_kwargs, reasoning_effort) in
+/// the context. A native template gets `tools`. A failed rendering is retried once (see above).
 result<std::string> render_with_tools(const chat_template& t, const tool_format& f, const boost::json::array& messages,
                                       const boost::json::value& tools, const boost::json::object& extra, std::string_view bos,
-                                      std::string_view eos);
+                                      std::string_view eos, bool add_generation_prompt = true);
 
 /// The fallback's description of `tools` and of the `<tool_call>` answer it asks for.
 std::string fallback_tools_prompt(const boost::json::value& tools);
