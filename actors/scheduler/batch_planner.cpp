@@ -97,6 +97,12 @@ bool batch_planner::schedule_chunk(sequence& s, step_plan& plan, std::int32_t& b
 bool batch_planner::admit_next(step_plan& plan, std::int32_t& budget) {
   auto id = waiting_.front();
   sequence& s = seqs_.at(id);
+  // A choice waits while its sibling computes their shared prompt (one step or a few), then finds
+  // the prompt's blocks in the cache; the queue behind it waits as long.
+  if (s.after != 0 && opts_.prefix_cache && !s.admitted) {
+    auto first = seqs_.find(s.after);
+    if (first != seqs_.end() && first->second.n_computed < first->second.n_prompt) return false;
+  }
   s.n_computed = cache_.match(id, s.format, s.tokens, s.salt);
   // Admit only if at least the first chunk's blocks can be had without preempting anyone.
   const std::int32_t first = std::min(static_cast<std::int32_t>(s.tokens.size()) - s.n_computed, budget);

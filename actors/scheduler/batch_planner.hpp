@@ -60,6 +60,9 @@ struct sequence {
   /// Prompt tokens whose KV came from the cache when the request was first admitted.
   std::int32_t cached_tokens = 0;
   bool admitted = false;
+  /// Another choice of the same prompt (n > 1), or 0: with the prefix cache on, this sequence is
+  /// admitted only once that one has computed the prompt, whose KV it then reuses.
+  std::uint64_t after = 0;
 };
 
 /// One sequence's share of a step: compute tokens[start, start + n_tokens).

@@ -286,6 +286,31 @@ TEST(batch_planner, concurrent_sequences_share_a_prefix_that_one_of_them_filled)
   EXPECT_EQ(d.pool().in_use(), 0);
 }
 
+TEST(batch_planner, a_choice_of_the_same_prompt_waits_for_the_first_to_compute_it_and_then_reuses_it) {
+  driver d(caching({.token_budget = 64, .max_running = 4, .block_tokens = 4}), 64);
+  d.planner.submit(make_seq(1, 10, 3));
+  auto second = make_seq(2, 10, 3);
+  second.after = 1;
+  d.planner.submit(std::move(second));
+  expect_one_item(d.step(), 0, 10);  // the prompt is computed once
+  auto plan = d.step();
+  ASSERT_EQ(plan.items.size(), 2u);
+  EXPECT_EQ(plan.items[1].seq, 2u);
+  EXPECT_EQ(plan.items[1].start, 8);  // two full blocks reused; the tail computed
+  EXPECT_EQ(d.planner.find(2)->cached_tokens, 8);
+  while (d.finished.size() < 2) d.step();
+  EXPECT_EQ(d.pool().in_use(), 0);
+}
+
+TEST(batch_planner, a_choice_does_not_wait_for_a_sibling_without_the_prefix_cache) {
+  driver d({.token_budget = 64, .max_running = 4, .block_tokens = 4}, 64);
+  d.planner.submit(make_seq(1, 10, 3));
+  auto second = make_seq(2, 10, 3);
+  second.after = 1;
+  d.planner.submit(std::move(second));
+  EXPECT_EQ(d.step().items.size(), 2u);
+}
+
 class random_workload : public ::testing::TestWithParam<bool> {};
 
 TEST_P(random_workload, keeps_blocks_and_budgets_consistent) {

@@ -94,6 +94,8 @@ struct submit {
   std::vector<std::int32_t> prompt;
   generation_settings settings;
   stream_address reply_to;
+  /// An earlier choice of the same prompt (n > 1), whose computed prompt this one reuses; 0: none.
+  std::uint64_t after = 0;
 };
 
 /// Stop a request (client gone, WebSocket cancel); it leaves the batch at the next step.

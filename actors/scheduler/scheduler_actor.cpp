@@ -69,6 +69,7 @@ void scheduler_actor::handle(submit s) {
   seq.max_new_tokens = s.settings.max_tokens;
   seq.format = s.settings.kv_format;
   seq.salt = s.settings.cache_salt;
+  seq.after = s.after;
   auto admitted = planner_.submit(std::move(seq));
   if (admitted == admit_result::queue_full) {
     if (metrics_.rejected) metrics_.rejected->inc();

@@ -106,6 +106,21 @@ chat::tool_format completions_service::format_of(std::string_view source) const 
   });
 }
 
+response_meta completions_service::meta_of(const generation_request& r, std::string id, const std::vector<std::uint64_t>& ids) const {
+  response_meta meta{r.chat, {std::move(id), now_seconds(), engine_.model_id(), {}}, static_cast<int>(ids.size()), r.logprobs,
+                     r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler(), r.output};
+  meta.per_prompt = r.n;
+  if (!r.echo) return meta;
+  // Each prompt's text, decoded where it was given as ids.
+  if (!r.prompt_texts.empty()) {
+    meta.echo = r.prompt_texts;
+    return meta;
+  }
+  meta.echo.push_back(engine_.tok().decode(r.prompt_tokens));
+  for (const auto& p : r.more_prompts) meta.echo.push_back(engine_.tok().decode(p));
+  return meta;
+}
+
 std::vector<std::uint64_t> completions_service::new_ids(int n) {
   std::vector<std::uint64_t> ids;
   for (int i = 0; i < n; ++i) ids.push_back(next_id_.fetch_add(1));
@@ -140,17 +155,33 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
     r.prompt_tokens = tok.encode(text, false, true);
     if (tok.add_bos() && tok.bos_id() >= 0 && (r.prompt_tokens.empty() || r.prompt_tokens[0] != tok.bos_id()))
       r.prompt_tokens.insert(r.prompt_tokens.begin(), tok.bos_id());
-  } else if (r.prompt_tokens.empty()) {
-    if (auto e = too_many_bytes(r.prompt_text.size())) return e;
-    r.prompt_tokens = tok.encode(r.prompt_text, true, true);
-  } else {
-    for (auto t : r.prompt_tokens)
-      if (t >= tok.n_vocab()) return invalid_request("prompt", "prompt token id " + std::to_string(t) + " is outside the vocabulary");
+  } else if (!r.prompt_texts.empty()) {
+    for (std::size_t i = 0; i < r.prompt_texts.size(); ++i) {
+      if (auto e = too_many_bytes(r.prompt_texts[i].size())) return e;
+      auto ids = tok.encode(r.prompt_texts[i], true, true);
+      if (ids.empty()) return invalid_request("prompt", "prompt " + std::to_string(i) + " is empty");
+      if (i == 0) r.prompt_tokens = std::move(ids);
+      else r.more_prompts.push_back(std::move(ids));
+    }
   }
   if (r.prompt_tokens.empty()) return invalid_request("prompt", "the prompt is empty");
+  // The longest prompt bounds the completion.
+  const std::vector<std::int32_t>* longest = &r.prompt_tokens;
+  for (const auto& p : r.more_prompts)
+    if (p.size() > longest->size()) longest = &p;
+  auto outside_vocabulary = [&](const std::vector<std::int32_t>& p) -> std::optional<api_error> {
+    for (auto t : p)
+      if (t >= tok.n_vocab()) return invalid_request("prompt", "prompt token id " + std::to_string(t) + " is outside the vocabulary");
+    return std::nullopt;
+  };
+  if (!r.chat) {
+    if (auto e = outside_vocabulary(r.prompt_tokens)) return e;
+    for (const auto& p : r.more_prompts)
+      if (auto e = outside_vocabulary(p)) return e;
+  }
   for (const auto& [id, b] : r.settings.sampling.logit_bias)
     if (id >= tok.n_vocab()) return invalid_request("logit_bias", "logit_bias token id " + std::to_string(id) + " is outside the vocabulary");
-  const auto n_prompt = static_cast<std::int32_t>(r.prompt_tokens.size());
+  const auto n_prompt = static_cast<std::int32_t>(longest->size());
   if (n_prompt >= engine_.max_context())
     return invalid_request(r.chat ? "messages" : "prompt",
                            "the prompt has " + std::to_string(n_prompt) + " tokens; this server's context is " +
@@ -237,11 +268,17 @@ std::optional<api_error> completions_service::render_chat(generation_request& r,
 
 std::vector<std::uint64_t> completions_service::submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids) {
   hub_.tell(open_stream{ids, std::move(sink)});
+  const auto n = static_cast<std::size_t>(r.n);
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::size_t p = i / n;  // the prompt: n choices each, in order
+    const auto& prompt = p == 0 ? r.prompt_tokens : r.more_prompts[p - 1];
     sched::generation_settings g = r.settings;
     // Each choice draws its own tokens: consecutive seeds.
     g.sampling.seed = r.settings.sampling.seed + i;
-    engine_.scheduler().tell(sched::submit{ids[i], r.prompt_tokens, std::move(g), hub_});
+    if (!r.max_tokens) g.max_tokens = engine_.max_context() - static_cast<std::int32_t>(prompt.size());
+    // The other choices of a prompt reuse the KV its first choice computes.
+    const std::uint64_t after = i % n == 0 ? 0 : ids[p * n];
+    engine_.scheduler().tell(sched::submit{ids[i], prompt, std::move(g), hub_, after});
   }
   return ids;
 }
@@ -271,10 +308,8 @@ net::awaitable<io::handler_result> completions_service::prepare_off_thread(std::
 }
 
 io::handler_result completions_service::start(generation_request& r, unsigned version, const io::request_context& ctx) {
-  const bool chat = r.chat;
-  auto ids = new_ids(r.n);
-  response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, now_seconds(), engine_.model_id(), {}},
-                     r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler(), r.output};
+  auto ids = new_ids(choices_of(r));
+  response_meta meta = meta_of(r, (r.chat ? "chatcmpl-" : "cmpl-") + ctx.request_id, ids);
   spdlog::debug("[{}] {} prompt tokens, max_tokens {}, n {}, stream {}", ctx.request_id, r.prompt_tokens.size(), r.settings.max_tokens, r.n, r.stream);
   return reply(r, ids, version, ctx, [&](io::reply_address out, bool streamed) -> std::unique_ptr<stream_sink> {
     if (!streamed) return std::make_unique<full_sink>(meta, std::move(out));
@@ -335,13 +370,11 @@ io::handler_result completions_service::websocket(io::http_request&, const io::r
   // Submits a prepared request (on the connection's strand).
   auto start = [this, state, scheduler, request_id = ctx.request_id](generation_request& r, const std::string& id_json,
                                                                       io::reply_address outbox) {
-    const bool chat = r.chat;
-    auto ids = new_ids(r.n);
+    auto ids = new_ids(choices_of(r));
     // A request id the client reuses replaces the entry; the older request still ends by its own.
     state->running[id_json] = ids;
     state->keys[ids.front()] = id_json;
-    response_meta meta{chat, {(chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), now_seconds(), engine_.model_id(), {}},
-                       r.n, r.logprobs, r.include_usage, engine_.tok_ptr(), ids, scheduler, r.output};
+    response_meta meta = meta_of(r, (r.chat ? "chatcmpl-" : "cmpl-") + request_id + "-" + std::to_string(ids[0]), ids);
     submit(r, std::make_unique<chunk_sink>(meta, std::move(outbox), chunk_sink::framing::websocket, id_json), ids);
     // A socket whose outbox is full pauses every stream it runs, new ones too.
     if (state->paused)

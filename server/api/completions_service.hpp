@@ -19,6 +19,7 @@
 #include "actors/stream/stream_hub.hpp"
 #include "src/common/metrics.hpp"
 #include "server/api/responses_sinks.hpp"
+#include "server/api/sinks.hpp"
 #include "server/engine/engine.hpp"
 #include "src/chat/tool_format.hpp"
 
@@ -95,6 +96,10 @@ class completions_service {
   /// Registers `sink` and submits the request's n sequences; returns their scheduler ids.
   std::vector<std::uint64_t> submit(generation_request& r, std::unique_ptr<stream_sink> sink, std::vector<std::uint64_t> ids);
   std::vector<std::uint64_t> new_ids(int n);
+  /// The choices of a request: n for each of its prompts.
+  static int choices_of(const generation_request& r) { return r.n * (1 + static_cast<int>(r.more_prompts.size())); }
+  /// What the sinks of a request whose choices are `ids` need, its response id `id`.
+  response_meta meta_of(const generation_request& r, std::string id, const std::vector<std::uint64_t>& ids) const;
   /// A Messages body parsed into a generation request and prepared (count_only: for
   /// count_tokens); an error otherwise.
   std::optional<api_error> prepare_message(const std::string& body, bool count_only, std::string_view key_salt,

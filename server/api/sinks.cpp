@@ -40,11 +40,20 @@ void cancel_others(const response_meta& meta, std::uint64_t failed) {
     if (id != failed) meta.scheduler.tell(sched::cancel{id});
 }
 
-void add_usage(schema::usage_counts& u, const sched::request_done& d) {
-  // Every choice shares the prompt; completions add up.
-  u.prompt_tokens = d.prompt_tokens;
-  u.cached_tokens = d.cached_tokens;
+void add_usage(schema::usage_counts& u, const sched::request_done& d, const response_meta& meta) {
+  // The choices of a prompt share it (its first choice computed it, the others reuse its KV):
+  // each prompt counts once, as its first choice saw it; completions add up.
+  if (d.index % meta.per_prompt == 0) {
+    u.prompt_tokens += d.prompt_tokens;
+    u.cached_tokens += d.cached_tokens;
+  }
   u.completion_tokens += d.completion_tokens;
+}
+
+/// Completions with echo: the text that precedes choice i (its prompt's); empty without echo.
+const std::string& echo_of(const response_meta& meta, int i) {
+  static const std::string none;
+  return meta.echo.empty() ? none : meta.echo[static_cast<std::size_t>(i / meta.per_prompt)];
 }
 
 /// A complete response's usage, for the request's access-log line.
@@ -76,7 +85,15 @@ void chunk_sink::on_admitted(const sched::request_admitted&) {
   if (admitted_ || failed_) return;
   admitted_ = true;
   // The first part, even an empty one, lets the connection send the status line and headers.
-  if (!meta_.chat) return (void)out_.send({});
+  if (!meta_.chat && meta_.echo.empty()) return (void)out_.send({});
+  if (!meta_.chat) {
+    for (int i = 0; i < meta_.n; ++i) {
+      const std::string& echo = echo_of(meta_, i);
+      send(schema::write_text_chunk(meta_.head, i, echo, nullptr, 0, std::nullopt, meta_.include_usage));
+      text_offsets_[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(echo.size());
+    }
+    return;
+  }
   for (int i = 0; i < meta_.n; ++i) send(schema::write_chat_role_chunk(meta_.head, i, meta_.include_usage));
 }
 
@@ -120,7 +137,7 @@ void chunk_sink::on_token(const sched::token_event& e) {
 void chunk_sink::on_done(const sched::request_done& d) {
   if (failed_) return;
   if (d.reason == sched::finish_reason::error) return on_rejected(failure_of(d));
-  add_usage(usage_, d);
+  add_usage(usage_, d, meta_);
   auto& parser = parsers_[static_cast<std::size_t>(d.index)];
   if (parser) send_events(d.index, parser->finish(), nullptr);
   if (meta_.chat) {
@@ -182,7 +199,7 @@ void full_sink::on_done(const sched::request_done& d) {
   auto& choice = choices_[static_cast<std::size_t>(d.index)];
   if (choice.parser) choice.take(choice.parser->finish());
   choice.finish = finish_name(d.reason, choice.parser);
-  add_usage(usage_, d);
+  add_usage(usage_, d, meta_);
   if (++done_ < meta_.n) return;
   std::string body;
   if (meta_.chat) {
@@ -197,7 +214,8 @@ void full_sink::on_done(const sched::request_done& d) {
     std::vector<schema::text_choice> out;
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       auto& c = choices_[i];
-      out.push_back({static_cast<int>(i), std::move(c.text), meta_.logprobs, std::move(c.logprobs), 0, c.finish});
+      const std::string& echo = echo_of(meta_, static_cast<int>(i));
+      out.push_back({static_cast<int>(i), echo + c.text, meta_.logprobs, std::move(c.logprobs), static_cast<std::int64_t>(echo.size()), c.finish});
     }
     body = schema::write_text_completion(meta_.head, out, usage_);
   }

@@ -35,6 +35,11 @@ struct response_meta {
   /// Chat: how each choice's text is read into content, reasoning and tool calls; empty: it is all
   /// content, sent as it comes.
   std::optional<chat::parser_options> output;
+  /// Choices per prompt (`n`): choice i answers prompt i / per_prompt (completions may give several
+  /// prompts), whose first choice reports its usage.
+  int per_prompt = 1;
+  /// Completions with `echo`: each prompt's text, which precedes its choices' text; empty: none.
+  std::vector<std::string> echo;
 };
 
 /// One choice's reader of its output (when meta.output is set).

@@ -1,5 +1,6 @@
 #include "src/api/completion_request.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "src/api/json_reader.hpp"
@@ -12,47 +13,66 @@ namespace {
 constexpr std::int64_t int32_max = std::numeric_limits<std::int32_t>::max();
 
 api_error bad_prompt() {
-  return invalid_request("prompt", "prompt must be a string, an array of one string, or an array of token ids");
+  return invalid_request("prompt", "prompt must be a string, an array of strings, an array of token ids, or an array of arrays of token ids");
 }
 
-// `"text"`, `["text"]` or `[id, id, ...]`.
+// `[id, id, ...]`: one prompt of token ids.
+api_status read_ids(od::value& value, const std::string& param, std::vector<std::int32_t>& out) {
+  return for_each_element(value, param, 3, [&](std::size_t i, od::value& v) -> api_status {
+    std::optional<std::int64_t> id;
+    if (auto e = read_integer(v, param + "[" + std::to_string(i) + "]", 0, int32_max, id)) return e;
+    out.push_back(static_cast<std::int32_t>(*id));
+    return std::nullopt;
+  });
+}
+
+// `"text"`, `["text", ...]`, `[id, ...]` or `[[id, ...], ...]`: one kind throughout.
 api_status read_prompt(od::value& value, completion_request& req, bool& given) {
   api_status st;
   od::json_type t;
   if ((st = type_of(value, t))) return st;
-  req.prompt_text.clear();
+  req.prompt_texts.clear();
   req.prompt_tokens.clear();
   given = true;
   if (t == od::json_type::string) {
     std::optional<std::string> s;
     if ((st = read_string(value, "prompt", s))) return st;
-    req.prompt_text = std::move(*s);
+    req.prompt_texts.push_back(std::move(*s));
     return std::nullopt;
   }
   if (t != od::json_type::array) return bad_prompt();
-  std::size_t strings = 0, ids = 0;
+  std::optional<od::json_type> kind;  // of the first element; every other must match
+  std::vector<std::int32_t> ids;
   st = for_each_element(value, "prompt", 2, [&](std::size_t i, od::value& v) -> api_status {
     od::json_type et;
     if (auto e = type_of(v, et)) return e;
-    if (et == od::json_type::string && ids == 0) {
-      if (++strings > 1) return invalid_request("prompt", "prompt arrays of more than one string are not supported");
-      std::optional<std::string> s;
-      if (auto e = read_string(v, "prompt", s)) return e;
-      req.prompt_text = std::move(*s);
-      return std::nullopt;
-    }
-    if (et == od::json_type::number && strings == 0) {
-      ++ids;
+    if (!kind) kind = et;
+    if (et != *kind) return bad_prompt();
+    const std::string param = "prompt[" + std::to_string(i) + "]";
+    if (et == od::json_type::number) {
       std::optional<std::int64_t> id;
-      std::string param = "prompt[" + std::to_string(i) + "]";
       if (auto e = read_integer(v, param, 0, int32_max, id)) return e;
-      req.prompt_tokens.push_back(static_cast<std::int32_t>(*id));
+      ids.push_back(static_cast<std::int32_t>(*id));
       return std::nullopt;
     }
-    return bad_prompt();
+    if (i >= k_max_prompts)
+      return invalid_request("prompt", "prompt may hold at most " + std::to_string(k_max_prompts) + " prompts");
+    if (et == od::json_type::string) {
+      std::optional<std::string> s;
+      if (auto e = read_string(v, param, s)) return e;
+      req.prompt_texts.push_back(std::move(*s));
+      return std::nullopt;
+    }
+    if (et != od::json_type::array) return bad_prompt();
+    std::vector<std::int32_t> one;
+    if (auto e = read_ids(v, param, one)) return e;
+    if (one.empty()) return invalid_request(param, param + " must not be an empty array");
+    req.prompt_tokens.push_back(std::move(one));
+    return std::nullopt;
   });
   if (st) return st;
-  if (strings == 0 && ids == 0) return invalid_request("prompt", "prompt must not be an empty array");
+  if (!kind) return invalid_request("prompt", "prompt must not be an empty array");
+  if (!ids.empty()) req.prompt_tokens.push_back(std::move(ids));
   return std::nullopt;
 }
 
@@ -68,7 +88,7 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
     if (key == "echo") {
       std::optional<bool> echo;
       if (auto e = read_bool(v, key, echo)) return e;
-      if (echo.value_or(false)) return invalid_request("echo", "echo is not supported; send echo: false or leave it out");
+      req.echo = echo.value_or(false);
       return std::nullopt;
     }
     if (key == "suffix") {
@@ -85,6 +105,10 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
   auto params = sampling.finish();
   if (!params) return std::move(params).err();
   req.sampling = std::move(params).value();
+  const std::size_t prompts = std::max(req.prompt_texts.size(), req.prompt_tokens.size());
+  if (prompts * static_cast<std::size_t>(req.sampling.n) > 2 * k_max_prompts)
+    return invalid_request("n", "prompts times n may be at most " + std::to_string(2 * k_max_prompts) + ", got " +
+                                    std::to_string(prompts) + " prompts and n " + std::to_string(req.sampling.n));
   return req;
 }
 

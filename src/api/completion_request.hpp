@@ -1,6 +1,7 @@
 #pragma once
 // The body of POST /v1/completions, parsed and validated.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,18 +13,24 @@
 
 namespace strata::api::schema {
 
-/// A validated text completion request. The prompt is either text or token ids, never both.
+/// The most prompts one completion request may give (each gets `n` choices).
+inline constexpr std::size_t k_max_prompts = 64;
+
+/// A validated text completion request. Its prompts are all text or all token ids, never both.
 struct completion_request {
   std::string model;
-  /// The prompt as text: `"..."` or `["..."]`.
-  std::string prompt_text;
-  /// The prompt as token ids: `[1, 2, 3]`; when non-empty, prompt_text is unused.
-  std::vector<std::int32_t> prompt_tokens;
+  /// The prompts as text: `"..."` (one) or `["...", "..."]` (one choice each, in order).
+  std::vector<std::string> prompt_texts;
+  /// The prompts as token ids: `[1, 2, 3]` (one) or `[[1, 2], [3]]`; when non-empty, prompt_texts
+  /// is empty.
+  std::vector<std::vector<std::int32_t>> prompt_tokens;
+  /// The prompt's text precedes each choice's.
+  bool echo = false;
   sampling_params sampling;
 };
 
-/// Parses and validates a completion body. `echo: true`, a non-empty `suffix` and prompts of
-/// several strings are refused; unknown members are ignored; a member given twice keeps its last value.
+/// Parses and validates a completion body. A non-empty `suffix` is refused; unknown members are
+/// ignored; a member given twice keeps its last value.
 api_result<completion_request> parse_completion_request(std::string_view body, const parse_limits& limits = default_limits);
 
 }  // namespace strata::api::schema

@@ -53,8 +53,12 @@ std::optional<api_error> parse_generation_request(std::string_view body, bool ch
     auto r = schema::parse_completion_request(body);
     if (!r) return std::move(r).err();
     out.model = std::move(r->model);
-    out.prompt_text = std::move(r->prompt_text);
-    out.prompt_tokens = std::move(r->prompt_tokens);
+    out.prompt_texts = std::move(r->prompt_texts);
+    out.echo = r->echo;
+    for (auto& ids : r->prompt_tokens) {
+      if (out.prompt_tokens.empty()) out.prompt_tokens = std::move(ids);
+      else out.more_prompts.push_back(std::move(ids));
+    }
     apply_sampling(r->sampling, out);
   }
   return std::nullopt;

@@ -52,8 +52,13 @@ struct generation_request {
   /// Chat: how the sinks read the output into content, reasoning and tool calls (set when the
   /// prompt is rendered); empty: all of it is content.
   std::optional<chat::parser_options> output;
-  std::string prompt_text;      // completions
-  std::vector<std::int32_t> prompt_tokens;  // completions given as ids; filled from the prompt otherwise
+  std::vector<std::string> prompt_texts;  // completions given as text, one per prompt
+  /// The first prompt's tokens: completions given as ids, else tokenized when prepared.
+  std::vector<std::int32_t> prompt_tokens;
+  /// Completions: the further prompts' tokens (given as ids, or tokenized), each with n choices.
+  std::vector<std::vector<std::int32_t>> more_prompts;
+  /// Completions: each prompt's text precedes its choices' (`echo`).
+  bool echo = false;
 };
 
 /// A seed for a request that gave none: every unseeded request draws differently.

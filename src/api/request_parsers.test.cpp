@@ -15,31 +15,51 @@ std::string with(std::string member) { return R"({"model":"m","prompt":"hi",)" +
 TEST(completion_request, accepts_every_prompt_form) {
   auto s = parse_completion_request(R"({"prompt":"once upon"})");
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->prompt_text, "once upon");
+  EXPECT_EQ(s->prompt_texts, (std::vector<std::string>{"once upon"}));
   auto one = parse_completion_request(R"({"prompt":["a time"]})");
   ASSERT_TRUE(one.has_value());
-  EXPECT_EQ(one->prompt_text, "a time");
+  EXPECT_EQ(one->prompt_texts, (std::vector<std::string>{"a time"}));
+  auto several = parse_completion_request(R"({"prompt":["a","b",""]})");
+  ASSERT_TRUE(several.has_value());
+  EXPECT_EQ(several->prompt_texts, (std::vector<std::string>{"a", "b", ""}));
   auto ids = parse_completion_request(R"({"prompt":[1,2,2147483647]})");
   ASSERT_TRUE(ids.has_value());
-  EXPECT_EQ(ids->prompt_tokens, (std::vector<std::int32_t>{1, 2, 2147483647}));
+  EXPECT_EQ(ids->prompt_tokens, (std::vector<std::vector<std::int32_t>>{{1, 2, 2147483647}}));
+  auto lists = parse_completion_request(R"({"prompt":[[1,2],[3]]})");
+  ASSERT_TRUE(lists.has_value());
+  EXPECT_EQ(lists->prompt_tokens, (std::vector<std::vector<std::int32_t>>{{1, 2}, {3}}));
+  EXPECT_TRUE(lists->prompt_texts.empty());
 }
 
 TEST(completion_request, refuses_other_prompt_forms) {
-  for (const char* body : {R"({"prompt":["a","b"]})", R"({"prompt":[]})", R"({"prompt":[1,"a"]})", R"({"prompt":["a",1]})",
-                           R"({"prompt":[-1]})", R"({"prompt":[2147483648]})", R"({"prompt":[1.5]})", R"({"prompt":5})",
-                           R"({"prompt":null})", R"({"prompt":[[1,2]]})", R"({"model":"m"})"}) {
+  for (const char* body : {R"({"prompt":[]})", R"({"prompt":[1,"a"]})", R"({"prompt":["a",1]})", R"({"prompt":[[1],"a"]})",
+                           R"({"prompt":[[1],2]})", R"({"prompt":[[]]})", R"({"prompt":[[1,"a"]]})", R"({"prompt":[-1]})",
+                           R"({"prompt":[2147483648]})", R"({"prompt":[1.5]})", R"({"prompt":5})", R"({"prompt":null})",
+                           R"({"prompt":[[[1]]]})", R"({"model":"m"})"}) {
     auto r = parse_completion_request(body);
     ASSERT_FALSE(r.has_value()) << body;
     EXPECT_EQ(r.err().param.substr(0, 6), "prompt") << body;
   }
 }
 
-TEST(completion_request, refuses_echo_and_suffix_clearly) {
+TEST(completion_request, refuses_more_prompts_than_the_limit_and_too_many_choices) {
+  std::string many = R"({"prompt":[)";
+  for (std::size_t i = 0; i <= k_max_prompts; ++i) many += std::string(i ? "," : "") + "\"p\"";
+  auto r = parse_completion_request(many + "]}");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.err().param, "prompt");
+  auto choices = parse_completion_request(R"({"prompt":[)" + std::string(R"("a",)") + R"("b","c","d","e","f","g","h","i"],"n":16})");
+  ASSERT_FALSE(choices.has_value());
+  EXPECT_EQ(choices.err().param, "n");
+}
+
+TEST(completion_request, takes_echo_and_refuses_a_suffix_clearly) {
   auto echo = parse_completion_request(with(R"("echo":true)"));
-  ASSERT_FALSE(echo.has_value());
-  EXPECT_EQ(echo.err().param, "echo");
-  EXPECT_NE(echo.err().message.find("not supported"), std::string::npos);
-  EXPECT_TRUE(parse_completion_request(with(R"("echo":false,"suffix":null)")).has_value());
+  ASSERT_TRUE(echo.has_value());
+  EXPECT_TRUE(echo->echo);
+  auto plain = parse_completion_request(with(R"("echo":false,"suffix":null)"));
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->echo);
   auto suffix = parse_completion_request(with(R"("suffix":"end")"));
   ASSERT_FALSE(suffix.has_value());
   EXPECT_EQ(suffix.err().param, "suffix");
