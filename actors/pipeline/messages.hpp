@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -29,6 +30,22 @@ struct batch_sequence {
   std::int32_t start_pos = 0;
   /// Draw the next token from the logits of the last row.
   bool sample = false;
+  /// The sequence's slot in the recurrent layers' per-sequence state (-1 in models without such
+  /// layers). A run starting at position 0 starts from a cleared slot; any other continues the
+  /// state the slot holds, which is the sequence's after position start_pos - 1.
+  std::int32_t state_slot = -1;
+  /// Before computing, load this frozen state into the slot (by value; layer i reads
+  /// restore->layers[i]): the sequence resumes from the boundary at start_pos.
+  std::optional<kv::state_snapshot> restore;
+  /// After computing, copy the slot's state out into forward::states (a boundary snapshot).
+  bool snapshot = false;
+};
+
+/// A sequence's state after position end - 1, frozen layer by layer (kv::state_snapshot).
+struct frozen_state {
+  std::uint64_t seq = 0;
+  std::int32_t end = 0;
+  kv::state_snapshot state;
 };
 
 /// A block's KV over every layer, frozen into bytes that the message owns:
@@ -80,6 +97,8 @@ struct step_done {
   std::uint64_t step = 0;
   std::vector<sampled_token> samples;
   std::vector<frozen_block> saved;
+  /// The snapshots the step's sequences asked for, in layout order.
+  std::vector<frozen_state> states;
 };
 
 /// Activations moving down the pipeline: n_rows x hidden floats, owned by the message.
@@ -90,6 +109,8 @@ struct forward {
   std::vector<frozen_block> saved;
   /// Where the output stage sends the step's step_done (the scheduler that sent the step).
   actors::port<step_done> reply_to;
+  /// The snapshots of the sequences with batch_sequence::snapshot, filled layer by layer.
+  std::vector<frozen_state> states;
 };
 
 /// Output stage: start or stop keeping a sampler for a sequence (penalty counts, RNG).

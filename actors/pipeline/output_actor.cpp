@@ -14,6 +14,7 @@ void output_actor::handle(forward f) {
   step_done done;
   done.step = f.layout.step;
   done.saved = std::move(f.saved);
+  done.states = std::move(f.states);
   if (!rows_.empty()) {
     compute_->logits(f.hidden, rows_, logits_);
     const std::int32_t n_vocab = compute_->n_vocab();

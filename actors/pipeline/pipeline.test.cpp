@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -47,6 +48,14 @@ class recording_layer final : public layer_compute {
     note("copy " + std::to_string(copies.at(0).from) + "->" + std::to_string(copies.at(0).to));
   }
   void load_pages(const std::vector<frozen_block>& blocks) override { note("load " + std::to_string(blocks.at(0).block)); }
+  void clear_state(std::int32_t slot) override { note("clear slot " + std::to_string(slot)); }
+  void load_state(std::int32_t slot, std::span<const std::byte> in) override {
+    note("load slot " + std::to_string(slot) + " from " + std::to_string(in.empty() ? -1 : static_cast<int>(in[0])));
+  }
+  void save_state(std::int32_t slot, std::vector<std::byte>& out) override {
+    out.push_back(static_cast<std::byte>(index_));
+    out.push_back(static_cast<std::byte>(slot));
+  }
 
  private:
   void note(const std::string& what) { log_->push_back("layer " + std::to_string(index_) + " " + what); }
@@ -104,7 +113,8 @@ struct pipeline_probe {
     stage_address next = output;
     for (int i = k_layers - 1; i >= 0; --i) {
       next = system.spawn<layer_actor>("layer-" + std::to_string(i), actors::supervision::stop_system,
-                                       std::shared_ptr<layer_compute>(std::make_shared<recording_layer>(i, events)), next);
+                                       std::shared_ptr<layer_compute>(std::make_shared<recording_layer>(i, events)), next,
+                                       static_cast<std::size_t>(i));
     }
     first = next;
   }
@@ -253,6 +263,40 @@ TEST(pipeline, a_step_that_only_saves_computes_nothing_and_still_answers) {
   EXPECT_TRUE(p.done()[0]->samples.empty());
   ASSERT_EQ(p.done()[0]->saved.size(), 1u);
   EXPECT_EQ(p.done()[0]->saved[0].bytes.size(), 2u * k_layers);
+}
+
+TEST(pipeline, each_layer_starts_a_sequence_from_a_cleared_or_restored_slot_and_copies_snapshots_out_after_computing) {
+  pipeline_probe p;
+  forward f = p.step(1, 1, {});
+  f.layout.tokens = {1, 2, 3, 4, 5, 6};
+  batch_sequence fresh{1, {0}, 0, 2, 0, false};
+  fresh.state_slot = 2;
+  fresh.snapshot = true;
+  batch_sequence resumed{2, {1}, 2, 3, 32, false};
+  resumed.state_slot = 1;
+  resumed.restore = kv::state_snapshot{{{std::byte{10}}, {std::byte{11}}, {std::byte{12}}}};
+  resumed.snapshot = true;
+  batch_sequence going_on{3, {2}, 5, 1, 40, false};
+  going_on.state_slot = 0;
+  f.layout.seqs = {fresh, resumed, going_on};
+  p.first.tell(std::move(f));
+  p.system.run_all();
+  std::vector<std::string> want;
+  for (int i = 0; i < k_layers; ++i) {
+    const std::string layer = "layer " + std::to_string(i) + " ";
+    want.insert(want.end(), {layer + "clear slot 2", layer + "load slot 1 from " + std::to_string(10 + i), layer + "run step 1"});
+  }
+  EXPECT_EQ(*p.events, want) << "a sequence that goes on keeps its slot as it is";
+  ASSERT_EQ(p.done().size(), 1u);
+  const auto& states = p.done()[0]->states;
+  ASSERT_EQ(states.size(), 2u);
+  EXPECT_EQ(states[0].seq, 1u);
+  EXPECT_EQ(states[0].end, 2);
+  EXPECT_EQ(states[1].seq, 2u);
+  EXPECT_EQ(states[1].end, 35);
+  ASSERT_EQ(states[1].state.layers.size(), static_cast<std::size_t>(k_layers));
+  for (int i = 0; i < k_layers; ++i)
+    EXPECT_EQ(states[1].state.layers[static_cast<std::size_t>(i)], (std::vector<std::byte>{static_cast<std::byte>(i), std::byte{1}}));
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 // The computations behind the pipeline's stages, as interfaces: the engine implements them for
 // real models, and the actor tests use small stand-ins.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "actors/pipeline/messages.hpp"
@@ -25,6 +27,12 @@ class layer_compute {
   virtual void copy_pages(const std::vector<block_copy>& copies) { (void)copies; }
   /// Copies this layer's part of each frozen block into the block's pages.
   virtual void load_pages(const std::vector<frozen_block>& blocks) { (void)blocks; }
+  /// The per-sequence state this layer keeps beyond its KV pages (none by default), by slot: a
+  /// slot starts over (position 0), is copied out by value (appended to `out`, an opaque byte
+  /// range only this layer reads back), or is loaded from such a copy.
+  virtual void clear_state(std::int32_t slot) { (void)slot; }
+  virtual void save_state(std::int32_t slot, std::vector<std::byte>& out) { (void)slot, (void)out; }
+  virtual void load_state(std::int32_t slot, std::span<const std::byte> in) { (void)slot, (void)in; }
 };
 
 /// The final norm and LM head. Owned by the output actor.

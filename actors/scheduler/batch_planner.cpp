@@ -1,6 +1,7 @@
 #include "actors/scheduler/batch_planner.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace strata::sched {
 
@@ -9,10 +10,15 @@ kv::cache_options cache_options_of(const planner_options& o) {
                            .prefix_cache = o.prefix_cache,
                            .ns = o.cache_ns,
                            .ssd = o.ssd,
-                           .write_through = o.write_through};
+                           .write_through = o.write_through,
+                           .snapshots = {.on = o.snapshots && o.prefix_cache,
+                                         .block_tokens = o.block_tokens,
+                                         .every = o.snapshot_every}};
 }
 
-batch_planner::batch_planner(planner_options opts, kv::kv_cache_manager& cache) : opts_(std::move(opts)), cache_(cache) {}
+batch_planner::batch_planner(planner_options opts, kv::kv_cache_manager& cache) : opts_(std::move(opts)), cache_(cache) {
+  for (std::int32_t i = opts_.state_slots - 1; i >= 0; --i) free_slots_.push_back(i);
+}
 
 admit_result batch_planner::submit(sequence s) {
   if (static_cast<int>(waiting_.size()) >= opts_.max_queued) return admit_result::queue_full;
@@ -35,7 +41,11 @@ void batch_planner::set_paused(std::uint64_t id, bool paused) {
   if (auto it = seqs_.find(id); it != seqs_.end()) it->second.paused = paused;
 }
 
-void batch_planner::release(sequence& s) { cache_.release(s.id, s.tokens, s.n_computed); }
+void batch_planner::release(sequence& s) {
+  cache_.release(s.id, s.tokens, s.n_computed);
+  // The slot's state is dropped with it: a preempted sequence recomputes from position 0.
+  if (s.state_slot >= 0) free_slots_.push_back(std::exchange(s.state_slot, -1));
+}
 
 std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::int32_t n_ok) {
   auto r = cache_.restore_done(order, n_ok);
@@ -84,7 +94,9 @@ bool batch_planner::preempt_one(std::uint64_t keep, step_plan& plan) {
 
 bool batch_planner::schedule_chunk(sequence& s, step_plan& plan, std::int32_t& budget) {
   const auto total = static_cast<std::int32_t>(s.tokens.size());
-  const std::int32_t want = std::min(total - s.n_computed, budget);
+  std::int32_t want = std::min(total - s.n_computed, budget);
+  // A chunk ends at the next snapshot boundary at the latest: the state is copied out there.
+  want = std::min(want, cache_.options().snapshots.next_after(s.n_computed, s.n_prompt) - s.n_computed);
   if (want <= 0) return false;
   const std::int32_t n = cache_.cover(s.id, s.n_computed + want) - s.n_computed;
   if (n <= 0) return false;
@@ -95,6 +107,7 @@ bool batch_planner::schedule_chunk(sequence& s, step_plan& plan, std::int32_t& b
 }
 
 bool batch_planner::admit_next(step_plan& plan, std::int32_t& budget) {
+  if (opts_.state_slots > 0 && free_slots_.empty()) return false;
   auto id = waiting_.front();
   sequence& s = seqs_.at(id);
   // A choice waits while its sibling computes their shared prompt (one step or a few), then finds
@@ -122,6 +135,10 @@ bool batch_planner::admit_next(step_plan& plan, std::int32_t& budget) {
   }
   waiting_.pop_front();
   running_.push_back(id);
+  if (opts_.state_slots > 0) {
+    s.state_slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
   if (!cache_.restore(id, s.tokens, s.n_computed)) schedule_chunk(s, plan, budget);
   return true;
 }

@@ -36,6 +36,14 @@ struct planner_options {
   kv::cache_namespace cache_ns;
   bool ssd = false;
   bool write_through = true;
+  /// Slots of per-sequence state the model's recurrent layers keep (0: none). A running sequence
+  /// holds one from admission to its end or preemption; at most max_running run at once.
+  int state_slots = 0;
+  /// The model keeps state beyond its KV that cannot be sliced: with the prefix cache on, take
+  /// frozen boundary snapshots every snapshot_every blocks and at each prompt's end (see
+  /// src/kv/snapshot_index.hpp); chunks end at those boundaries.
+  bool snapshots = false;
+  int snapshot_every = 0;
 };
 
 /// The settings of the cache a planner with these options plans with.
@@ -63,6 +71,8 @@ struct sequence {
   /// Another choice of the same prompt (n > 1), or 0: with the prefix cache on, this sequence is
   /// admitted only once that one has computed the prompt, whose KV it then reuses.
   std::uint64_t after = 0;
+  /// Its slot of recurrent state while it runs (planner_options::state_slots), else -1.
+  std::int32_t state_slot = -1;
 };
 
 /// One sequence's share of a step: compute tokens[start, start + n_tokens).
@@ -143,6 +153,7 @@ class batch_planner {
   std::unordered_map<std::uint64_t, sequence> seqs_;
   std::vector<std::uint64_t> running_;  // admission order
   std::deque<std::uint64_t> waiting_;
+  std::vector<std::int32_t> free_slots_;  // of recurrent state, unused by any running sequence
   planner_counters counters_;
 };
 

@@ -27,6 +27,11 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
   m.ssd_hit_tokens = &r.make_counter("strata_prefix_cache_ssd_hits_total", "Prompt tokens whose KV was restored from the SSD tier.");
+  m.snapshots = &r.make_gauge("strata_snapshots", "Frozen boundary snapshots of recurrent state kept in RAM.");
+  m.snapshot_bytes = &r.make_gauge("strata_snapshot_bytes", "Bytes of the frozen boundary snapshots kept in RAM (within cache.hot_memory).");
+  m.snapshots_taken = &r.make_counter("strata_snapshots_taken_total", "Frozen boundary snapshots taken and kept.");
+  m.snapshot_restores = &r.make_counter("strata_snapshot_restores_total", "Requests that resumed from a frozen boundary snapshot.");
+  m.snapshot_hit_tokens = &r.make_counter("strata_snapshot_hit_tokens_total", "Prompt tokens skipped by resuming from a snapshot.");
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
     const std::string format = f == kv::kv_format::f16 ? "f16" : f == kv::kv_format::q8_0 ? "q8_0" : "q4_0";
@@ -140,6 +145,10 @@ void scheduler_actor::handle(step_done d) {
   for (const auto& s : d.samples) sampled.push_back(s.token);
   planner_.commit(pending_, sampled);
   persist(std::move(d.saved));
+  // After the commit: a snapshot hangs on the block ending at its boundary, published by now.
+  for (auto& st : d.states) {
+    if (const sequence* s = planner_.find(st.seq)) cache_.add_snapshot(st.seq, s->tokens, st.end, std::move(st.state));
+  }
 
   const auto now = std::chrono::steady_clock::now();
   for (auto& s : d.samples) {
@@ -303,6 +312,9 @@ void scheduler_actor::maybe_step() {
     bs.n_rows = item.n_tokens;
     bs.start_pos = item.start;
     bs.sample = item.sample;
+    bs.state_slot = s->state_slot;
+    bs.restore = cache_.take_resume(item.seq);
+    bs.snapshot = cache_.options().snapshots.at(item.start + item.n_tokens, s->n_prompt);
     layout.tokens.insert(layout.tokens.end(), s->tokens.begin() + item.start,
                          s->tokens.begin() + item.start + item.n_tokens);
     layout.seqs.push_back(std::move(bs));
@@ -336,6 +348,13 @@ void scheduler_actor::publish_gauges() {
   if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool.evictions() - published_evictions_);
   published_ = c;
   published_evictions_ = pool.evictions();
+  const kv::snapshot_stats& sn = cache_.snapshot_figures();
+  if (metrics_.snapshots) metrics_.snapshots->set(static_cast<double>(sn.count));
+  if (metrics_.snapshot_bytes) metrics_.snapshot_bytes->set(static_cast<double>(sn.bytes));
+  if (metrics_.snapshots_taken) metrics_.snapshots_taken->inc(sn.taken - published_snapshots_.taken);
+  if (metrics_.snapshot_restores) metrics_.snapshot_restores->inc(sn.restores - published_snapshots_.restores);
+  if (metrics_.snapshot_hit_tokens) metrics_.snapshot_hit_tokens->inc(sn.hit_tokens - published_snapshots_.hit_tokens);
+  published_snapshots_ = sn;
 }
 
 void scheduler_actor::on_stop() {

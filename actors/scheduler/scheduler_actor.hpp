@@ -48,6 +48,13 @@ struct scheduler_metrics {
   std::array<metrics::gauge*, 3> blocks_in_use{}, blocks_cached{}, blocks_free{};
   metrics::gauge* bytes_in_use = nullptr;
   metrics::gauge* bytes_cached = nullptr;
+  /// Frozen boundary snapshots (src/kv/snapshot_index.hpp): kept now, their bytes, taken,
+  /// requests resumed from one, and the tokens those did not compute.
+  metrics::gauge* snapshots = nullptr;
+  metrics::gauge* snapshot_bytes = nullptr;
+  metrics::counter* snapshots_taken = nullptr;
+  metrics::counter* snapshot_restores = nullptr;
+  metrics::counter* snapshot_hit_tokens = nullptr;
   /// From a request's arrival at the scheduler to its first generated token.
   metrics::histogram* ttft_seconds = nullptr;
   /// Between consecutive generated tokens of one sequence.
@@ -140,6 +147,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   std::chrono::steady_clock::time_point step_started_;
   planner_counters published_;  // the planner's counters as last added to the metrics
   std::uint64_t published_evictions_ = 0;
+  kv::snapshot_stats published_snapshots_;  // the cache's snapshot figures as last published
   bool ssd_degraded_ = false;  // as the SSD store last said
   deferred_saves deferred_;
 };

@@ -58,7 +58,9 @@ std::string render_admin_stats(const engine::engine& e) {
       {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}}},
       {"prefix_cache", {{"query_tokens", queries}, {"hit_tokens", hits},
                         {"hit_rate", queries ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0}}},
-      {"snapshot_bytes", 0},
+      {"snapshot_bytes", value(m.snapshot_bytes)},
+      {"snapshots", {{"count", value(m.snapshots)}, {"bytes", value(m.snapshot_bytes)}, {"taken", value(m.snapshots_taken)},
+                     {"restores", value(m.snapshot_restores)}, {"hit_tokens", value(m.snapshot_hit_tokens)}}},
       {"requests", {{"running", value(m.running)}, {"waiting", value(m.waiting)}}},
   };
   return json::serialize(doc);

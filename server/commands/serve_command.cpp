@@ -48,7 +48,7 @@ std::function<void(int)> response_counter(metrics::registry& r) {
 struct serve_options {
   std::string config_file;
   std::optional<std::string> model, host, cache_mode, cache_dir, log_level;
-  std::optional<int> port, threads;
+  std::optional<int> port, threads, snapshot_every;
   std::vector<std::string> api_keys;
   std::vector<std::string> served_names;
   bool log_json = false;
@@ -121,6 +121,10 @@ result<config::server_config> resolve(const serve_options& o) {
     cfg.cache.mode = *m;
   }
   if (o.cache_dir) cfg.cache.dir = *o.cache_dir;
+  if (o.snapshot_every) {
+    if (*o.snapshot_every < 0) return fail(errc::invalid_argument, "--snapshot-every: must be 0 or more");
+    cfg.cache.snapshot_every = *o.snapshot_every;
+  }
   if (o.log_level) cfg.log.level = *o.log_level;
   if (o.log_json) cfg.log.json = true;
   if (!o.served_names.empty()) cfg.model.served_names = o.served_names;
@@ -267,6 +271,8 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--threads", o->threads, "Actor and network threads (0 = one per core)");
   sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
   sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
+  sub.add_option("--snapshot-every", o->snapshot_every,
+                 "Blocks between frozen state snapshots of recurrent models (0: only at each prompt's end)");
   sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");
   sub.add_option("--served-model-name", o->served_names,
                  "A name requests may give as model (repeatable): the first is the id /v1/models lists, the others aliases");

@@ -44,12 +44,6 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   auto t0 = std::chrono::steady_clock::now();
   auto m = model::model::load(path);
   if (!m) return std::move(m).err();
-  // The pipeline's layers keep attention KV only: a recurrent layer's per-sequence state (and its
-  // place in the prefix cache) is not wired into serving yet.
-  if ((*m)->hp.has_recurrent())
-    return fail(errc::unsupported, path, ": ", model::arch_name((*m)->hp.architecture),
-                " has recurrent (Gated DeltaNet) layers, which strata serve does not run yet; strata logits, bench and "
-                "perplexity do");
   e->model_ = *m;
   auto tok = tokenizer::tokenizer::from_gguf(e->model_->file);
   if (!tok) return fail(tok.err().code, path, ": ", tok.err().message);
@@ -74,12 +68,23 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // format's pages take in every layer, so q8_0 and q4_0 requests fit about 1.9 and 3.6 times the
   // tokens of f16 ones. Pages are reserved up front and touched only when first written, so an
   // idle server's resident memory stays small.
-  const bool reuse = cfg.cache.mode != config::cache_mode::off;
+  // A recurrent layer's state cannot be cut back to a block boundary: its sequences resume only
+  // from frozen boundary snapshots, which do not reach the SSD tier yet (a tiered cache keeps them
+  // in RAM, as hot).
+  if (hp.has_recurrent() && cfg.cache.mode == config::cache_mode::tiered) {
+    spdlog::warn("{} has recurrent layers, whose snapshots the SSD tier does not keep yet: cache.mode = hot",
+                 model::arch_name(hp.architecture));
+    e->cfg_.cache.mode = config::cache_mode::hot;
+  }
+  const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
   e->quantized_kv_ = hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
   kv::pool_config& pc = e->pool_cfg_;
+  // Only attention layers write KV pages (a recurrent layer's pages stay untouched, so unbacked).
+  int kv_layers = 0;
+  for (int il = 0; il < hp.n_layer; ++il) kv_layers += hp.recurrent(il) ? 0 : 1;
   for (kv::kv_format f : kv::k_kv_formats)
     pc.block_bytes[static_cast<std::size_t>(kv::format_index(f))] =
-        kv::kv_row_bytes(f, hp.kv_dim()) * e->page_tokens_ * 2 * hp.n_layer;
+        kv::kv_row_bytes(f, hp.kv_dim()) * e->page_tokens_ * 2 * std::max(kv_layers, 1);
   const std::int64_t f16_block = pc.block_bytes[0];
   const std::int64_t min_pages = (e->max_context_ + e->page_tokens_ - 1) / e->page_tokens_ + 1;
   pc.budget = std::max<std::int64_t>(static_cast<std::int64_t>(cfg.kv.memory), min_pages * f16_block) +
@@ -102,7 +107,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     spdlog::info("model fingerprint {:016x}{:016x} ({:.2f} s)", e->fingerprint_[1], e->fingerprint_[0],
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
   }
-  if (cfg.cache.mode == config::cache_mode::tiered) {
+  if (e->cfg_.cache.mode == config::cache_mode::tiered) {
     ssd::store_options so;
     so.dir = cfg.cache_dir() / "kv";
     so.model = e->fingerprint_;
@@ -155,7 +160,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   pipeline::stage_address next = output;
   std::vector<std::shared_ptr<layer_stage>> layers;
   for (int il = 0; il < model_->hp.n_layer; ++il)
-    layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_));
+    layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_, state_slots()));
   if (cfg_.kv.prefault_tokens > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     const kv::kv_format f = kv::kv_format_from_bits(default_kv_bits_).value_or(kv::kv_format::f16);
@@ -167,7 +172,8 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   }
   for (int il = model_->hp.n_layer - 1; il >= 0; --il) {
     next = system.spawn<pipeline::layer_actor>("layer-" + std::to_string(il), actors::supervision::stop_system,
-                                               std::shared_ptr<pipeline::layer_compute>(layers[static_cast<std::size_t>(il)]), next);
+                                               std::shared_ptr<pipeline::layer_compute>(layers[static_cast<std::size_t>(il)]), next,
+                                               static_cast<std::size_t>(il));
   }
   auto tok = tok_;
   sched::text_services text{
@@ -177,11 +183,14 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sched::scheduler_config sc;
   sc.planner.token_budget = cfg_.scheduler.token_budget;
   sc.planner.max_running = cfg_.scheduler.max_running;
+  sc.planner.state_slots = state_slots();
   sc.planner.max_queued = cfg_.scheduler.max_queued;
   sc.planner.block_tokens = page_tokens_;
   sc.planner.max_context = max_context_;
   sc.pool = pool_cfg_;
   sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
+  sc.planner.snapshots = model_->hp.has_recurrent();
+  sc.planner.snapshot_every = cfg_.cache.snapshot_every;
   sc.planner.cache_ns.model = fingerprint_;
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);

@@ -2,6 +2,7 @@
 // engine: a loaded model with its tokenizer and chat template, and the actors that serve it
 // (one layer actor per layer, the output stage, the scheduler). `strata serve` owns one.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -72,6 +73,9 @@ class engine {
 
  private:
   engine() = default;
+  /// Slots of per-sequence recurrent state each recurrent layer keeps: one per running sequence
+  /// (0 for models without recurrent layers).
+  std::int32_t state_slots() const { return model_->hp.has_recurrent() ? std::max(1, cfg_.scheduler.max_running) : 0; }
   std::shared_ptr<const model::model> model_;
   std::shared_ptr<const tokenizer::tokenizer> tok_;
   mutable std::once_flag grammars_once_;

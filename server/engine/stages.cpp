@@ -1,5 +1,6 @@
 #include "server/engine/stages.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -9,8 +10,10 @@
 namespace strata::engine {
 
 layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
-                         std::shared_ptr<kernels::compute_pool> pool)
-    : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {}
+                         std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots)
+    : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {
+  if (m_->hp.recurrent(layer_)) state_.emplace(m_->hp, std::max<std::int32_t>(state_slots, 1), layer_);
+}
 
 void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
   const auto n = layout.n_rows();
@@ -19,10 +22,12 @@ void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& 
     model::embed(*m_, layout.tokens.data(), n, hidden.data());
   }
   rows_.clear();
-  for (const auto& s : layout.seqs)
-    rows_.push_back({s.blocks.data(), static_cast<std::int32_t>(s.blocks.size()), s.first_row, s.n_rows, s.start_pos});
+  for (const auto& s : layout.seqs) {
+    rows_.push_back({s.blocks.data(), static_cast<std::int32_t>(s.blocks.size()), s.first_row, s.n_rows, s.start_pos,
+                     std::max(s.state_slot, 0)});
+  }
   model::batch_view b{layout.tokens.data(), n, rows_};
-  model::layer_forward(*m_, layer_, b, hidden.data(), kv_, *pool_);
+  model::layer_forward(*m_, layer_, b, hidden.data(), kv_, *pool_, state_ ? &*state_ : nullptr);
 }
 
 std::size_t layer_stage::page_bytes(std::int32_t block) const {
@@ -58,6 +63,26 @@ void layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) 
     std::memcpy(kv_.k(f.block, 0), f.bytes.data() + at, n);
     std::memcpy(kv_.v(f.block, 0), f.bytes.data() + at + n, n);
   }
+}
+
+void layer_stage::clear_state(std::int32_t slot) {
+  if (state_ && slot < state_->slots()) state_->clear(slot);
+}
+
+void layer_stage::save_state(std::int32_t slot, std::vector<std::byte>& out) {
+  if (!state_ || slot >= state_->slots()) return;
+  const auto* p = reinterpret_cast<const std::byte*>(state_->conv(layer_, slot));
+  out.insert(out.end(), p, p + state_->layer_slot_bytes());
+}
+
+void layer_stage::load_state(std::int32_t slot, std::span<const std::byte> in) {
+  if (!state_ || slot >= state_->slots()) return;
+  // A copy of another shape (never: snapshots are keyed by the model's fingerprint) starts over.
+  if (in.size() != state_->layer_slot_bytes()) {
+    state_->clear(slot);
+    return;
+  }
+  std::memcpy(state_->conv(layer_, slot), in.data(), in.size());
 }
 
 output_stage::output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<kernels::compute_pool> pool)

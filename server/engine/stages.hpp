@@ -17,12 +17,17 @@ namespace strata::engine {
 
 class layer_stage final : public pipeline::layer_compute {
  public:
+  /// A recurrent layer also keeps `state_slots` slots of per-sequence state (batch_sequence::state_slot).
   layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
-              std::shared_ptr<kernels::compute_pool> pool);
+              std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots = 0);
   void run(const pipeline::batch_layout& layout, std::vector<float>& hidden) override;
   void save_pages(std::vector<pipeline::frozen_block>& saved) override;
   void copy_pages(const std::vector<pipeline::block_copy>& copies) override;
   void load_pages(const std::vector<pipeline::frozen_block>& blocks) override;
+  /// A recurrent layer's slot: its convolution rows and delta state, as raw f32 bytes.
+  void clear_state(std::int32_t slot) override;
+  void save_state(std::int32_t slot, std::vector<std::byte>& out) override;
+  void load_state(std::int32_t slot, std::span<const std::byte> in) override;
   /// Backs the first n_pages pages of format f now (layer_kv::prefault); returns the bytes.
   std::size_t prefault(kv::kv_format f, std::int32_t n_pages) { return kv_.prefault(f, n_pages); }
 
@@ -35,6 +40,7 @@ class layer_stage final : public pipeline::layer_compute {
   model::layer_kv kv_;
   std::shared_ptr<kernels::compute_pool> pool_;
   std::vector<model::seq_rows> rows_;
+  std::optional<model::recurrent_state> state_;  // recurrent layers only: one slot per running sequence
 };
 
 class output_stage final : public pipeline::output_compute {

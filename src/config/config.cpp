@@ -280,6 +280,7 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"cache.write_through", bool_key("cache.write_through", [](server_config& c, bool v) { c.cache.write_through = v; })},
       {"cache.reclaim_low", fraction_key("cache.reclaim_low", [](server_config& c, double v) { c.cache.reclaim_low = v; })},
       {"cache.reclaim_high", fraction_key("cache.reclaim_high", [](server_config& c, double v) { c.cache.reclaim_high = v; })},
+      {"cache.snapshot_every", int_key("cache.snapshot_every", 0, 1 << 20, [](server_config& c, long long v) { c.cache.snapshot_every = static_cast<int>(v); })},
       {"kv.memory", size_key("kv.memory", 1 << 20, [](server_config& c, std::uint64_t v) { c.kv.memory = v; })},
       {"kv.block_tokens", int_key("kv.block_tokens", 1, 4096, [](server_config& c, long long v) { c.kv.block_tokens = static_cast<int>(v); })},
       {"kv.prefault_tokens", int_key("kv.prefault_tokens", 0, 1 << 24, [](server_config& c, long long v) { c.kv.prefault_tokens = static_cast<int>(v); })},

@@ -69,10 +69,28 @@ void block_pool::release(std::int32_t id) {
     lru_push_back(id);
     while (cached_bytes_ > cfg_.cached_budget) evict_oldest();
   } else {
-    drop_hash(id);
-    free_list(id).push_back(id);
-    used_bytes_ -= cost(id);
+    free_block(id);
   }
+}
+
+void block_pool::free_block(std::int32_t id) {
+  drop_hash(id);
+  free_list(id).push_back(id);
+  used_bytes_ -= cost(id);
+  blocks_[static_cast<std::size_t>(id)].attached = 0;
+}
+
+bool block_pool::attach(const block_hash& h, std::int64_t bytes) {
+  auto it = index_.find(h);
+  if (it == index_.end()) return false;
+  const std::int32_t id = it->second;
+  auto& b = blocks_[static_cast<std::size_t>(id)];
+  used_bytes_ += bytes;
+  if (b.in_lru) cached_bytes_ += bytes;
+  b.attached += bytes;
+  // What hangs on cached blocks stays within the hot tier's budget too.
+  while (cached_bytes_ > cfg_.cached_budget && lru_head_ != none) evict_oldest();
+  return true;
 }
 
 bool block_pool::set_hash(std::int32_t id, block_hash h, block_hash parent) {
@@ -110,9 +128,7 @@ bool block_pool::evict(std::int32_t id) {
     const auto& b = blocks_[static_cast<std::size_t>(id)];
     evicted_.push_back(eviction{id, *b.hash, b.parent});
   }
-  drop_hash(id);
-  free_list(id).push_back(id);
-  used_bytes_ -= cost(id);
+  free_block(id);
   ++evictions_;
   return true;
 }
@@ -146,6 +162,7 @@ void block_pool::lru_unlink(std::int32_t id) {
 void block_pool::drop_hash(std::int32_t id) {
   auto& b = blocks_[static_cast<std::size_t>(id)];
   if (b.hash) {
+    if (b.attached > 0) detached_.push_back(*b.hash);
     index_.erase(*b.hash);
     b.hash.reset();
   }

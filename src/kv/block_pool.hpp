@@ -64,6 +64,15 @@ class block_pool {
   /// Forgets every hash (cache.mode = off, or a model change).
   void clear_hashes();
 
+  /// Adds `bytes` to what the block holding hash h costs, for as long as it keeps that hash: what
+  /// hangs on the block (a frozen state snapshot taken at its end) then counts against the budgets
+  /// with it and ages with it in the LRU. When the block loses its hash (evicted, or released
+  /// uncached) the bytes go with it, and the hash is listed in take_detached(). False (nothing
+  /// changes) when no block holds h.
+  bool attach(const block_hash& h, std::int64_t bytes);
+  /// Hashes whose attached bytes were dropped since the last call.
+  std::vector<block_hash> take_detached() { return std::exchange(detached_, {}); }
+
   /// A cached block whose hash was dropped to make room; its pages still hold the KV until the
   /// block is next written.
   struct eviction {
@@ -119,8 +128,13 @@ class block_pool {
     std::int32_t prev = none;
     std::int32_t next = none;
     bool in_lru = false;
+    std::int64_t attached = 0;  // see attach()
   };
-  std::int64_t cost(std::int32_t id) const { return block_bytes(format_of(id)); }
+  std::int64_t cost(std::int32_t id) const {
+    return block_bytes(format_of(id)) + blocks_[static_cast<std::size_t>(id)].attached;
+  }
+  /// Returns a block that no longer holds a hash to its free list, with its bytes.
+  void free_block(std::int32_t id);
   std::vector<std::int32_t>& free_list(std::int32_t id) { return free_[static_cast<std::size_t>(format_index(format_of(id)))]; }
   void drop_hash(std::int32_t id);
   /// Moves the least recently released cached block to its free list, forgetting its hash.
@@ -142,6 +156,7 @@ class block_pool {
   std::uint64_t evictions_ = 0;
   bool record_evictions_ = false;
   std::vector<eviction> evicted_;
+  std::vector<block_hash> detached_;
 };
 
 }  // namespace strata::kv

@@ -56,6 +56,7 @@ std::int32_t kv_cache_manager::match(std::uint64_t seq, kv_format f, std::span<c
   }
   const auto full = static_cast<std::int32_t>(s.blocks.size());
   s.n_published = full;
+  if (opts_.snapshots.on) return resume_point(s, full);
   // The block after the chain may be a tail left by an earlier sequence, unless the chain goes on
   // through the SSD (whose full blocks come first).
   const bool ssd_next = opts_.ssd && full < max_blocks && on_ssd_.contains(s.hashes[static_cast<std::size_t>(full)]);
@@ -100,6 +101,7 @@ void kv_cache_manager::release(std::uint64_t seq, std::span<const std::int32_t> 
   publish_tail(it->second, tokens, n_computed);
   for (auto b : it->second.blocks) pool_.release(b);
   seqs_.erase(it);
+  sweep_snapshots();
 }
 
 std::span<const std::int32_t> kv_cache_manager::blocks(std::uint64_t seq) const {
@@ -159,7 +161,8 @@ std::int32_t kv_cache_manager::take_tail(seq_state& s, std::span<const std::int3
 }
 
 void kv_cache_manager::publish_tail(seq_state& s, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
-  if (!opts_.prefix_cache || s.restoring) return;
+  // A partial block is no resume point where a snapshot is needed.
+  if (!opts_.prefix_cache || s.restoring || opts_.snapshots.on) return;
   const std::int32_t bt = opts_.block_tokens;
   const std::int32_t i = n_computed / bt, k = n_computed % bt;
   if (k == 0 || i >= static_cast<std::int32_t>(s.blocks.size())) return;
@@ -269,7 +272,8 @@ void kv_cache_manager::sweep_ram_blocks() {
 }
 
 bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
-  if (!opts_.ssd || on_ssd_.empty()) return false;
+  // Snapshots do not reach the SSD tier yet: a chain resumed from there would lack its state.
+  if (!opts_.ssd || on_ssd_.empty() || opts_.snapshots.on) return false;
   seq_state& s = state(seq);
   const std::int32_t bt = opts_.block_tokens;
   const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;

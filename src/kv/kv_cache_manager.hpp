@@ -48,6 +48,7 @@
 #include "src/kv/block_pool.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
+#include "src/kv/snapshot_index.hpp"
 
 namespace strata::kv {
 
@@ -61,6 +62,9 @@ struct cache_options {
   bool ssd = false;
   /// Persist every block as soon as it is filled (else only cached blocks evicted from RAM).
   bool write_through = true;
+  /// Frozen boundary snapshots (snapshot_index.hpp): on for a model with state beyond its
+  /// attention KV, whose sequences then resume only at a boundary with a snapshot.
+  snapshot_policy snapshots;
 };
 
 /// A block to copy out of the layers and persist.
@@ -166,6 +170,15 @@ class kv_cache_manager {
   /// their saves, where the SSD lacks them, go with the next step. Returns the bytes freed.
   std::int64_t reclaim(std::span<const std::int32_t> blocks);
 
+  /// Snapshots (cache_options::snapshots): keeps the state seq had after position end - 1 (a
+  /// block boundary it computed and published) under the hash of the block ending there, its
+  /// bytes attached to that block. Dropped when one is kept there already or the block is gone.
+  void add_snapshot(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t end, state_snapshot s);
+  /// The snapshot seq's match resumed from, a copy of its own, taken once (the layers load it
+  /// into the sequence's slot with its first step); empty when it starts from position 0.
+  std::optional<state_snapshot> take_resume(std::uint64_t seq);
+  const snapshot_stats& snapshot_figures() const { return snaps_.stats(); }
+
   const block_pool& pool() const { return pool_; }
   const cache_options& options() const { return opts_; }
 
@@ -186,6 +199,8 @@ class kv_cache_manager {
     std::int32_t restore_first = 0;
     /// The order's last block is a partial block of this many tokens (0: every block is full).
     std::int32_t restore_tail = 0;
+    /// The snapshot the match resumed from (with snapshots on), until take_resume().
+    std::optional<state_snapshot> resume;
   };
   /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
   /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.
@@ -231,6 +246,12 @@ class kv_cache_manager {
                   std::vector<std::int32_t> token_ids = {});
   /// Drops the RAM listings whose blocks the pool evicted, once they pile up.
   void sweep_ram_blocks();
+  /// With snapshots on: cuts s's matched chain of `full` blocks back to the deepest boundary with
+  /// a snapshot (letting go of the blocks after it) and keeps a copy of it in s.resume. Returns
+  /// the tokens s holds then.
+  std::int32_t resume_point(seq_state& s, std::int32_t full);
+  /// Forgets the snapshots whose blocks the pool dropped.
+  void sweep_snapshots();
   seq_state& state(std::uint64_t seq) { return seqs_.at(seq); }
 
   cache_options opts_;
@@ -238,6 +259,7 @@ class kv_cache_manager {
   prefix_hasher hasher_;
   std::unordered_map<std::uint8_t, block_hash> roots_;
   std::unordered_map<std::uint64_t, seq_state> seqs_;
+  snapshot_index snaps_;
   hash_set on_ssd_;
   hash_set persisting_;  // asked to persist, no answer yet
   std::vector<save_item> saves_;

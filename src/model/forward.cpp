@@ -408,9 +408,9 @@ void embed(const model& m, const std::int32_t* tokens, std::int32_t n, float* hi
 }
 
 void layer_forward(const model& m, int il, const batch_view& batch, float* hidden, layer_kv& kv,
-                   kernels::compute_pool& pool) {
+                   kernels::compute_pool& pool, recurrent_state* state) {
   layer_forward(m.weights.layers[static_cast<std::size_t>(il)], m.hp, il, batch, hidden, kv,
-                thread_scratch(m.hp, batch.n_rows), pool);
+                thread_scratch(m.hp, batch.n_rows), pool, state);
 }
 
 void output_logits(const model& m, const float* hidden, std::span<const std::int32_t> rows, float* logits,

@@ -76,7 +76,7 @@ void output_logits(const model_weights& w, const hparams& h, const float* hidden
 /// batch seen (for callers that keep no scratch of their own).
 void embed(const model& m, const std::int32_t* tokens, std::int32_t n, float* hidden);
 void layer_forward(const model& m, int il, const batch_view& batch, float* hidden, layer_kv& kv,
-                   kernels::compute_pool& pool);
+                   kernels::compute_pool& pool, recurrent_state* state = nullptr);
 void output_logits(const model& m, const float* hidden, std::span<const std::int32_t> rows, float* logits,
                    kernels::compute_pool& pool);
 

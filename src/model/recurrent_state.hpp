@@ -17,8 +17,9 @@ namespace strata::model {
 
 class recurrent_state {
  public:
-  /// Zeroed states for n_slots sequences in every recurrent layer of h.
-  recurrent_state(const hparams& h, std::int32_t n_slots);
+  /// Zeroed states for n_slots sequences in every recurrent layer of h, or only in layer
+  /// `only_layer` when it is >= 0 (what one layer's actor owns).
+  recurrent_state(const hparams& h, std::int32_t n_slots, int only_layer = -1);
 
   std::int32_t slots() const { return n_slots_; }
   /// Floats per slot in one recurrent layer: the convolution's rows, then the delta rule's state.
@@ -33,6 +34,8 @@ class recurrent_state {
 
   /// Zeroes a slot in every layer: its next sequence starts from position 0.
   void clear(std::int32_t slot);
+  /// Bytes of one slot in one recurrent layer (its convolution rows, then its delta state).
+  std::size_t layer_slot_bytes() const { return (conv_floats_ + delta_floats_) * sizeof(float); }
 
  private:
   float* at(int il, std::int32_t slot) {

@@ -1,0 +1,111 @@
+"""Frozen boundary snapshots on a recurrent hybrid (qwen35): a request resumes from the deepest
+block boundary whose chain and snapshot are cached, so the prefix cache gives the same tokens as no
+cache at all (temperature 0, concurrent requests, KV of 16, 8 and 4 bits), and a second turn reuses
+almost all of what a pure-attention model would."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from strata_server import STRATA_BIN
+
+SYNTH = ["--arch", "qwen35", "--layers", "4", "--hidden", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
+         "--ffn", "128", "--vocab", "builtin", "--ctx", "4096", "--quiet"]
+MAX_TOKENS = 10
+
+
+def synth(tmp_path: Path) -> Path:
+    out = tmp_path / "qwen35.gguf"
+    subprocess.run([STRATA_BIN, "synth", *SYNTH, "--out", str(out)], check=True, timeout=120)
+    return out
+
+
+def config(tmp_path: Path) -> Path:
+    conf = tmp_path / "strata.toml"
+    conf.write_text("[scheduler]\ntoken_budget = 64\nmax_running = 4\n[kv]\nblock_tokens = 16\n", encoding="utf-8")
+    return conf
+
+
+def tokenize(base_url: str, text: str) -> list[int]:
+    r = httpx.post(f"{base_url}/tokenize", json={"content": text}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["tokens"]
+
+
+def complete(base_url: str, tokens: list[int], bits: int, max_tokens: int = MAX_TOKENS) -> tuple[str, int]:
+    """The text of a greedy completion of `tokens`, and how many prompt tokens came from the cache."""
+    r = httpx.post(f"{base_url}/v1/completions", timeout=300,
+                   json={"model": "m", "prompt": tokens, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+                         "kv_bits": bits})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    details = body["usage"].get("prompt_tokens_details") or {}
+    return body["choices"][0]["text"], details.get("cached_tokens") or 0
+
+
+def prompts(seed: int) -> list[str]:
+    """Prompts that share prefixes of different lengths (so many resume from a snapshot)."""
+    rng = random.Random(seed)
+    words = ["alpha", "beta", "gamma", "delta", "state", "chunk", "block", "river", "stone", "cloud", "seven", "nine"]
+    stems = [" ".join(rng.choice(words) for _ in range(rng.randint(40, 160))) for _ in range(3)]
+    out = []
+    for stem in stems:
+        for _ in range(4):
+            out.append(stem + " " + " ".join(rng.choice(words) for _ in range(rng.randint(1, 60))))
+    return out
+
+
+def run_all(base_url: str, token_lists: list[list[int]]) -> list[tuple[str, int]]:
+    """Every prompt at 16, 8 and 4 bits, all at once, twice over (the second round finds the
+    first one's snapshots)."""
+    jobs = [(t, bits) for bits in (16, 8, 4) for t in token_lists]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        first = list(pool.map(lambda j: complete(base_url, *j), jobs))
+        second = list(pool.map(lambda j: complete(base_url, *j), jobs))
+    return first + second
+
+
+def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_every_kv_width(tmp_path: Path, launch):
+    seed = random.randrange(1 << 30)
+    print(f"seed {seed}")
+    model = synth(tmp_path)
+    off = launch(["--model", str(model), "--config", str(config(tmp_path)), "--cache-mode", "off"])
+    token_lists = [tokenize(off.base_url, p) for p in prompts(seed)]
+    want = run_all(off.base_url, token_lists)
+    off.stop()
+    on = launch(["--model", str(model), "--config", str(config(tmp_path)), "--cache-mode", "hot", "--snapshot-every", "2"])
+    got = run_all(on.base_url, token_lists)
+    stats = httpx.get(f"{on.base_url}/admin/api/stats", timeout=30).json()
+    on.stop()
+    assert [text for text, _ in got] == [text for text, _ in want], f"seed {seed}"
+    assert all(cached == 0 for _, cached in want)
+    assert sum(cached for _, cached in got) > 0, "the second round resumed from snapshots"
+    assert stats["snapshots"]["restores"] > 0
+    assert stats["snapshots"]["count"] > 0 and stats["snapshot_bytes"] > 0
+
+
+def test_a_second_turn_reuses_at_least_95_percent_of_what_a_pure_attention_model_would(tmp_path: Path, launch):
+    model = synth(tmp_path)
+    server = launch(["--model", str(model), "--config", str(config(tmp_path))])
+    rng = random.Random(7)
+    first = "User: " + " ".join(rng.choice(["tell", "me", "about", "the", "sea", "and", "its", "waves"]) for _ in range(1500))
+    t1 = tokenize(server.base_url, first)
+    assert len(t1) > 1000
+    reply, cached1 = complete(server.base_url, t1, 16, max_tokens=24)
+    assert cached1 == 0
+    second = first + reply + "\nUser: and then what happened?\nAssistant:"
+    t2 = tokenize(server.base_url, second)
+    # What a pure-attention cache could reuse: every token the second prompt shares with the first
+    # turn's prompt and answer, short of the last one.
+    shared = tokenize(server.base_url, first + reply)
+    pure = 0
+    while pure < min(len(shared), len(t2) - 1) and shared[pure] == t2[pure]:
+        pure += 1
+    _, cached2 = complete(server.base_url, t2, 16)
+    server.stop()
+    assert cached2 >= 0.95 * pure, f"cached {cached2} of {len(t2)}; a pure-attention cache: {pure}"
