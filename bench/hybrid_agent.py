@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Multi-turn agent workload on a recurrent hybrid (qwen35): time to first token per turn with
+frozen boundary snapshots on and off, and on llama.cpp's server, in one run.
+
+An agent's conversation: a shared system prompt of --system tokens (tool definitions and the like,
+which an earlier conversation left cached: it is sent once before the turns and not counted), then
+--turns turns; each turn sends the whole conversation so far plus --grow new tokens and generates
+--gen tokens, which the next turn's prompt repeats. Prompts are token ids (xorshift32, --seed), sent
+to the completions endpoint streamed, and TTFT is the time to the first streamed piece. Then a
+second turn at --long tokens against the same prompt cold.
+
+Servers: `strata serve --cache-mode hot` (snapshots on) and `--cache-mode off` (snapshots off),
+each started by this script on a free port with --strata; and llama.cpp's llama-server (--llama-server,
+when given: it keeps its own few checkpoints per slot) with `--cache-prompt`. Prints one line per
+turn and engine, the totals, and one JSON line.
+
+    .venv/bin/python bench/hybrid_agent.py --strata build/bench/strata [--model M.gguf] \
+        [--llama-server "$(bench/llamacpp.sh)/llama-server"]
+
+Without --model it synthesizes the qwen35 it was measured on (8 layers, every 4th attending in full;
+hidden 512, q8_0, GPT-2 vocabulary from ../shared) into the system's temporary folder.
+
+Options (defaults): --turns (10) --system (2000) --grow (300) --gen (16) --long (8000) --seed (7)
+--threads (2) --vocab-from (300) --vocab-to (30000)
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import httpx
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--strata", required=True)
+parser.add_argument("--model", default="")
+parser.add_argument("--llama-server", default="")
+for name, default in [("turns", 10), ("system", 2000), ("grow", 300), ("gen", 16), ("long", 8000), ("seed", 7),
+                      ("threads", 2), ("vocab-from", 300), ("vocab-to", 30000)]:
+    parser.add_argument(f"--{name}", type=int, default=default)
+opt = parser.parse_args()
+print(f"hybrid_agent: seed {opt.seed}", file=sys.stderr)
+if not opt.model:
+    opt.model = os.path.join(tempfile.gettempdir(), "strata-hybrid-agent-qwen35.gguf")
+    if not os.path.exists(opt.model):
+        subprocess.run([opt.strata, "synth", "--arch", "qwen35", "--layers", "8", "--hidden", "512", "--heads", "4",
+                        "--kv-heads", "1", "--head-dim", "128", "--ffn", "1408", "--vocab",
+                        "../shared/vocab/ggml-vocab-gpt-2.gguf", "--type", "q8_0", "--ctx", "16384", "--quiet",
+                        "--out", opt.model], check=True)
+_state = (opt.seed & 0xFFFFFFFF) or 1
+
+
+def rand_tokens(n: int) -> list[int]:
+    global _state
+    out = []
+    for _ in range(n):
+        _state = (_state ^ (_state << 13)) & 0xFFFFFFFF
+        _state ^= _state >> 17
+        _state = (_state ^ (_state << 5)) & 0xFFFFFFFF
+        out.append(opt.vocab_from + _state % (opt.vocab_to - opt.vocab_from))
+    return out
+
+
+class Server:
+    """A server process on a free port, stopped with SIGTERM."""
+
+    def __init__(self, args: list[str], ready: re.Pattern, url_of):
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            self.log.seek(0)
+            m = ready.search(self.log.read().decode(errors="replace"))
+            if m:
+                self.url = url_of(m)
+                break
+            if self.proc.poll() is not None:
+                self.log.seek(0)
+                sys.exit(f"hybrid_agent: {args[0]} exited:\n{self.log.read().decode(errors='replace')[-3000:]}")
+            time.sleep(0.2)
+        while httpx.get(f"{self.url}/health", timeout=10).status_code != 200:
+            time.sleep(0.2)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def strata(cache_mode: str, cache_dir: str) -> Server:
+    return Server([opt.strata, "serve", "--port", "0", "--model", opt.model, "--cache-mode", cache_mode,
+                   "--cache-dir", cache_dir],
+                  re.compile(r"listening on http://127\.0\.0\.1:(\d+)"), lambda m: f"http://127.0.0.1:{m.group(1)}")
+
+
+def llama(port: int, ctx: int) -> Server:
+    return Server([opt.llama_server, "-m", opt.model, "--port", str(port), "--host", "127.0.0.1", "-c", str(ctx),
+                   "-t", str(opt.threads), "-np", "1"],
+                  re.compile(r"server is listening|HTTP server listening"), lambda m: f"http://127.0.0.1:{port}")
+
+
+def first_token(url: str, tokens: list[int], gen: int, llama_api: bool) -> tuple[float, list[int]]:
+    """Streams a greedy completion of `tokens`; returns the TTFT in seconds and the reply as the next
+    turn repeats it: `gen` filler ids made from the prompt's length, the same for every engine (the
+    engines' replies differ, and a tokenizer round trip is no part of what is measured)."""
+    if llama_api:
+        path, body = "/completion", {"prompt": tokens, "n_predict": gen, "temperature": 0, "stream": True,
+                                     "cache_prompt": True, "ignore_eos": True}
+    else:
+        path, body = "/v1/completions", {"model": "m", "prompt": tokens, "max_tokens": gen, "temperature": 0,
+                                         "stream": True, "ignore_eos": True}
+    t0 = time.perf_counter()
+    ttft = None
+    with httpx.stream("POST", url + path, json=body, timeout=600) as r:
+        if r.status_code != 200:
+            sys.exit(f"hybrid_agent: {url}{path}: {r.status_code} {r.read()[:300]!r}")
+        for line in r.iter_lines():
+            if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                continue
+            if ttft is None:
+                ttft = time.perf_counter() - t0
+    return ttft or 0.0, rand_tokens_fixed(len(tokens), gen)
+
+
+def rand_tokens_fixed(salt: int, n: int) -> list[int]:
+    return [opt.vocab_from + (salt * 2654435761 + i * 40503) % (opt.vocab_to - opt.vocab_from) for i in range(n)]
+
+
+def conversation(url: str, llama_api: bool) -> list[float]:
+    """The turns' TTFTs (seconds), after the system prompt was sent once."""
+    global _state
+    _state = (opt.seed & 0xFFFFFFFF) or 1
+    context = rand_tokens(opt.system)
+    first_token(url, context + rand_tokens_fixed(1, 4), 1, llama_api)  # an earlier conversation
+    out = []
+    for _ in range(opt.turns):
+        context = context + rand_tokens(opt.grow)
+        ttft, reply = first_token(url, context, opt.gen, llama_api)
+        out.append(ttft)
+        context = context + reply
+    return out
+
+
+def second_turn(url: str, llama_api: bool) -> tuple[float, float]:
+    """TTFT of a --long-token prompt cold, and of the next turn that repeats it."""
+    first = rand_tokens(opt.long)
+    cold, reply = first_token(url, first, opt.gen, llama_api)
+    warm, _ = first_token(url, first + reply + rand_tokens(32), opt.gen, llama_api)
+    return cold, warm
+
+
+results = {}
+with tempfile.TemporaryDirectory() as cache_dir:
+    for name, mode in [("snapshots on", "hot"), ("snapshots off", "off")]:
+        s = strata(mode, cache_dir)
+        try:
+            results[name] = {"turns": conversation(s.url, False), "second_turn": second_turn(s.url, False)}
+        finally:
+            s.stop()
+if opt.llama_server:
+    ctx = max(opt.system + opt.turns * (opt.grow + opt.gen), opt.long + opt.gen + 64) + 256
+    s = llama(18000 + os.getpid() % 1000, ctx)
+    try:
+        results["llama.cpp"] = {"turns": conversation(s.url, True), "second_turn": second_turn(s.url, True)}
+    finally:
+        s.stop()
+
+print(f"{opt.turns} turns: system prompt {opt.system} tokens (cached before), +{opt.grow} tokens and {opt.gen} "
+      f"generated per turn; TTFT in ms")
+names = list(results)
+print("turn  context  " + "  ".join(f"{n:>14}" for n in names))
+for t in range(opt.turns):
+    ctx = opt.system + (t + 1) * opt.grow + t * opt.gen
+    print(f"{t + 1:>4}  {ctx:>7}  " + "  ".join(f"{results[n]['turns'][t] * 1000:>14.1f}" for n in names))
+totals = {n: sum(results[n]["turns"]) for n in names}
+print("total          " + "  ".join(f"{totals[n] * 1000:>14.1f}" for n in names))
+for n in names:
+    cold, warm = results[n]["second_turn"]
+    print(f"{n}: second turn at {opt.long} tokens: cold {cold * 1000:.1f} ms, warm {warm * 1000:.1f} ms "
+          f"({100 * warm / cold:.1f}% of cold)")
+summary = {"total_ttft_ms": {n: round(totals[n] * 1000, 1) for n in names},
+           "on_over_off": round(totals["snapshots off"] / totals["snapshots on"], 2),
+           "second_turn_pct_of_cold": {n: round(100 * results[n]["second_turn"][1] / results[n]["second_turn"][0], 2)
+                                       for n in names}}
+if "llama.cpp" in totals:
+    summary["llamacpp_over_on"] = round(totals["llama.cpp"] / totals["snapshots on"], 2)
+print(json.dumps(summary))
