@@ -159,6 +159,7 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::q5_0)] = x86_dot_q5_0;
   t.row_dot[dtype_slot(dtype::q5_1)] = x86_dot_q5_1;
   t.row_dot[dtype_slot(dtype::iq4_nl)] = x86_dot_iq4_nl;
+  t.row_dot[dtype_slot(dtype::mxfp4)] = x86_dot_mxfp4;
   t.row_dot[dtype_slot(dtype::q8_0)] = x86_dot_q8_0;
   t.row_dot[dtype_slot(dtype::q4_k)] = x86_dot_k45<false>;
   t.row_dot[dtype_slot(dtype::q5_k)] = x86_dot_k45<true>;
@@ -168,6 +169,7 @@ void fill_table(kernel_table& t) {
   t.row_gemm[dtype_slot(dtype::q5_0)] = row_gemm_by_dots<x86_dot_q5_0>;
   t.row_gemm[dtype_slot(dtype::q5_1)] = row_gemm_by_dots<x86_dot_q5_1>;
   t.row_gemm[dtype_slot(dtype::iq4_nl)] = row_gemm_by_dots<x86_dot_iq4_nl>;
+  t.row_gemm[dtype_slot(dtype::mxfp4)] = row_gemm_by_dots<x86_dot_mxfp4>;
   t.row_gemm[dtype_slot(dtype::q8_0)] = row_gemm_by_dots<x86_dot_q8_0>;
   t.row_gemm[dtype_slot(dtype::q4_k)] = row_gemm_by_dots<x86_dot_k45<false>>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = row_gemm_by_dots<x86_dot_k45<true>>;

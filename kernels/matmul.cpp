@@ -202,6 +202,66 @@ void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std:
   matmul(pool, active_kernels(), wt, w, rows, k, x, m, y, packed);
 }
 
+void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
+                    std::int64_t k, const float* x) {
+  if (outs.empty() || groups.empty()) return;
+  const act_format fmt = act_format_for(outs[0].type);
+  if (outs.size() > k_matmul_max_outputs ||
+      (outs.size() > 1 && !std::all_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return act_format_for(o.type) == fmt; }))) {
+    for (const auto& o : outs) matmul_grouped(pool, kt, std::span(&o, 1), groups, k, x);
+    return;
+  }
+  std::int64_t m = 0, work = 0;
+  for (const expert_rows& g : groups) m = std::max(m, g.first + g.count);
+  for (const auto& o : outs) work += o.rows * k * static_cast<std::int64_t>(groups.size());
+  const bool single = work < 32 * 1024 || pool.size() == 1;
+  thread_local prepared_x px;
+  act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
+  if (fmt == act_format::f32) {
+    for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
+  } else {
+    const std::size_t per_row = act_row_bytes(fmt, k);
+    std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
+    data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
+    auto quantize = [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t i = b; i < e; ++i)
+        xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
+    };
+    if (single || m < 4) quantize(0, m);
+    else pool.run_split(m, 1, std::ref(quantize));
+  }
+  // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
+  std::int64_t total_rows = 0;
+  for (const auto& o : outs) total_rows += o.rows * static_cast<std::int64_t>(groups.size());
+  const std::int64_t run = total_rows / (4 * k_row_block) >= 4 * pool.size() ? 4 * k_row_block : k_row_block;
+  std::array<std::int64_t, k_matmul_max_outputs> runs_per_group{};
+  std::int64_t per_group = 0;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    runs_per_group[i] = (outs[i].rows + run - 1) / run;
+    per_group += runs_per_group[i];
+  }
+  auto task = [&](std::int64_t t) {
+    const expert_rows& g = groups[static_cast<std::size_t>(t / per_group)];
+    t %= per_group;
+    std::size_t i = 0;
+    while (t >= runs_per_group[i]) t -= runs_per_group[i++];
+    const grouped_out& o = outs[i];
+    const std::size_t stride = row_bytes(o.type, k);
+    const auto* w = static_cast<const std::byte*>(o.w) + static_cast<std::size_t>(g.expert) * static_cast<std::size_t>(o.rows) * stride;
+    const std::int64_t b = t * run, e = std::min(o.rows, b + run);
+    float* y = o.y + g.first * o.rows;
+    if (is_float(o.type) && g.count >= k_gemm_min_m && k % 16 == 0) gemm_f32_rows(kt, o.type, w, b, e, o.rows, k, x + g.first * k, g.count, y);
+    else dot_rows(kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y, nullptr, nullptr);
+  };
+  const std::int64_t n_tasks = per_group * static_cast<std::int64_t>(groups.size());
+  if (single) {
+    for (std::int64_t t = 0; t < n_tasks; ++t) task(t);
+    return;
+  }
+  auto each = [&](int t, int) { task(t); };
+  pool.parallel_for(static_cast<int>(n_tasks), std::ref(each));
+}
+
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,
                       float* y) {
   std::vector<float> row(static_cast<std::size_t>(k));

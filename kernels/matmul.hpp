@@ -54,6 +54,33 @@ constexpr std::size_t k_matmul_max_outputs = 4;
 void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const matmul_out> outs, std::int64_t k, const float* x,
                  std::int64_t m);
 
+/// One expert's share of a grouped product: activation rows [first, first + count) of X go
+/// through expert `expert`'s matrix of each stacked weight.
+struct expert_rows {
+  std::int32_t expert = 0;
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+};
+
+/// A stacked weight of a grouped product: matrices of `rows` rows of k elements of type `type`,
+/// one per expert, one after the other (GGUF's 3-D expert tensors); y is (X's rows x rows).
+struct grouped_out {
+  dtype type = dtype::f32;
+  const void* w = nullptr;
+  std::int64_t rows = 0;
+  float* y = nullptr;
+};
+
+/// The experts' products of a mixture-of-experts block, in one pool job: X (the tokens' rows,
+/// gathered so that each expert's rows are contiguous) is prepared once, and every (expert, weight,
+/// run of rows) is a task handed out as workers free up. Each expert's matrix is read once
+/// whatever the number of rows that chose it (a prefill batch, or several decoded sequences), and
+/// only the experts listed are read. Row i of Y is what matmul of row i against that expert's
+/// matrix gives, up to the order of float additions. Weights (at most k_matmul_max_outputs) that
+/// share an activation format (gate and up) share the job; otherwise each is done in its own.
+void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
+                    std::int64_t k, const float* x);
+
 /// The single-threaded exact reference: dequantize each row, then a plain dot product in double
 /// against the unrounded activations.
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,

@@ -26,7 +26,7 @@ constexpr double k_float_dot_tolerance = 1e-5;
 
 constexpr dtype k_all_types[] = {dtype::f32,  dtype::f16,  dtype::bf16, dtype::q4_0, dtype::q4_1,
                                  dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl, dtype::q4_k,
-                                 dtype::q5_k, dtype::q6_k};
+                                 dtype::q5_k, dtype::q6_k, dtype::mxfp4};
 
 struct problem {
   std::vector<std::byte> w;
@@ -274,6 +274,32 @@ TEST(matmul, quantized_activations_keep_their_block_sums) {
     EXPECT_EQ(a.sums[s], sum);
   }
   for (int j = 0; j < 512; ++j) EXPECT_NEAR(a.qs[j] * a.d[j / 256], x[j], a.d[j / 256] * 0.5f + 1e-6f);
+}
+
+/// matmul_grouped against each row run alone through the exact product of its expert's matrix:
+/// experts of 40 rows stacked six deep, rows gathered by expert with some experts unused, one
+/// that many rows chose (past k_gemm_min_m), and two weights sharing the job (the same matrices
+/// here, so both outputs must be equal).
+TEST_P(matmul_types, grouped_experts_match_each_row_through_its_own_expert) {
+  const unsigned seed = test_seed();
+  std::mt19937 gen(seed);
+  const dtype t = GetParam();
+  compute_pool pool(2);
+  const std::int64_t experts = 6, rows = 40, k = 256, m = 27;
+  const std::vector<expert_rows> groups{{4, 0, 1}, {0, 1, 3}, {2, 4, 20}, {5, 24, 3}};  // experts 1 and 3 unused
+  problem a = make_problem(t, experts * rows, k, m, gen);
+  std::vector<float> ya(static_cast<std::size_t>(m * rows)), yb(ya.size());
+  const grouped_out outs[] = {{t, a.w.data(), rows, ya.data()}, {t, a.w.data(), rows, yb.data()}};
+  matmul_grouped(pool, active_kernels(), outs, groups, k, a.x.data());
+  const double tol = exact_tolerance(t);
+  for (const expert_rows& g : groups)
+    for (std::int64_t i = g.first; i < g.first + g.count; ++i)
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const std::size_t exact = static_cast<std::size_t>(i * experts * rows + g.expert * rows + r);
+        const std::size_t got = static_cast<std::size_t>(i * rows + r);
+        ASSERT_NEAR(ya[got], a.exact[exact], tol * a.abs_dot[exact] + 1e-6) << dtype_name(t) << " row " << i << " seed " << seed;
+        ASSERT_EQ(yb[got], ya[got]) << dtype_name(t) << " row " << i << " seed " << seed;
+      }
 }
 
 TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {

@@ -238,6 +238,35 @@ void quant_with_min(const float* x, block* b, std::int64_t nb) {
   }
 }
 
+void dequant_mxfp4(const block_mxfp4* b, float* y, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, y += k_qk) {
+    const float d = e8m0_to_fp32_half(b[i].e);
+    for (int j = 0; j < k_qk / 2; ++j) {
+      y[j] = static_cast<float>(k_mxfp4_values[b[i].qs[j] & 0xF]) * d;
+      y[j + k_qk / 2] = static_cast<float>(k_mxfp4_values[b[i].qs[j] >> 4]) * d;
+    }
+  }
+}
+
+/// The scale 2^(floor(log2 max) - 2) puts the largest magnitude within the top level (6 times the
+/// scale, stored doubled as 12); each value then takes its nearest level (the first at a tie),
+/// as ggml's reference quantizer does.
+void quant_mxfp4(const float* x, block_mxfp4* b, std::int64_t nb) {
+  for (std::int64_t i = 0; i < nb; ++i, x += k_qk) {
+    const float max = std::fabs(largest_magnitude(x, k_qk));
+    const int e = max > 0 ? std::clamp(static_cast<int>(std::floor(std::log2(max))) - 2 + 127, 0, 254) : 0;
+    b[i].e = static_cast<std::uint8_t>(e);
+    const float d = e8m0_to_fp32_half(b[i].e);
+    auto nearest = [&](float v) {
+      int best = 0;
+      for (int n = 1; n < 16; ++n)
+        if (std::fabs(k_mxfp4_values[n] * d - v) < std::fabs(k_mxfp4_values[best] * d - v)) best = n;
+      return best;
+    };
+    for (int j = 0; j < k_qk / 2; ++j) b[i].qs[j] = static_cast<std::uint8_t>(nearest(x[j]) | (nearest(x[j + k_qk / 2]) << 4));
+  }
+}
+
 /// The scales quant_iq4_nl tries per block: max / v with v = -127 + k_iq4_nl_scale_steps[s], max
 /// the block's value of largest magnitude. Step 0 maps max onto the most negative level; the
 /// others stretch or shrink the grid (on N(0, 1) blocks the relative RMS error goes from 0.080
@@ -460,6 +489,7 @@ void dequantize_row(dtype t, const void* src, float* dst, std::int64_t n) {
     case dtype::q5_0: dequant_q5_0(static_cast<const block_q5_0*>(src), dst, nb); break;
     case dtype::q5_1: dequant_q5_1(static_cast<const block_q5_1*>(src), dst, nb); break;
     case dtype::iq4_nl: dequant_iq4_nl(static_cast<const block_iq4_nl*>(src), dst, nb); break;
+    case dtype::mxfp4: dequant_mxfp4(static_cast<const block_mxfp4*>(src), dst, nb); break;
     case dtype::q8_0: dequant_q8_0(static_cast<const block_q8_0*>(src), dst, nb); break;
     case dtype::q4_k: dequant_k45(static_cast<const block_q4_k*>(src), dst, nb); break;
     case dtype::q5_k: dequant_k45(static_cast<const block_q5_k*>(src), dst, nb); break;
@@ -486,6 +516,7 @@ void quantize_row(dtype t, const float* src, void* dst, std::int64_t n) {
     case dtype::q5_0: quant_q5_0(src, static_cast<block_q5_0*>(dst), nb); break;
     case dtype::q5_1: quant_with_min(src, static_cast<block_q5_1*>(dst), nb); break;
     case dtype::iq4_nl: quant_iq4_nl(src, static_cast<block_iq4_nl*>(dst), nb); break;
+    case dtype::mxfp4: quant_mxfp4(src, static_cast<block_mxfp4*>(dst), nb); break;
     case dtype::q8_0: quant_q8_0(src, static_cast<block_q8_0*>(dst), nb); break;
     case dtype::q4_k: quant_q4_k(src, static_cast<block_q4_k*>(dst), nb); break;
     case dtype::q5_k: quant_q5_k(src, static_cast<block_q5_k*>(dst), nb); break;

@@ -27,6 +27,8 @@ constexpr double k_iq4_nl_round_trip = 0.09;
 constexpr double k_q4_k_round_trip = 0.12;
 constexpr double k_q5_k_round_trip = 0.06;
 constexpr double k_q6_k_round_trip = 0.04;
+/// Eight magnitudes per sign and a power-of-two scale: the coarsest 4-bit grid.
+constexpr double k_mxfp4_round_trip = 0.2;
 
 template <class block>
 std::vector<float> dequantize_block(dtype t, const block& b) {
@@ -108,6 +110,25 @@ TEST(quants, dequantizes_a_hand_built_iq4_nl_block) {
   EXPECT_FLOAT_EQ(y[16], 56.5f);  // high nibble of qs[0], index 15: 113 * 0.5
   EXPECT_FLOAT_EQ(y[20], 19.0f);  // high nibble of qs[4], index 11: 38 * 0.5
   EXPECT_FLOAT_EQ(y[31], -63.5f); // high nibble of qs[15], index 0
+}
+
+/// An mxfp4 block with e = 128 (half scale 1: the doubled e2m1 levels themselves), the nibble
+/// bytes of hand_built_block; then e = 125 (half scale 1/8) and e = 1 (a denormal scale).
+TEST(quants, dequantizes_a_hand_built_mxfp4_block) {
+  block_mxfp4 b{};
+  b.e = 128;
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<std::uint8_t>(j | ((15 - j) << 4));
+  auto y = dequantize_block(dtype::mxfp4, b);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);     // index 0
+  EXPECT_FLOAT_EQ(y[7], 12.0f);    // index 7: 6 doubled
+  EXPECT_FLOAT_EQ(y[8], 0.0f);     // index 8: -0
+  EXPECT_FLOAT_EQ(y[13], -6.0f);   // index 13: -3 doubled
+  EXPECT_FLOAT_EQ(y[16], -12.0f);  // high nibble of qs[0], index 15
+  EXPECT_FLOAT_EQ(y[20], -3.0f);   // high nibble of qs[4], index 11
+  b.e = 125;
+  EXPECT_FLOAT_EQ(dequantize_block(dtype::mxfp4, b)[7], 1.5f);
+  b.e = 1;
+  EXPECT_FLOAT_EQ(dequantize_block(dtype::mxfp4, b)[1], std::ldexp(1.0f, -127));
 }
 
 /// Level j of a q5_0 / q5_1 block: nibble j in the q4_0 order, bit j of qh above it.
@@ -357,7 +378,8 @@ TEST(quants, round_trip_error_stays_within_each_types_bound) {
                         bound{dtype::q4_1, k_q4_1_round_trip}, bound{dtype::q5_0, k_q5_0_round_trip},
                         bound{dtype::q5_1, k_q5_1_round_trip}, bound{dtype::iq4_nl, k_iq4_nl_round_trip},
                         bound{dtype::q4_k, k_q4_k_round_trip}, bound{dtype::q5_k, k_q5_k_round_trip},
-                        bound{dtype::q6_k, k_q6_k_round_trip}, bound{dtype::f32, 0.0}}) {
+                        bound{dtype::q6_k, k_q6_k_round_trip}, bound{dtype::mxfp4, k_mxfp4_round_trip},
+                        bound{dtype::f32, 0.0}}) {
     std::vector<std::byte> q(row_bytes(t, n));
     quantize_row(t, x.data(), q.data(), n);
     dequantize_row(t, q.data(), y.data(), n);

@@ -73,6 +73,13 @@ int iq4_nl_level_dot(const block_iq4_nl& blk, const std::int8_t* q) {
   return s;
 }
 
+int mxfp4_level_dot(const block_mxfp4& blk, const std::int8_t* q) {
+  int s = 0;
+  for (int j = 0; j < k_qk / 2; ++j)
+    s += k_mxfp4_values[blk.qs[j] & 0xF] * q[j] + k_mxfp4_values[blk.qs[j] >> 4] * q[j + k_qk / 2];
+  return s;
+}
+
 int q8_0_level_dot(const block_q8_0& blk, const std::int8_t* q) {
   int s = 0;
   for (int j = 0; j < k_qk; ++j) s += blk.qs[j] * q[j];
@@ -115,6 +122,16 @@ constexpr auto dot_q5_0 = dot_scaled<block_q5_0, q5_level_dot<block_q5_0>, 16>;
 constexpr auto dot_q5_1 = dot_with_min<block_q5_1, q5_level_dot<block_q5_1>>;
 constexpr auto dot_iq4_nl = dot_scaled<block_iq4_nl, iq4_nl_level_dot>;
 constexpr auto dot_q8_0 = dot_scaled<block_q8_0, q8_0_level_dot>;
+
+/// mxfp4: the table's doubled e2m1 levels times the activations, then the halved e8m0 scale.
+float dot_mxfp4(const void* w, const act_row& x, std::int64_t k) {
+  float sum = 0;
+  for (std::int64_t b = 0; b < k / k_qk; ++b) {
+    const auto blk = load_block<block_mxfp4>(w, b);
+    sum += e8m0_to_fp32_half(blk.e) * x.d[b] * static_cast<float>(mxfp4_level_dot(blk, x.qs + b * k_qk));
+  }
+  return sum;
+}
 
 /// q4_K and q5_K: element 64c + l of a super-block is the low nibble of qs[32c + l] (sub-block 2c),
 /// element 64c + 32 + l the high nibble (sub-block 2c + 1); q5_K adds bit 2c / 2c+1 of qh[l] as 16.
@@ -268,6 +285,7 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::q5_0)] = dot_q5_0;
   t.row_dot[dtype_slot(dtype::q5_1)] = dot_q5_1;
   t.row_dot[dtype_slot(dtype::iq4_nl)] = dot_iq4_nl;
+  t.row_dot[dtype_slot(dtype::mxfp4)] = dot_mxfp4;
   t.row_dot[dtype_slot(dtype::q8_0)] = dot_q8_0;
   t.row_dot[dtype_slot(dtype::q4_k)] = dot_k45<false>;
   t.row_dot[dtype_slot(dtype::q5_k)] = dot_k45<true>;
@@ -277,6 +295,7 @@ void fill_table(kernel_table& t) {
   t.row_gemm[dtype_slot(dtype::q5_0)] = row_gemm_by_dots<dot_q5_0>;
   t.row_gemm[dtype_slot(dtype::q5_1)] = row_gemm_by_dots<dot_q5_1>;
   t.row_gemm[dtype_slot(dtype::iq4_nl)] = row_gemm_by_dots<dot_iq4_nl>;
+  t.row_gemm[dtype_slot(dtype::mxfp4)] = row_gemm_by_dots<dot_mxfp4>;
   t.row_gemm[dtype_slot(dtype::q8_0)] = row_gemm_by_dots<dot_q8_0>;
   t.row_gemm[dtype_slot(dtype::q4_k)] = row_gemm_by_dots<dot_k45<false>>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = row_gemm_by_dots<dot_k45<true>>;

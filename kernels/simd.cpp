@@ -19,6 +19,7 @@ std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
 act_format act_format_for(dtype wt) {
   switch (wt) {
     case dtype::q4_0: case dtype::q4_1: case dtype::q5_0: case dtype::q5_1: case dtype::q8_0: case dtype::iq4_nl:
+    case dtype::mxfp4:
       return act_format::q8_32;
     case dtype::q4_k: case dtype::q5_k: case dtype::q6_k: return act_format::q8_256;
     default: return act_format::f32;
@@ -96,6 +97,7 @@ int dtype_slot(dtype t) {
     case dtype::q5_0: return 9;
     case dtype::q5_1: return 10;
     case dtype::iq4_nl: return 11;
+    case dtype::mxfp4: return 12;
   }
   return 0;
 }

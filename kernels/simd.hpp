@@ -25,7 +25,7 @@ enum class simd_level { scalar, avx2, avx512 };
 /// How activations are quantized for a weight type's row dot.
 enum class act_format {
   f32,     // not quantized (f32, f16, bf16 weights)
-  q8_32,   // int8 with one f32 scale per 32 values, sums per 32 (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl)
+  q8_32,   // int8 with one f32 scale per 32 values, sums per 32 (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4)
   q8_256,  // int8 with one f32 scale per 256 values, sums per 16 (q4_K, q5_K, q6_K weights)
 };
 act_format act_format_for(dtype wt);
@@ -82,7 +82,7 @@ void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::i
 
 /// Index of a dtype in kernel_table::row_dot.
 int dtype_slot(dtype t);
-constexpr int k_dtype_slots = 12;
+constexpr int k_dtype_slots = 13;
 /// The read loops of kernel_table::sum_words: 1, 2 and 4 vector loads per iteration.
 constexpr int k_read_loops = 3;
 

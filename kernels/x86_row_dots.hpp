@@ -204,21 +204,28 @@ float x86_dot_levels(const void* w, const act_row& x, std::int64_t k) {
 [[maybe_unused]] constexpr auto x86_dot_q4_1 = x86_dot_levels<20, q4_1_levels, 0, true>;
 [[maybe_unused]] constexpr auto x86_dot_q5_1 = x86_dot_levels<24, q5_1_levels, 0, true>;
 
-/// iq4_nl: pshufb looks the nibbles up in k_iq4_nl_values (held in both 128-bit lanes), and the
-/// int8 levels multiply the activations as in x86_dot_q8_0 (|w| against x with w's sign).
-[[maybe_unused]] float x86_dot_iq4_nl(const void* w, const act_row& x, std::int64_t k) {
+/// mxfp4's scale: the e8m0 byte at the block's start, halved (k_mxfp4_values are doubled).
+inline float e8m0_half(const std::byte* p) { return e8m0_to_fp32_half(static_cast<std::uint8_t>(*p)); }
+
+/// Blocks of a scale (scale_bytes long, read by `scale`) and 32 nibbles indexing 16 int8 levels
+/// (iq4_nl, mxfp4): pshufb looks the nibbles up in the table (held in both 128-bit lanes), and
+/// the int8 levels multiply the activations as in x86_dot_q8_0 (|w| against x with w's sign).
+template <const std::int8_t* values, int scale_bytes, float (*scale)(const std::byte*)>
+float x86_dot_table4(const void* w, const act_row& x, std::int64_t k) {
   const auto* b = static_cast<const std::byte*>(w);
-  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)));
+  const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)));
   __m256 acc = _mm256_setzero_ps();
   for (std::int64_t i = 0; i < k / 32; ++i) {
-    const std::byte* b0 = b + i * 18;
-    const __m256i wq = _mm256_shuffle_epi8(table, nibbles256(b0 + 2));
+    const std::byte* b0 = b + i * (scale_bytes + 16);
+    const __m256i wq = _mm256_shuffle_epi8(table, nibbles256(b0 + scale_bytes));
     const __m256i xq = load256(x.qs + i * 32);
     const __m256i p = mul_sum_us8(_mm256_setzero_si256(), _mm256_sign_epi8(wq, wq), _mm256_sign_epi8(xq, wq));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(half(b0) * x.d[i]), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(scale(b0) * x.d[i]), acc);
   }
   return hsum256(acc);
 }
+[[maybe_unused]] constexpr auto x86_dot_iq4_nl = x86_dot_table4<k_iq4_nl_values, 2, half>;
+[[maybe_unused]] constexpr auto x86_dot_mxfp4 = x86_dot_table4<k_mxfp4_values, 1, e8m0_half>;
 
 /// u8 * s8 products summed in pairs to 16 bits (no saturation for u below 64), then in pairs to
 /// 32 bits with a 16-bit scale per pair.
