@@ -19,6 +19,24 @@ void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, flo
   }
 }
 
+void rope_angles_yarn(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const yarn_params& y, float* cs) {
+  // The dimension pair at which a frequency turns `turns` times over the original context.
+  auto corr_dim = [&](float turns) {
+    return static_cast<float>(n_rot) * std::log(static_cast<float>(y.n_ctx_orig) / (turns * 2.0f * 3.14159265358979f)) /
+           (2.0f * std::log(freq_base));
+  };
+  const float low = std::max(0.0f, std::floor(corr_dim(y.beta_fast)));
+  const float high = std::min(static_cast<float>(n_rot - 1), std::ceil(corr_dim(y.beta_slow)));
+  const float mscale = y.attn_factor * (1.0f + 0.1f * std::log(1.0f / freq_scale));
+  for (int i = 0; i < n_rot / 2; ++i) {
+    const float extrap = static_cast<float>(pos) * std::pow(freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(n_rot));
+    const float ramp = (1.0f - std::clamp((static_cast<float>(i) - low) / std::max(0.001f, high - low), 0.0f, 1.0f)) * y.ext_factor;
+    const float theta = freq_scale * extrap * (1.0f - ramp) + extrap * ramp;
+    cs[2 * i] = std::cos(theta) * mscale;
+    cs[2 * i + 1] = std::sin(theta) * mscale;
+  }
+}
+
 void rope_angles(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const float* factors, float* cs) {
   // freq_base^(-2i / n_rot) per i, kept per thread for the last (base, n_rot): the powers are
   // the same for every token of a model.

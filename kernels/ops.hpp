@@ -13,6 +13,18 @@ void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, flo
 /// cs[2i], cs[2i+1] = cos, sin of theta_i = pos * freq_scale * freq_base^(-2i / n_rot) / factors[i]
 /// for i < n_rot / 2 (factors may be null: all 1) ...
 void rope_angles(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const float* factors, float* cs);
+/// YaRN (gpt-oss): the rotary frequencies that turn within the original context's length keep
+/// their unscaled angle, those that turn slowly take the scaled one, with a linear ramp between
+/// (over the dimension pairs [low, high] of llama.cpp's rope_yarn_corr_dims); cos and sin are
+/// multiplied by attn_factor * (1 + 0.1 ln(1 / freq_scale)), which sharpens the attention.
+struct yarn_params {
+  float ext_factor = 0.0f;  // 0: plain rope_angles
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  std::int32_t n_ctx_orig = 0;
+};
+void rope_angles_yarn(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const yarn_params& y, float* cs);
 /// ... and, in place, the rotation of the first n_rot dimensions of each of n_heads heads of
 /// head_dim values by them. Normal layout rotates adjacent pairs (2i, 2i+1); NeoX rotates
 /// (i, i + n_rot/2).

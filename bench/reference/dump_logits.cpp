@@ -4,7 +4,7 @@
 // top-N logits, then a greedy continuation of exactly G tokens (as `strata logits --greedy G`
 // writes it: an end-of-generation token does not stop it). Built and run by bench/reference_dumps.sh; never part of strata's build.
 //
-//   dump_logits MODEL.gguf PROMPTS.txt OUT.json [TOP=20] [GREEDY=64] [THREADS=2]
+//   dump_logits MODEL.gguf PROMPTS.txt OUT.json [TOP=20] [GREEDY=64] [THREADS=2] [no-flash-attn]
 
 #include <algorithm>
 #include <cmath>
@@ -67,12 +67,16 @@ int argmax(const float* row, int n) { return static_cast<int>(std::max_element(r
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf PROMPTS.txt OUT.json [TOP] [GREEDY] [THREADS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL.gguf PROMPTS.txt OUT.json [TOP] [GREEDY] [THREADS] [no-flash-attn]\n", argv[0]);
     return 2;
   }
   const int top = argc > 4 ? std::atoi(argv[4]) : 20;
   const int greedy = argc > 5 ? std::atoi(argv[5]) : 64;
   const int threads = argc > 6 ? std::atoi(argv[6]) : 2;
+  // llama.cpp's CPU flash attention decodes one row at a time with f16 queries: its continuation
+  // then parts from its own prefill of the same tokens by a few hundredths of a logit, enough to
+  // flip a random model's expert routing. no-flash-attn takes the exact path in both.
+  const bool flash_attn = !(argc > 7 && std::string(argv[7]) == "no-flash-attn");
 
   llama_backend_init();
   llama_model_params mp = llama_model_default_params();
@@ -110,6 +114,7 @@ int main(int argc, char** argv) {
     cp.n_threads = threads;
     cp.n_threads_batch = threads;
     cp.no_perf = true;
+    if (!flash_attn) cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
     llama_context* ctx = llama_init_from_model(model, cp);
     if (!ctx) {
       std::fprintf(stderr, "cannot create a context\n");

@@ -1,7 +1,8 @@
 // `strata synth --arch A --layers N --hidden D --heads H --kv-heads K --ffn F [--head-dim HD]
 //  --vocab V.gguf|builtin --type T [--ctx 32768] [--seed S] [qwen35: --ssm-state --ssm-k-heads
-//  --ssm-v-heads --ssm-conv --attn-interval] --out M.gguf`: writes a random-weight
-// model in the layout llama.cpp's converter writes, with a progress bar on stderr.
+//  --ssm-v-heads --ssm-conv --attn-interval] [qwen3moe, gpt-oss: --experts --experts-used --expert-ffn]
+//  --out M.gguf`: writes a random-weight model in the layout llama.cpp's converter writes, with a
+//  progress bar on stderr.
 
 #include <unistd.h>
 
@@ -60,7 +61,7 @@ int run(const synth_cli& cli) {
 const bool registered = register_command("synth", "Write a random-weight model in llama.cpp's GGUF layout", [](CLI::App& sub) {
   auto cli = std::make_shared<synth_cli>();
   model::synth_options& o = cli->o;
-  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3 or qwen35")->required();
+  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe or gpt-oss")->required();
   sub.add_option("--layers", o.layers, "Number of transformer blocks")->required();
   sub.add_option("--hidden", o.hidden, "Embedding length")->required();
   sub.add_option("--heads", o.heads, "Attention heads")->required();
@@ -68,7 +69,7 @@ const bool registered = register_command("synth", "Write a random-weight model i
   sub.add_option("--ffn", o.ffn, "Feed-forward length")->required();
   sub.add_option("--head-dim", o.head_dim, "Head length (default: hidden / heads)");
   sub.add_option("--vocab", o.vocab, "GGUF file whose tokenizer.* keys to copy, or 'builtin'")->required();
-  sub.add_option("--type", o.type, "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m or q6_k")
+  sub.add_option("--type", o.type, "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k or mxfp4_moe (experts mxfp4, the rest q8_0)")
       ->capture_default_str();
   sub.add_option("--ctx", o.ctx, "Context length")->capture_default_str();
   sub.add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
@@ -78,6 +79,9 @@ const bool registered = register_command("synth", "Write a random-weight model i
   sub.add_option("--ssm-v-heads", o.ssm_v_heads, "qwen35: delta-rule value heads (default heads)");
   sub.add_option("--ssm-conv", o.ssm_conv, "qwen35: length of the short convolution")->capture_default_str();
   sub.add_option("--attn-interval", o.attn_interval, "qwen35: every Nth layer attends in full")->capture_default_str();
+  sub.add_option("--experts", o.experts, "qwen3moe, gpt-oss: experts per layer")->capture_default_str();
+  sub.add_option("--experts-used", o.experts_used, "qwen3moe, gpt-oss: experts each token uses")->capture_default_str();
+  sub.add_option("--expert-ffn", o.expert_ffn, "qwen3moe, gpt-oss: each expert's feed-forward length (default ffn / experts-used)");
   auto* tied = sub.add_flag("--tied", cli->tied, "Share the output matrix with the embeddings");
   sub.add_flag("--untied", cli->untied, "Write a separate output.weight")->excludes(tied);
   sub.add_flag("--quiet,-q", cli->quiet, "No progress bar");

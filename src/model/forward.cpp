@@ -13,7 +13,9 @@
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/quants.hpp"
+#include "src/model/attention_sinks.hpp"
 #include "src/model/for_rows.hpp"
+#include "src/model/moe_ffn.hpp"
 #include "src/model/recurrent_layer.hpp"
 
 namespace strata::model {
@@ -103,7 +105,8 @@ void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_
         for (int hh = 0; hh < h.n_head_kv; ++hh)
           kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
-      kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
+      if (h.yarn.ext_factor != 0) kernels::rope_angles_yarn(pos, h.n_rot, rope_base, rope_scale, h.yarn, cs);
+      else kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
       kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
       kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
@@ -164,9 +167,10 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
 /// One decode row over at least two pages per worker: the workers split its positions, each
 /// reading its range's pages (read_pages) and then attending every head over them, a chunk at a
 /// time, and the ranges' results merge. Each core then reads only its own range, and whole rows
-/// of it. Returns false (and does nothing) for any other batch.
+/// of it. Returns false (and does nothing) for any other batch. lse, when set, gets the row's
+/// log-sum-exp per head.
 bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shape, int il, const batch_view& batch,
-                          const float* q, float* attn, const layer_kv& kv, kernels::compute_pool& pool) {
+                          const float* q, float* attn, float* lse_out, const layer_kv& kv, kernels::compute_pool& pool) {
   const int parts = pool.size();
   if (batch.n_rows != 1 || parts == 1 || parts > kernels::k_attention_merge_max_parts) return false;
   const seq_rows& sq = batch.seqs[0];
@@ -208,15 +212,16 @@ bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shap
     outs[static_cast<std::size_t>(i)] = out_of(i);
     lses[static_cast<std::size_t>(i)] = lse_of(i);
   }
-  kernels::merge_attention(outs.data(), lses.data(), parts, h.n_head, h.head_dim, attn);
+  kernels::merge_attention(outs.data(), lses.data(), parts, h.n_head, h.head_dim, attn, lse_out);
   return true;
 }
 
 /// Attention of every row over its sequence. The work units are (block of consecutive rows of one
 /// sequence, run of query heads that share a kv head): a block holds as many rows as one kernel pass
 /// takes with those heads, so the rows of a prefill chunk share each tile of keys and values.
-/// Workers take units as they free up, the longest contexts (last rows) first.
-void attend_rows(const hparams& h, int il, const batch_view& batch, const float* q, float* attn, const layer_kv& kv,
+/// Workers take units as they free up, the longest contexts (last rows) first. lse, when set,
+/// gets each row's log-sum-exp per head (n_head per row).
+void attend_rows(const hparams& h, int il, const batch_view& batch, const float* q, float* attn, float* lse, const layer_kv& kv,
                  kernels::compute_pool& pool) {
   const kernels::attention_shape shape{h.n_head, h.n_head_kv, h.head_dim, h.attn_scale, h.attn_softcap};
   const std::int64_t qd = h.q_dim();
@@ -248,7 +253,7 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
     for (std::int32_t r = 0; r < nr; ++r) {
       const std::int64_t row = sq->first_row + r0 + r;
       const std::int32_t pos = sq->start_pos + r0 + r;
-      rows[r] = {q + row * qd, attn + row * qd, first_attended(h, il, pos), pos};
+      rows[r] = {q + row * qd, attn + row * qd, first_attended(h, il, pos), pos, lse ? lse + row * h.n_head : nullptr};
     }
     const kernels::kv_page_view view = page_view(h, kv, sq->blocks);
     kernels::attention(shape, view, rows, nr, h0, h1);
@@ -260,7 +265,7 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
-    if (attend_one_row_split(h, shape, il, batch, q, attn, kv, pool)) return;
+    if (attend_one_row_split(h, shape, il, batch, q, attn, lse, kv, pool)) return;
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }
@@ -291,35 +296,22 @@ void attention_block(const layer_weights& w, const hparams& h, int il, const bat
     matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
   for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, il, batch, q, k, v, kv, b, e); });
-  attend_rows(h, il, batch, q, attn, kv, pool);
+  thread_local std::vector<float> lse;  // with sinks: each row's log-sum-exp per head
+  if (w.attn_sinks) lse.resize(static_cast<std::size_t>(n * h.n_head));
+  attend_rows(h, il, batch, q, attn, w.attn_sinks ? lse.data() : nullptr, kv, pool);
+  if (w.attn_sinks) apply_attention_sinks(w.attn_sinks, h, lse.data(), attn, 0, n);
   if (h.attn_gated) apply_output_gate(attn, gate, n * qd);
   matmul(pool, w.wo, attn, n, out);
+  if (w.bo)
+    for (std::int64_t i = 0; i < n; ++i) kernels::add(out + i * h.n_embd, out + i * h.n_embd, w.bo.f32(), h.n_embd);
 }
 
-void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden, layer_kv& kv,
-                 scratch& s, kernels::compute_pool& pool, recurrent_state* state) {
-  const std::int64_t n = batch.n_rows, d = h.n_embd, ff = h.n_ff;
-  float* cur = fa::cur(s);
-  float* out = fa::out(s);
+/// The dense feed-forward block: out = down(act(gate(cur)) * up(cur)).
+void dense_ffn(const layer_weights& w, const hparams& h, std::int64_t n, const float* cur, float* out, scratch& s,
+               kernels::compute_pool& pool) {
+  const std::int64_t ff = h.n_ff;
   float* gate = fa::gate(s);
   float* up = fa::up(s);
-
-  // Attention block (or the recurrent layer's mixer in its place).
-  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
-  if (h.recurrent(il)) {
-    if (!state) throw std::invalid_argument("layer_forward: a recurrent layer needs a recurrent_state");
-    recurrent_mixer(w, h, il, batch, cur, out, *state, pool);
-  } else {
-    attention_block(w, h, il, batch, cur, out, kv, s, pool);
-  }
-  // The residual, and the feed-forward block's norm.
-  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
-    if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, b, e, d, h.norm_eps);
-    kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
-    rms_norm_rows(hidden, w.ffn_norm, cur, b, e, d, h.norm_eps);
-  });
-
-  // Feed-forward block.
   if (w.gate_up) {
     matmul(pool, w.gate_up, cur, n, gate);  // each row: gate (ff) then up (ff)
     // Compact in place: row i's gate moves down to i * ff; it never overtakes an unread row.
@@ -337,6 +329,32 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
     kernels::mul(g, g, up + b * ff, (e - b) * ff);
   });
   matmul(pool, w.down, gate, n, out);
+}
+
+void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* hidden, layer_kv& kv,
+                 scratch& s, kernels::compute_pool& pool, recurrent_state* state) {
+  const std::int64_t n = batch.n_rows, d = h.n_embd;
+  float* cur = fa::cur(s);
+  float* out = fa::out(s);
+
+  // Attention block (or the recurrent layer's mixer in its place).
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
+  if (h.recurrent(il)) {
+    if (!state) throw std::invalid_argument("layer_forward: a recurrent layer needs a recurrent_state");
+    recurrent_mixer(w, h, il, batch, cur, out, *state, pool);
+  } else {
+    attention_block(w, h, il, batch, cur, out, kv, s, pool);
+  }
+  // The residual, and the feed-forward block's norm.
+  for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
+    if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, b, e, d, h.norm_eps);
+    kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
+    rms_norm_rows(hidden, w.ffn_norm, cur, b, e, d, h.norm_eps);
+  });
+
+  // Feed-forward block.
+  if (h.moe()) moe_ffn(w, h, cur, n, out, pool);
+  else dense_ffn(w, h, n, cur, out, s, pool);
   for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
     if (w.post_ffn_norm) rms_norm_rows(out, w.post_ffn_norm, out, b, e, d, h.norm_eps);
     kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);

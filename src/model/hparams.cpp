@@ -16,6 +16,8 @@ const char* arch_name(arch a) {
     case arch::gemma3: return "gemma3";
     case arch::phi3: return "phi3";
     case arch::qwen35: return "qwen35";
+    case arch::qwen3moe: return "qwen3moe";
+    case arch::gpt_oss: return "gpt-oss";
   }
   return "?";
 }
@@ -33,8 +35,9 @@ result<void> positive_float(const gguf_file& f, const std::string& key, float& o
   return {};
 }
 
-/// An optional soft-cap: absent leaves `out`; present, a finite number >= 0 (0 turns it off).
-result<void> softcap(const gguf_file& f, const std::string& key, float& out) {
+/// An optional soft-cap (or other factor): absent leaves `out`; present, a finite number >= 0 (0
+/// turns a soft-cap off).
+result<void> nonnegative_float(const gguf_file& f, const std::string& key, float& out) {
   if (!f.has(key)) return {};
   auto v = f.get_float(key);
   if (!v || !std::isfinite(*v) || *v < 0) return fail(errc::corrupt_data, "metadata key ", key, " must be a finite number >= 0");
@@ -42,18 +45,11 @@ result<void> softcap(const gguf_file& f, const std::string& key, float& out) {
   return {};
 }
 
-/// Gemma 3's additions: which layers slide and their rotary base, its attention scale, the
-/// embedding scale, and a final soft-cap only where the file gives one (no attention soft-cap).
-result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
-  // Gemma 3 27B (62 layers) was trained with query_pre_attn_scalar = n_embd / n_head, the smaller
-  // models with the head length; the files carry no key for it.
-  if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
-  h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
-  if (auto r = softcap(f, a + ".final_logit_softcapping", h.final_softcap); !r) return r;
-
-  // Without a window every layer is global. With one, the layers that slide are listed per layer
-  // (an array of booleans) or follow a period p: of every p layers the first p - 1 slide and the
-  // last is global (p = 6 when absent; p = 0: all slide).
+/// The sliding window and which layers use it. Without a window every layer is global. With one,
+/// the layers that slide are listed per layer (an array of booleans) or follow a period p: of every
+/// p layers the first p - 1 slide and the last is global (p = default_period when absent; p = 0:
+/// all slide).
+result<void> read_sliding_layers(const gguf_file& f, const std::string& a, hparams& h, std::int64_t default_period) {
   const std::string window_key = a + ".attention.sliding_window";
   if (auto v = f.get_int(window_key); v && *v != 0) {
     if (*v < 0 || *v > (1 << 24)) return fail(errc::corrupt_data, "metadata key ", window_key, " = ", *v, " is out of range");
@@ -69,7 +65,7 @@ result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
       return fail(errc::corrupt_data, "metadata key ", pattern_key, " must hold one boolean per layer (", h.n_layer, ")");
     for (std::int64_t s : *layers) h.sliding_layers.push_back(s != 0);
   } else {
-    std::int64_t period = 6;
+    std::int64_t period = default_period;
     if (f.has(pattern_key)) {
       auto v = f.get_int(pattern_key);
       if (!v || *v < 0 || *v > h.n_layer)
@@ -78,6 +74,20 @@ result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
     }
     for (int il = 0; il < h.n_layer; ++il) h.sliding_layers.push_back(period == 0 || il % period < period - 1);
   }
+  return {};
+}
+
+/// Gemma 3's additions: which layers slide (a period of 6) and their rotary base, its attention
+/// scale, the embedding scale, and a final soft-cap only where the file gives one (no attention
+/// soft-cap).
+result<void> read_gemma3(const gguf_file& f, const std::string& a, hparams& h) {
+  // Gemma 3 27B (62 layers) was trained with query_pre_attn_scalar = n_embd / n_head, the smaller
+  // models with the head length; the files carry no key for it.
+  if (h.n_layer == 62) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
+  h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+  if (auto r = nonnegative_float(f, a + ".final_logit_softcapping", h.final_softcap); !r) return r;
+  if (auto r = read_sliding_layers(f, a, h, 6); !r) return r;
+  if (h.sliding_window == 0) return {};
   // Sliding layers rotate with their own base (10000 unless the file says) and no scaling.
   h.rope_freq_base_swa = 10000.0f;
   if (auto r = positive_float(f, a + ".rope.freq_base_swa", h.rope_freq_base_swa); !r) return r;
@@ -132,6 +142,55 @@ result<void> read_qwen35(const gguf_file& f, const std::string& a, hparams& h) {
   return {};
 }
 
+/// The experts' shape: expert_count and expert_used_count (required), and each expert's hidden
+/// length (expert_feed_forward_length; absent: feed_forward_length / expert_used_count, as
+/// llama.cpp takes it).
+result<void> read_experts(const gguf_file& f, const std::string& a, hparams& h) {
+  if (auto r = int_key(f, a + ".expert_count", h.n_expert, 1, 4096, true); !r) return r;
+  if (auto r = int_key(f, a + ".expert_used_count", h.n_expert_used, 1, h.n_expert, true); !r) return r;
+  h.n_ff_exp = h.n_ff / h.n_expert_used;
+  if (auto r = int_key(f, a + ".expert_feed_forward_length", h.n_ff_exp, 1, 1 << 20, false); !r) return r;
+  if (h.n_ff_exp < 1) return fail(errc::corrupt_data, a, ".expert_feed_forward_length is missing and feed_forward_length is too short");
+  return {};
+}
+
+/// gpt-oss's additions: its experts (a softmax over the chosen logits, the clamped SwiGLU), and
+/// every other layer sliding through a window (a period of 2: the even layers slide), rotating
+/// with the global base unless the file gives one.
+result<void> read_gpt_oss(const gguf_file& f, const std::string& a, hparams& h) {
+  if (auto r = read_experts(f, a, h); !r) return r;
+  h.router_softmax_after_topk = true;
+  h.swiglu_oai = true;
+  if (!f.has(a + ".attention.sliding_window")) return fail(errc::corrupt_data, "metadata key ", a, ".attention.sliding_window is missing");
+  if (auto r = read_sliding_layers(f, a, h, 2); !r) return r;
+  return positive_float(f, a + ".rope.freq_base_swa", h.rope_freq_base_swa);
+}
+
+/// YaRN scaling, with the keys and defaults llama.cpp reads: the factor (freq_scale = 1 / factor),
+/// the original context (context_length when absent), the ramp's betas, and the attention factor
+/// that llama.cpp derives so that the magnitude scaling of the angles is 1 + 0.1 ln(factor).
+result<void> read_yarn(const gguf_file& f, const std::string& a, hparams& h) {
+  const std::string p = a + ".rope.scaling.";
+  float factor = 1.0f, log_mul = 0.0f, attn = 1.0f;
+  if (auto r = positive_float(f, p + "factor", factor); !r) return r;
+  h.rope_freq_scale = 1.0f / factor;
+  h.yarn.n_ctx_orig = h.n_ctx_train;
+  if (auto r = int_key(f, p + "original_context_length", h.yarn.n_ctx_orig, 1, 1 << 24, false); !r) return r;
+  h.yarn.ext_factor = 1.0f;
+  if (auto r = nonnegative_float(f, p + "yarn_ext_factor", h.yarn.ext_factor); !r) return r;
+  if (auto r = positive_float(f, p + "yarn_beta_fast", h.yarn.beta_fast); !r) return r;
+  if (auto r = positive_float(f, p + "yarn_beta_slow", h.yarn.beta_slow); !r) return r;
+  if (auto r = nonnegative_float(f, p + "yarn_log_multiplier", log_mul); !r) return r;
+  if (auto r = positive_float(f, p + "attn_factor", attn); !r) return r;
+  auto mscale = [](float s, float m) { return s <= 1.0f ? 1.0f : 0.1f * m * std::log(s) + 1.0f; };
+  h.yarn.attn_factor = attn;
+  if (h.yarn.ext_factor != 0) {
+    const float m = log_mul != 0 ? mscale(factor, 1.0f) / mscale(factor, log_mul) : mscale(factor, 1.0f);
+    h.yarn.attn_factor *= m / (1.0f + 0.1f * std::log(factor));
+  }
+  return {};
+}
+
 }  // namespace
 
 result<hparams> hparams::from_gguf(const gguf_file& f) {
@@ -145,7 +204,9 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   else if (a == "gemma3") h.architecture = arch::gemma3;
   else if (a == "phi3") h.architecture = arch::phi3;
   else if (a == "qwen35") h.architecture = arch::qwen35;
-  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35 are)");
+  else if (a == "qwen3moe") h.architecture = arch::qwen3moe;
+  else if (a == "gpt-oss") h.architecture = arch::gpt_oss;
+  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss are)");
 
   auto need_int = [&](const std::string& suffix, std::int32_t& out, std::int64_t lo, std::int64_t hi) -> result<void> {
     std::string key = a + "." + suffix;
@@ -191,6 +252,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     float factor = 1.0f;
     if (auto r = positive_float(f, a + ".rope.scaling.factor", factor); !r) return std::move(r).err();
     h.rope_freq_scale = 1.0f / factor;
+  } else if (scaling && *scaling == "yarn") {
+    if (auto r = read_yarn(f, a, h); !r) return std::move(r).err();
   }
   h.rope_freq_base_swa = h.rope_freq_base;
   h.rope_freq_scale_swa = h.rope_freq_scale;
@@ -215,13 +278,17 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     // The soft-caps Gemma 2 was trained with, unless the file says otherwise (0 turns one off).
     h.attn_softcap = 50.0f;
     h.final_softcap = 30.0f;
-    if (auto r = softcap(f, a + ".attn_logit_softcapping", h.attn_softcap); !r) return std::move(r).err();
-    if (auto r = softcap(f, a + ".final_logit_softcapping", h.final_softcap); !r) return std::move(r).err();
+    if (auto r = nonnegative_float(f, a + ".attn_logit_softcapping", h.attn_softcap); !r) return std::move(r).err();
+    if (auto r = nonnegative_float(f, a + ".final_logit_softcapping", h.final_softcap); !r) return std::move(r).err();
     h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
   } else if (h.architecture == arch::gemma3) {
     if (auto r = read_gemma3(f, a, h); !r) return std::move(r).err();
   } else if (h.architecture == arch::qwen35) {
     if (auto r = read_qwen35(f, a, h); !r) return std::move(r).err();
+  } else if (h.architecture == arch::qwen3moe) {
+    if (auto r = read_experts(f, a, h); !r) return std::move(r).err();
+  } else if (h.architecture == arch::gpt_oss) {
+    if (auto r = read_gpt_oss(f, a, h); !r) return std::move(r).err();
   }
 
   auto tokens = f.array_size("tokenizer.ggml.tokens");

@@ -7,12 +7,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/ops.hpp"
 #include "src/common/error.hpp"
 #include "src/model/gguf_file.hpp"
 
 namespace strata::model {
 
-enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35 };
+enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt_oss };
 
 const char* arch_name(arch a);
 
@@ -34,6 +35,8 @@ struct hparams {
   float rope_freq_base_swa = 10000.0f;
   float rope_freq_scale_swa = 1.0f;
   bool rope_neox = false;        // rotate (i, i + n_rot/2) instead of adjacent pairs
+  /// YaRN scaling (rope.scaling.type yarn): yarn.ext_factor != 0, rope_freq_scale the 1 / factor.
+  kernels::yarn_params yarn;
   float norm_eps = 1e-5f;
   // gemma2, gemma3
   std::int32_t sliding_window = 0;   // 0: none
@@ -51,6 +54,20 @@ struct hparams {
   std::int32_t ssm_k_heads = 0;        // query/key heads (ssm.group_count)
   std::int32_t ssm_v_heads = 0;        // value heads (ssm.time_step_rank); a multiple of ssm_k_heads
   std::int32_t ssm_inner = 0;          // ssm_v_heads * ssm_state
+  // Mixture of experts (qwen3moe, gpt-oss): a router picks n_expert_used of n_expert SwiGLU
+  // experts per token, each of n_ff_exp hidden values, and sums their outputs weighted.
+  std::int32_t n_expert = 0;           // 0: a dense feed-forward block
+  std::int32_t n_expert_used = 0;
+  std::int32_t n_ff_exp = 0;
+  /// How the router's logits become the selected experts' weights: softmax over all experts, then
+  /// the top k renormalized to sum 1 (qwen3moe); or the top k logits, then softmax over them
+  /// (gpt-oss). The two give the same weights; they differ in which values are compared.
+  bool router_softmax_after_topk = false;
+  /// gpt-oss's clamped SwiGLU: x = min(gate, limit), y = clamp(up, -limit, limit),
+  /// out = x * sigmoid(alpha * x) * (y + 1).
+  bool swiglu_oai = false;
+  static constexpr float k_swiglu_oai_alpha = 1.702f;
+  static constexpr float k_swiglu_oai_limit = 7.0f;
 
   /// The delta rule's key width (query and key rows), and the convolution's channels: q, k, v.
   std::int32_t ssm_key_dim() const { return ssm_k_heads * ssm_state; }
@@ -66,6 +83,9 @@ struct hparams {
       if (r) return true;
     return false;
   }
+
+  /// Whether the feed-forward blocks are mixtures of experts.
+  bool moe() const { return n_expert > 0; }
 
   std::int32_t q_dim() const { return n_head * head_dim; }
   std::int32_t kv_dim() const { return n_head_kv * head_dim; }

@@ -30,8 +30,11 @@ constexpr file_type k_file_types[] = {
     {"f32", 0, dtype::f32, false},    {"f16", 1, dtype::f16, false},    {"bf16", 32, dtype::bf16, false}, {"q8_0", 7, dtype::q8_0, false},
     {"q4_0", 2, dtype::q4_0, false},  {"q4_1", 3, dtype::q4_1, false},  {"q5_0", 8, dtype::q5_0, false},
     {"q5_1", 9, dtype::q5_1, false},  {"iq4_nl", 25, dtype::iq4_nl, false}, {"q4_k_m", 15, dtype::q4_k, true},
-    {"q5_k_m", 17, dtype::q5_k, true}, {"q6_k", 18, dtype::q6_k, false},
+    {"q5_k_m", 17, dtype::q5_k, true}, {"q6_k", 18, dtype::q6_k, false}, {"mxfp4_moe", 38, dtype::q8_0, false},
 };
+
+/// llama.cpp's MXFP4_MOE mix: the experts' stacked matrices in mxfp4, every other matrix q8_0.
+constexpr std::uint32_t k_ftype_mxfp4_moe = 38;
 
 const file_type* find_file_type(std::string_view name) {
   for (const file_type& t : k_file_types) {
@@ -51,7 +54,7 @@ struct arch_defaults {
 constexpr arch_defaults k_archs[] = {
     {"llama", 1e-5, 10000.0, false}, {"qwen2", 1e-6, 1000000.0, true}, {"qwen3", 1e-6, 1000000.0, true},
     {"gemma2", 1e-6, 10000.0, true}, {"gemma3", 1e-6, 1000000.0, true}, {"phi3", 1e-5, 10000.0, false},
-    {"qwen35", 1e-6, 10000000.0, true},
+    {"qwen35", 1e-6, 10000000.0, true}, {"qwen3moe", 1e-6, 1000000.0, false}, {"gpt-oss", 1e-5, 150000.0, false},
 };
 
 const arch_defaults* find_arch(std::string_view name) {
@@ -62,7 +65,9 @@ const arch_defaults* find_arch(std::string_view name) {
 }
 
 // ssm_a: the delta rule's per-head decay rate (negative); conv: the short convolution's taps.
-enum class role { embedding, output, norm, bias, weight, ssm_a, conv };
+// router: a mixture of experts' gate (ffn_gate_inp), which llama.cpp's quantizer keeps in f32;
+// sink: gpt-oss's per-head attention sinks (logits of the order of the scores).
+enum class role { embedding, output, norm, bias, weight, ssm_a, conv, router, sink };
 
 struct planned_tensor {
   std::string name;
@@ -87,7 +92,10 @@ bool is_k_quant(dtype t) { return t == dtype::q4_k || t == dtype::q5_k || t == d
 /// The type a tensor gets in a file of type ft, following llama.cpp's quantizer (without an
 /// importance matrix); n_gqa is the number of query heads per key/value head.
 dtype pick_type(const file_type& ft, const planned_tensor& t, int n_layers, int n_gqa, bool tied) {
-  if (t.kind == role::norm || t.kind == role::bias || t.kind == role::ssm_a || t.kind == role::conv) return dtype::f32;
+  if (t.kind == role::norm || t.kind == role::bias || t.kind == role::ssm_a || t.kind == role::conv || t.kind == role::router ||
+      t.kind == role::sink)
+    return dtype::f32;
+  if (ft.ftype == k_ftype_mxfp4_moe) return t.ne.size() == 3 ? dtype::mxfp4 : dtype::q8_0;
   dtype d = ft.base;
   const bool quantized = d != dtype::f32 && d != dtype::f16 && d != dtype::bf16;
   const bool is_output = t.kind == role::output || (tied && t.kind == role::embedding);
@@ -160,6 +168,43 @@ void plan_qwen35_layer(const synth_options& o, int il, int head_dim, std::vector
   t.push_back({p + "ffn_down.weight", {ff, d}, role::weight});
 }
 
+bool is_moe(const synth_options& o) { return o.arch == "qwen3moe" || o.arch == "gpt-oss"; }
+
+std::int64_t expert_ffn_of(const synth_options& o) { return o.expert_ffn ? o.expert_ffn : o.ffn / o.experts_used; }
+
+/// A mixture of experts' feed-forward tensors: the router and the experts' stacked matrices.
+void plan_experts(const synth_options& o, const std::string& p, std::vector<planned_tensor>& t) {
+  const std::int64_t d = o.hidden, ff = expert_ffn_of(o), ne = o.experts;
+  t.push_back({p + "ffn_gate_inp.weight", {d, ne}, role::router});
+  t.push_back({p + "ffn_gate_exps.weight", {d, ff, ne}, role::weight});
+  t.push_back({p + "ffn_up_exps.weight", {d, ff, ne}, role::weight});
+  t.push_back({p + "ffn_down_exps.weight", {ff, d, ne}, role::weight});
+  if (o.arch != "gpt-oss") return;
+  t.push_back({p + "ffn_gate_inp.bias", {ne}, role::bias});
+  t.push_back({p + "ffn_gate_exps.bias", {ff, ne}, role::bias});
+  t.push_back({p + "ffn_up_exps.bias", {ff, ne}, role::bias});
+  t.push_back({p + "ffn_down_exps.bias", {d, ne}, role::bias});
+}
+
+/// A gpt-oss layer: attention with biases on every projection and a sink per head, then
+/// post_attention_norm (the FFN's norm) and the experts.
+void plan_gpt_oss_layer(const synth_options& o, int il, int head_dim, std::vector<planned_tensor>& t) {
+  const std::int64_t d = o.hidden, qd = static_cast<std::int64_t>(o.heads) * head_dim, kvd = static_cast<std::int64_t>(o.kv_heads) * head_dim;
+  const std::string p = "blk." + std::to_string(il) + ".";
+  t.push_back({p + "attn_norm.weight", {d}, role::norm});
+  t.push_back({p + "attn_q.weight", {d, qd}, role::weight});
+  t.push_back({p + "attn_k.weight", {d, kvd}, role::weight});
+  t.push_back({p + "attn_v.weight", {d, kvd}, role::weight});
+  t.push_back({p + "attn_output.weight", {qd, d}, role::weight});
+  t.push_back({p + "attn_q.bias", {qd}, role::bias});
+  t.push_back({p + "attn_k.bias", {kvd}, role::bias});
+  t.push_back({p + "attn_v.bias", {kvd}, role::bias});
+  t.push_back({p + "attn_output.bias", {d}, role::bias});
+  t.push_back({p + "attn_sinks.weight", {o.heads}, role::sink});
+  t.push_back({p + "post_attention_norm.weight", {d}, role::norm});
+  plan_experts(o, p, t);
+}
+
 std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int64_t n_vocab, bool tied) {
   const std::int64_t d = o.hidden, qd = static_cast<std::int64_t>(o.heads) * head_dim,
                      kvd = static_cast<std::int64_t>(o.kv_heads) * head_dim, ff = o.ffn;
@@ -168,6 +213,10 @@ std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int6
   for (int il = 0; il < o.layers; ++il) {
     if (o.arch == "qwen35") {
       plan_qwen35_layer(o, il, head_dim, t);
+      continue;
+    }
+    if (o.arch == "gpt-oss") {
+      plan_gpt_oss_layer(o, il, head_dim, t);
       continue;
     }
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -185,7 +234,7 @@ std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int6
       t.push_back({p + "attn_k.bias", {kvd}, role::bias});
       t.push_back({p + "attn_v.bias", {kvd}, role::bias});
     }
-    if (o.arch == "qwen3" || o.arch == "gemma3") {
+    if (o.arch == "qwen3" || o.arch == "qwen3moe" || o.arch == "gemma3") {
       t.push_back({p + "attn_q_norm.weight", {head_dim}, role::norm});
       t.push_back({p + "attn_k_norm.weight", {head_dim}, role::norm});
     }
@@ -194,6 +243,10 @@ std::vector<planned_tensor> plan(const synth_options& o, int head_dim, std::int6
       t.push_back({p + "post_ffw_norm.weight", {d}, role::norm});
     }
     t.push_back({p + "ffn_norm.weight", {d}, role::norm});
+    if (is_moe(o)) {
+      plan_experts(o, p, t);
+      continue;
+    }
     if (o.arch == "phi3") {
       t.push_back({p + "ffn_up.weight", {d, 2 * ff}, role::weight});  // gate and up, stacked
     } else {
@@ -245,6 +298,8 @@ gguf_writer::tensor_source random_source(planned_tensor t, std::uint64_t seed) {
     float mean = 0, stddev = 0.02f;
     if (t.kind == role::norm) {
       mean = 1.0f;
+    } else if (t.kind == role::sink) {
+      stddev = 1.0f;
     } else if (t.kind == role::conv) {
       stddev = 1.0f / std::sqrt(static_cast<float>(cols));  // the taps of one channel
     } else if (t.kind != role::bias && t.kind != role::ssm_a) {
@@ -308,13 +363,45 @@ void write_qwen35_keys(const synth_options& o, int head_dim, gguf_writer& w) {
   w.add_i32_array(p + "rope.dimension_sections", sections);
 }
 
+/// The experts' shape: at least one used of at most 4096, and an expert length that fills the
+/// type's blocks.
+result<void> validate_experts(const synth_options& o, const file_type& ft) {
+  if (o.experts < 1 || o.experts > 4096) return fail(errc::invalid_argument, "--experts must be between 1 and 4096, got ", o.experts);
+  if (o.experts_used < 1 || o.experts_used > o.experts)
+    return fail(errc::invalid_argument, "--experts-used must be between 1 and --experts (", o.experts, "), got ", o.experts_used);
+  const std::int64_t ff = expert_ffn_of(o);
+  if (ff < 1 || ff > (1 << 20)) return fail(errc::invalid_argument, "--expert-ffn must be between 1 and 1048576, got ", ff);
+  const bool blocks = ft.base != dtype::f32 && ft.base != dtype::f16 && ft.base != dtype::bf16;
+  if (blocks && ff % kernels::k_qk != 0)
+    return fail(errc::invalid_argument, "--expert-ffn (", ff, ") must be a multiple of ", kernels::k_qk, " for --type ", o.type);
+  return {};
+}
+
+/// The experts' keys, as the converter writes them; gpt-oss's adds its window of 128 positions and
+/// the YaRN scaling of its checkpoints (factor 32 over an original context of 4096).
+void write_expert_keys(const synth_options& o, gguf_writer& w) {
+  const std::string p = o.arch + ".";
+  w.add_u32(p + "expert_count", static_cast<std::uint32_t>(o.experts));
+  w.add_u32(p + "expert_used_count", static_cast<std::uint32_t>(o.experts_used));
+  w.add_u32(p + "expert_feed_forward_length", static_cast<std::uint32_t>(expert_ffn_of(o)));
+  if (o.arch != "gpt-oss") return;
+  w.add_u32(p + "attention.sliding_window", static_cast<std::uint32_t>(std::min<std::int64_t>(128, o.ctx)));
+  w.add_string(p + "rope.scaling.type", "yarn");
+  w.add_f32(p + "rope.scaling.factor", 32.0f);
+  w.add_u32(p + "rope.scaling.original_context_length", 4096);
+  w.add_f32(p + "rope.scaling.yarn_beta_fast", 32.0f);
+  w.add_f32(p + "rope.scaling.yarn_beta_slow", 1.0f);
+}
+
 }  // namespace
 
 result<void> validate(const synth_options& o) {
   const arch_defaults* a = find_arch(o.arch);
-  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35");
+  if (!a) return fail(errc::invalid_argument, "--arch '", o.arch, "' is not one of llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss");
   const file_type* ft = find_file_type(o.type);
-  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k");
+  if (!ft) return fail(errc::invalid_argument, "--type '", o.type, "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_k_m, q5_k_m, q6_k, mxfp4_moe");
+  if (ft->ftype == k_ftype_mxfp4_moe && o.arch != "qwen3moe" && o.arch != "gpt-oss")
+    return fail(errc::invalid_argument, "--type mxfp4_moe is for mixtures of experts (qwen3moe, gpt-oss)");
   if (o.layers < 1 || o.layers > 1024) return fail(errc::invalid_argument, "--layers must be between 1 and 1024, got ", o.layers);
   if (o.hidden < 1 || o.hidden > 65536) return fail(errc::invalid_argument, "--hidden must be between 1 and 65536, got ", o.hidden);
   if (o.heads < 1 || o.heads > 1024) return fail(errc::invalid_argument, "--heads must be between 1 and 1024, got ", o.heads);
@@ -343,6 +430,9 @@ result<void> validate(const synth_options& o) {
     return fail(errc::invalid_argument, o.arch, " always ties the output to the embeddings");
   if (o.arch == "qwen35") {
     if (auto r = validate_qwen35(o, *ft, head_dim); !r) return r;
+  }
+  if (is_moe(o)) {
+    if (auto r = validate_experts(o, *ft); !r) return r;
   }
   if (o.vocab.empty()) return fail(errc::invalid_argument, "--vocab is required (a GGUF file, or 'builtin')");
   if (o.out.empty()) return fail(errc::invalid_argument, "--out is required");
@@ -384,7 +474,7 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
     vocab_file.emplace(std::move(*f));
   }
   w.add_u32(p + "vocab_size", static_cast<std::uint32_t>(n_vocab));
-  if (o.arch == "qwen3" || o.arch == "qwen35" || o.arch == "gemma2" || o.arch == "gemma3" || head_dim * o.heads != o.hidden) {
+  if (o.arch == "qwen3" || o.arch == "qwen3moe" || o.arch == "gpt-oss" || o.arch == "qwen35" || o.arch == "gemma2" || o.arch == "gemma3" || head_dim * o.heads != o.hidden) {
     w.add_u32(p + "attention.key_length", static_cast<std::uint32_t>(head_dim));
     w.add_u32(p + "attention.value_length", static_cast<std::uint32_t>(head_dim));
   }
@@ -405,6 +495,7 @@ result<void> synthesize(const synth_options& o, const progress_callback& progres
     w.add_f32(p + "rope.freq_base_swa", 10000.0f);
   }
   if (o.arch == "phi3") w.add_u32(p + "rope.scaling.original_context_length", static_cast<std::uint32_t>(o.ctx));
+  if (is_moe(o)) write_expert_keys(o, w);
   w.add_u32("general.file_type", ft.ftype);
   w.add_u32("general.quantization_version", 2);
   if (vocab_file) {

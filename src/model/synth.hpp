@@ -15,7 +15,7 @@
 namespace strata::model {
 
 struct synth_options {
-  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35
+  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss
   int layers = 0;
   int hidden = 0;               // embedding length
   int heads = 0;
@@ -23,7 +23,7 @@ struct synth_options {
   int ffn = 0;                  // feed-forward length
   int head_dim = 0;             // 0: hidden / heads
   std::string vocab;            // a GGUF path, or "builtin"
-  std::string type = "f16";     // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k_m q5_k_m q6_k
+  std::string type = "f16";     // f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q4_k_m q5_k_m q6_k mxfp4_moe
   std::int64_t ctx = 32768;     // context length
   std::uint64_t seed = 0;
   std::optional<bool> tied;     // output shares the embeddings; default per architecture
@@ -34,6 +34,11 @@ struct synth_options {
   int ssm_v_heads = 0;          // value heads; 0: heads
   int ssm_conv = 4;             // convolution length
   int attn_interval = 4;        // every attn_interval-th layer attends in full
+  // Mixtures of experts (qwen3moe, gpt-oss): the experts per layer, those each token uses, and each
+  // expert's hidden length (0: ffn / experts_used).
+  int experts = 8;
+  int experts_used = 2;
+  int expert_ffn = 0;
   std::filesystem::path out;
 };
 

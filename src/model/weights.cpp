@@ -11,6 +11,21 @@ class binder {
 
   /// A matrix with `cols` x `rows`; an f32-only tensor when f32_only. Missing and optional: empty.
   result<tensor_view> get(const std::string& name, std::int64_t cols, std::int64_t rows, bool optional, bool f32_only = false) {
+    return bind(name, cols, rows, 1, 1, optional, f32_only);
+  }
+
+  /// A stack of `experts` matrices of `cols` x `rows` (GGUF: ne = [cols, rows, experts]), viewed
+  /// as one matrix of experts * rows rows. A decoded token reads n_used of them: that share of
+  /// its bytes counts toward bytes_per_token.
+  result<tensor_view> get_experts(const std::string& name, std::int64_t cols, std::int64_t rows, std::int64_t experts, std::int64_t n_used,
+                                  bool f32_only = false) {
+    return bind(name, cols, rows, experts, n_used, false, f32_only);
+  }
+  std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  result<tensor_view> bind(const std::string& name, std::int64_t cols, std::int64_t rows, std::int64_t experts, std::int64_t n_used,
+                           bool optional, bool f32_only) {
     const gguf_tensor* t = f_.find_tensor(name);
     if (!t) {
       if (optional) return tensor_view{};
@@ -18,16 +33,18 @@ class binder {
     }
     auto dt = kernels::dtype_from_id(t->type);
     if (!dt) return fail(errc::unsupported, "tensor '", name, "' has unsupported type ", kernels::ggml_type_name(t->type));
-    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
-      return fail(errc::corrupt_data, "tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1], "], expected [", cols, ", ", rows, "]");
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != experts || t->ne[3] != 1) {
+      if (experts == 1)
+        return fail(errc::corrupt_data, "tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1], "], expected [", cols, ", ", rows, "]");
+      return fail(errc::corrupt_data, "tensor '", name, "' has shape [", t->ne[0], ", ", t->ne[1], ", ", t->ne[2], "], expected [", cols,
+                  ", ", rows, ", ", experts, "]");
+    }
     if (f32_only && *dt != kernels::dtype::f32)
       return fail(errc::unsupported, "tensor '", name, "' must be f32, found ", kernels::dtype_name(*dt));
-    bytes_ += t->n_bytes;
-    return tensor_view{*dt, t->data, cols, rows};
+    bytes_ += t->n_bytes / static_cast<std::uint64_t>(experts) * static_cast<std::uint64_t>(n_used);
+    return tensor_view{*dt, t->data, cols, rows * experts};
   }
-  std::uint64_t bytes() const { return bytes_; }
 
- private:
   const gguf_file& f_;
   std::uint64_t bytes_ = 0;
 };
@@ -62,6 +79,24 @@ result<void> bind_qwen35_mixer(binder& b, const hparams& h, int il, const std::s
   STRATA_TRY_ASSIGN(L.ssm_alpha, b.get(p + "ssm_alpha.weight", d, hv, false));
   STRATA_TRY_ASSIGN(L.ssm_norm, b.get(p + "ssm_norm.weight", h.ssm_state, 1, false, true));
   STRATA_TRY_ASSIGN(L.ssm_out, b.get(p + "ssm_out.weight", h.ssm_inner, d, false));
+  return {};
+}
+
+/// A mixture-of-experts feed-forward block: the router and the experts' stacked matrices.
+result<void> bind_experts(binder& b, const hparams& h, const std::string& p, layer_weights& L) {
+  const std::int64_t d = h.n_embd, ff = h.n_ff_exp, ne = h.n_expert, nu = h.n_expert_used;
+  STRATA_TRY_ASSIGN(L.router, b.get(p + "ffn_gate_inp.weight", d, ne, false));
+  STRATA_TRY_ASSIGN(L.gate_exps, b.get_experts(p + "ffn_gate_exps.weight", d, ff, ne, nu));
+  STRATA_TRY_ASSIGN(L.up_exps, b.get_experts(p + "ffn_up_exps.weight", d, ff, ne, nu));
+  STRATA_TRY_ASSIGN(L.down_exps, b.get_experts(p + "ffn_down_exps.weight", ff, d, ne, nu));
+  if (h.architecture == arch::gpt_oss) {
+    STRATA_TRY_ASSIGN(L.router_b, b.get(p + "ffn_gate_inp.bias", ne, 1, false, true));
+    STRATA_TRY_ASSIGN(L.gate_exps_b, b.get(p + "ffn_gate_exps.bias", ff, ne, false, true));
+    STRATA_TRY_ASSIGN(L.up_exps_b, b.get(p + "ffn_up_exps.bias", ff, ne, false, true));
+    STRATA_TRY_ASSIGN(L.down_exps_b, b.get(p + "ffn_down_exps.bias", d, ne, false, true));
+  }
+  if (L.gate_exps.type != L.up_exps.type)
+    return fail(errc::unsupported, "tensors '", p, "ffn_gate_exps.weight' and '", p, "ffn_up_exps.weight' have different types");
   return {};
 }
 
@@ -102,11 +137,11 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
       STRATA_TRY_ASSIGN(L.wv, b.get(p + "attn_v.weight", d, kvd, false));
     }
     STRATA_TRY_ASSIGN(L.wo, b.get(p + "attn_output.weight", qd, d, false));
-    const bool qwen2 = h.architecture == arch::qwen2;
+    const bool qwen2 = h.architecture == arch::qwen2 || h.architecture == arch::gpt_oss;
     STRATA_TRY_ASSIGN(L.bq, b.get(p + "attn_q.bias", qd, 1, !qwen2, true));
     STRATA_TRY_ASSIGN(L.bk, b.get(p + "attn_k.bias", kvd, 1, !qwen2, true));
     STRATA_TRY_ASSIGN(L.bv, b.get(p + "attn_v.bias", kvd, 1, !qwen2, true));
-    if (h.architecture == arch::qwen3 || h.architecture == arch::gemma3) {
+    if (h.architecture == arch::qwen3 || h.architecture == arch::qwen3moe || h.architecture == arch::gemma3) {
       STRATA_TRY_ASSIGN(L.q_norm, b.get(p + "attn_q_norm.weight", h.head_dim, 1, false, true));
       STRATA_TRY_ASSIGN(L.k_norm, b.get(p + "attn_k_norm.weight", h.head_dim, 1, false, true));
     }
@@ -114,7 +149,18 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
       STRATA_TRY_ASSIGN(L.post_attn_norm, b.get(p + "post_attention_norm.weight", d, 1, false, true));
       STRATA_TRY_ASSIGN(L.post_ffn_norm, b.get(p + "post_ffw_norm.weight", d, 1, false, true));
     }
-    STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + "ffn_norm.weight", d, 1, false, true));
+    if (h.architecture == arch::gpt_oss) {
+      STRATA_TRY_ASSIGN(L.bo, b.get(p + "attn_output.bias", d, 1, false, true));
+      STRATA_TRY_ASSIGN(L.attn_sinks, b.get(p + "attn_sinks.weight", h.n_head, 1, false, true));
+    }
+    const std::string ffn_norm = h.architecture == arch::gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight";
+    STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + ffn_norm, d, 1, false, true));
+    if (h.moe()) {
+      if (auto r = bind_experts(b, h, p, L); !r) return std::move(r).err();
+      L.rope_freqs = rope_freqs;
+      w.layers.push_back(L);
+      continue;
+    }
     if (phi) {
       STRATA_TRY_ASSIGN(L.gate_up, b.get(p + "ffn_up.weight", d, 2 * ff, false));
     } else {

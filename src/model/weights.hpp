@@ -31,10 +31,19 @@ struct tensor_view {
 /// gemma3 both the norms and the post norms). qwen35's attention layers have a wq of twice the
 /// query rows (each head's query, then its output gate); its recurrent layers have wqkv (the
 /// convolution's q, k, v channels), attn_gate (the output gate z) and the ssm_ tensors instead,
-/// and its pre-FFN norm (post_attention_norm in the file) is ffn_norm here.
+/// and its pre-FFN norm (post_attention_norm in the file) is ffn_norm here. Mixture-of-experts
+/// layers have router (ffn_gate_inp: n_expert rows) and the experts' stacked matrices instead of
+/// gate, up and down: gate_exps and up_exps hold n_expert matrices of n_ff_exp rows one after the
+/// other (rows = n_expert * n_ff_exp), down_exps n_expert matrices of n_embd rows; their biases
+/// (gpt-oss) hold one row per expert. gpt-oss's pre-FFN norm (post_attention_norm in the file) is
+/// ffn_norm here.
 struct layer_weights {
   tensor_view attn_norm, wq, wk, wv, wqkv, wo, bq, bk, bv, q_norm, k_norm, post_attn_norm;
   tensor_view ffn_norm, gate, up, gate_up, down, post_ffn_norm;
+  tensor_view router, router_b, gate_exps, up_exps, down_exps, gate_exps_b, up_exps_b, down_exps_b;
+  /// gpt-oss: the attention output's bias, and each query head's sink (a logit every row's softmax
+  /// also counts, that adds no value).
+  tensor_view bo, attn_sinks;
   tensor_view attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out;
   /// Per-frequency divisors of the rotary angles (n_rot / 2 values, Llama 3.1 style), shared by
   /// every layer; empty when the file has none.

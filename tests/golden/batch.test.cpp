@@ -111,9 +111,19 @@ constexpr const char* k_synth_gemma3 = "synth-gemma3-f16";
 /// The qwen35 hybrid of tests/golden/synth (Gated DeltaNet layers, gated attention every fourth).
 constexpr const char* k_synth_qwen35 = "synth-qwen35-f32";
 
-/// The file of a test model: one of ../shared/models, k_synth_gemma3 or k_synth_qwen35.
+/// The qwen3moe mixture of experts of tests/golden/synth (eight experts, two per token): batched
+/// rows share the experts they chose.
+constexpr const char* k_synth_qwen3moe = "synth-qwen3moe-f32";
+
+/// The gpt-oss of tests/golden/synth: attention sinks, every other layer through a window of 128
+/// positions (the 300-token prompt passes it), YaRN, biased experts.
+constexpr const char* k_synth_gpt_oss = "synth-gpt-oss-f32";
+
+/// The file of a test model: one of ../shared/models, or of the k_synth_ models above.
 std::string model_file(const std::string& name) {
   if (name == k_synth_qwen35) return golden_testing::synth_model("qwen35", k_shared);
+  if (name == k_synth_qwen3moe) return golden_testing::synth_model("qwen3moe", k_shared);
+  if (name == k_synth_gpt_oss) return golden_testing::synth_model("gpt-oss", k_shared);
   if (name != k_synth_gemma3) return k_shared + "/models/" + name + ".gguf";
   struct temp_file {
     std::filesystem::path path;
@@ -217,7 +227,7 @@ TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worke
 
 INSTANTIATE_TEST_SUITE_P(shared_models, batch,
                          ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3,
-                                           k_synth_qwen35),
+                                           k_synth_qwen35, k_synth_qwen3moe, k_synth_gpt_oss),
                          golden_testing::model_param_name);
 
 }  // namespace

@@ -125,18 +125,21 @@ TEST_P(golden, tokenizer_gives_the_reference_tokens) {
   }
 }
 
-/// The random-weight hybrids of tests/golden/synth against llama.cpp's logits for the same file:
-/// every prompt position (prefill in chunks of 64, across the delta rule's chunks), within the
-/// tolerance of the shared tiny models; then llama.cpp's greedy continuation fed back one token
-/// at a time (the recurrent decode step), where each step's top token must be llama.cpp's next
-/// one wherever the two best are further apart than twice that tolerance.
-TEST(golden_synth, qwen35_logits_are_within_the_tolerance_of_llama_cpp) {
+/// The random-weight models of tests/golden/synth against llama.cpp's logits for the same file:
+/// every prompt position (prefill in chunks of 64, across the delta rule's chunks and the experts'
+/// grouped batches), within the tolerance of the shared tiny models; then llama.cpp's greedy
+/// continuation fed back one token at a time (the decode step), where each step's top token must
+/// be llama.cpp's next one wherever the two best are further apart than twice that tolerance.
+class golden_synth : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(golden_synth, logits_are_within_the_tolerance_of_llama_cpp) {
   constexpr double tol_max = 0.01, tol_mean = 0.002;
-  const std::string file = golden_testing::synth_model("qwen35", k_shared);
+  const std::string arch = GetParam();
+  const std::string file = golden_testing::synth_model(arch, k_shared);
   ASSERT_FALSE(file.empty());
   auto m = model::load(file);
   ASSERT_TRUE(m) << m.err().message;
-  json::value ref = read_json("tests/golden/synth/qwen35.llamacpp.json");
+  json::value ref = read_json("tests/golden/synth/" + arch + ".llamacpp.json");
   const std::int32_t nv = (*m)->hp.n_vocab;
   ASSERT_EQ(ref.at("n_vocab").to_number<std::int64_t>(), nv);
   kernels::compute_pool pool(2);
@@ -169,8 +172,8 @@ TEST(golden_synth, qwen35_logits_are_within_the_tolerance_of_llama_cpp) {
   }
   const double mean = e.sum_abs / static_cast<double>(std::max<std::size_t>(1, e.compared));
   const double missing = static_cast<double>(e.missing) / static_cast<double>(e.missing + e.compared);
-  std::printf("synth qwen35 max_abs %.6f  mean_abs %.7f  missing %.1f%%  greedy steps compared %zu, disagreeing %zu\n", e.max_abs, mean,
-              100 * missing, decode_steps, decode_disagree);
+  std::printf("synth %s max_abs %.6f  mean_abs %.7f  missing %.1f%%  greedy steps compared %zu, disagreeing %zu\n", arch.c_str(),
+              e.max_abs, mean, 100 * missing, decode_steps, decode_disagree);
   EXPECT_GT(e.compared, 0u);
   EXPECT_LE(e.max_abs, tol_max);
   EXPECT_LE(mean, tol_mean);
@@ -185,6 +188,8 @@ std::vector<std::string> manifest_models() {
   for (const auto& kv : manifest.at("models").as_object()) out.emplace_back(kv.key());
   return out;
 }
+
+INSTANTIATE_TEST_SUITE_P(synth, golden_synth, ::testing::Values("qwen35", "qwen3moe", "gpt-oss"), golden_testing::model_param_name);
 
 INSTANTIATE_TEST_SUITE_P(shared_models, golden, ::testing::ValuesIn(manifest_models()),
                          golden_testing::model_param_name);

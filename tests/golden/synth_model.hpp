@@ -35,6 +35,9 @@ inline synth_options synth_options_from_args(const std::string& args_file, const
   o.ssm_v_heads = num("--ssm-v-heads", 0);
   o.ssm_conv = num("--ssm-conv", o.ssm_conv);
   o.attn_interval = num("--attn-interval", o.attn_interval);
+  o.experts = num("--experts", o.experts);
+  o.experts_used = num("--experts-used", o.experts_used);
+  o.expert_ffn = num("--expert-ffn", o.expert_ffn);
   o.ctx = num("--ctx", static_cast<int>(o.ctx));
   o.seed = static_cast<std::uint64_t>(num("--seed", 0));
   o.type = flags.count("--type") ? flags["--type"] : o.type;

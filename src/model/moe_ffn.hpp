@@ -1,0 +1,26 @@
+#pragma once
+// The mixture-of-experts feed-forward block (qwen3moe, gpt-oss): a router scores every expert for
+// each token, the best n_expert_used are kept with softmax weights, and the token's output is the
+// weighted sum of those experts' SwiGLU FFNs. The batch's rows are grouped by expert so that each
+// selected expert's matrices are read once per batch (kernels::matmul_grouped).
+
+#include <cstdint>
+
+#include "kernels/compute_pool.hpp"
+#include "src/model/hparams.hpp"
+#include "src/model/weights.hpp"
+
+namespace strata::model {
+
+/// One token's routing: from the router's n_expert logits (biases added), the n_expert_used
+/// experts chosen, best first, and their weights (summing to 1).
+void route(const hparams& h, const float* logits, std::int32_t* experts, float* weights);
+
+/// out (n x n_embd) = the mixture of experts of cur (n x n_embd, the normed rows).
+void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out, kernels::compute_pool& pool);
+
+/// The same, one token and one expert at a time on this thread: every matrix row dequantized and
+/// dotted in double against the unrounded activations (the reference moe_ffn is tested against).
+void moe_ffn_reference(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out);
+
+}  // namespace strata::model
