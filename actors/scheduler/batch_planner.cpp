@@ -53,10 +53,19 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   sequence& s = seqs_.at(r->seq);
   s.n_computed = r->n_computed;
   // A restore ordered at the first admission adds to what the request reports as cached.
-  if (s.preemptions == 0) s.cached_tokens = s.n_computed;
+  if (s.preemptions == 0) {
+    s.cached_tokens = s.n_computed;
+    s.ssd_cached_tokens = r->restored;
+  }
   counters_.prefix_hit_tokens += static_cast<std::uint64_t>(r->restored);
   counters_.ssd_hit_tokens += static_cast<std::uint64_t>(r->restored);
   return std::move(r->loaded);
+}
+
+void batch_planner::set_cache_mode(bool prefix_cache, bool ssd) {
+  opts_.prefix_cache = prefix_cache;
+  opts_.ssd = ssd;
+  cache_.set_mode(prefix_cache, ssd);
 }
 
 bool batch_planner::cancel(std::uint64_t id) {

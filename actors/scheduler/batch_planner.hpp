@@ -67,6 +67,8 @@ struct sequence {
   kv::kv_format format = kv::kv_format::f16;
   /// Prompt tokens whose KV came from the cache when the request was first admitted.
   std::int32_t cached_tokens = 0;
+  /// Of those, the tokens restored from the SSD tier.
+  std::int32_t ssd_cached_tokens = 0;
   bool admitted = false;
   /// Another choice of the same prompt (n > 1), or 0: with the prefix cache on, this sequence is
   /// admitted only once that one has computed the prompt, whose KV it then reuses.
@@ -131,6 +133,9 @@ class batch_planner {
   /// the waiting sequence computes from the end of them. Returns the ids of the blocks to load
   /// with the next step, in order; empty when the order is stale.
   std::vector<std::int32_t> restore_done(std::uint64_t order, std::int32_t n_ok);
+
+  /// cache.mode changed at run time (see kv_cache_manager::set_mode).
+  void set_cache_mode(bool prefix_cache, bool ssd);
 
   const sequence* find(std::uint64_t id) const;
   std::size_t running() const { return running_.size(); }

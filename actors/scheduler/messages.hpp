@@ -40,6 +40,8 @@ struct request_done {
   std::int32_t prompt_tokens = 0;
   std::int32_t completion_tokens = 0;
   std::int32_t cached_tokens = 0;
+  /// Of cached_tokens, those restored from the SSD tier (the rest came from RAM).
+  std::int32_t ssd_cached_tokens = 0;
   /// The stop string that ended it (its index in the request's list), or -1.
   std::int32_t stop_index = -1;
   std::string error;  // set when reason == error
@@ -132,7 +134,18 @@ struct ssd_loaded {
   std::vector<std::optional<std::vector<std::byte>>> payloads;
 };
 
-using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim>;
+/// From the admin API: cache.mode changed at run time. `prefix_cache`: reuse cached prefixes (hot
+/// or tiered); `ssd`: use the SSD tier (tiered; ignored where the tier did not start).
+struct set_cache_mode {
+  bool prefix_cache = false;
+  bool ssd = false;
+};
+
+/// From the admin API: evict every cached block from RAM (blocks in use stay).
+struct clear_hot {};
+
+using scheduler_inbox =
+    std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim, set_cache_mode, clear_hot>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

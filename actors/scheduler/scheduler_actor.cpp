@@ -128,7 +128,10 @@ void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
   done.prompt_tokens = st.prompt_tokens;
   done.completion_tokens = st.generated;
   done.stop_index = st.stop_index;
-  if (const sequence* seq = planner_.find(id)) done.cached_tokens = seq->cached_tokens;
+  if (const sequence* seq = planner_.find(id)) {
+    done.cached_tokens = seq->cached_tokens;
+    done.ssd_cached_tokens = seq->ssd_cached_tokens;
+  }
   st.reply_to.tell(std::move(done));
   planner_.finish(id);
   output_.tell(pipeline::close_sampler{id});
@@ -199,6 +202,20 @@ void scheduler_actor::handle(hot_cache::reclaim r) {
   if (metrics_.kv_reclaimed) metrics_.kv_reclaimed->inc(cache_.pool().evictions() - before);
   publish_gauges();
   maybe_step();
+}
+
+void scheduler_actor::handle(set_cache_mode m) {
+  planner_.set_cache_mode(m.prefix_cache, m.ssd && cfg_.ssd.has_value());
+  spdlog::info("cache mode now {}", !m.prefix_cache ? "off" : m.ssd && cfg_.ssd ? "tiered" : "hot");
+  publish_gauges();
+}
+
+void scheduler_actor::handle(clear_hot) {
+  const std::int32_t blocks = cache_.pool().cached_count();
+  const std::int64_t freed = cache_.clear_cached();
+  spdlog::info("RAM tier cleared: {} cached blocks ({} MiB) evicted", blocks, freed >> 20);
+  publish_gauges();
+  maybe_step();  // write-back saves of what left RAM ride on the next step
 }
 
 void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {

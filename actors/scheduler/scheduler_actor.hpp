@@ -1,7 +1,8 @@
 #pragma once
 // scheduler_actor: owns the waiting and running queues, each request's state and the token
 // budget (through its batch_planner), and the KV cache it plans with (its kv_cache_manager).
-// Who sends to it: the API (submit, cancel, set_paused) and the output stage (step_done).
+// Who sends to it: the API (submit, cancel, set_paused; the admin API set_cache_mode, clear_hot)
+// and the output stage (step_done).
 
 #include <array>
 #include <chrono>
@@ -100,6 +101,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(ssd_update u);
   void handle(ssd_loaded l);
   void handle(hot_cache::reclaim r);
+  void handle(set_cache_mode m);
+  void handle(clear_hot);
   void on_stop() override;
 
  private:

@@ -37,7 +37,11 @@ struct attach {
   sched::scheduler_address scheduler;
 };
 
-using store_inbox = std::variant<persist, load, ring_ready, space_check, attach>;
+/// From the admin API: delete every record (segment_store::clear); the scheduler hears of each
+/// through the usual ssd_update.removed.
+struct clear {};
+
+using store_inbox = std::variant<persist, load, ring_ready, space_check, attach, clear>;
 using store_address = actors::address<store_inbox>;
 
 }  // namespace strata::ssd

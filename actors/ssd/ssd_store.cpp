@@ -110,6 +110,11 @@ void ssd_store::handle(persist p) {
   deliver(std::move(c), std::move(refused));
 }
 
+void ssd_store::handle(clear) {
+  store_->clear();
+  deliver(store_->poll());
+}
+
 void ssd_store::handle(load l) {
   order_state st;
   st.arrived = std::chrono::steady_clock::now();

@@ -1,7 +1,7 @@
 #pragma once
 // ssd_store: the only owner of the SSD tier (its segment_store: the io_uring ring, the segment files
 // and the on-disk index); turns completions into messages to the scheduler.
-// Who sends to it: the scheduler (persist, load) and itself (ring_ready, from the ring's eventfd;
+// Who sends to it: the scheduler (persist, load), the admin API (clear) and itself (ring_ready, from the ring's eventfd;
 // space_check, from a timer while the disk is full).
 
 #include <chrono>
@@ -73,6 +73,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   void handle(ring_ready);
   void handle(space_check);
   void handle(attach a) { scheduler_ = std::move(a.scheduler); }
+  void handle(clear);
   /// Flushes the queued writes, waiting at most flush_timeout.
   void on_stop() override;
 

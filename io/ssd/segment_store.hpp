@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -58,6 +59,9 @@ struct store_options {
   /// are mapped and registered for it at open, so the first restore after a start does not pay
   /// for setting them up. 0: buffers grow as records come.
   std::size_t payload_hint = 0;
+  /// Called while open() rebuilds the index, about once a second, with the fraction of the
+  /// segment bytes scanned so far (for the log and the dashboard); may be empty.
+  std::function<void(double)> progress;
   /// O_DIRECT; when the file system refuses it (tmpfs), the store falls back to buffered I/O and
   /// logs it once.
   bool direct = true;
@@ -128,6 +132,11 @@ class segment_store {
   /// Blocks until every queued and in-flight I/O has finished or the deadline passes; returns the
   /// number of I/Os still unfinished (0: all flushed). Completions stay for the next poll().
   std::size_t flush(std::chrono::steady_clock::time_point deadline);
+
+  /// Deletes every segment file with no I/O in flight and no other model's records: their records
+  /// leave the index and come back as `removed` from the next poll(). Returns the records left
+  /// (in segments busy with I/O, or shared with another model's records).
+  std::size_t clear();
 
   bool contains(const kv::block_hash& hash) const;
   /// Whether writes are refused for now: a write failed (ENOSPC or another error) and the file

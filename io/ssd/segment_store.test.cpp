@@ -174,5 +174,24 @@ TEST_F(segment_store_test, closing_with_io_in_flight_waits_for_it_and_keeps_what
   }
 }
 
+TEST_F(segment_store_test, clear_deletes_every_segment_and_reports_each_record_removed) {
+  auto o = options();
+  auto& s = open(o);
+  std::vector<record> recs;
+  for (int i = 0; i < 30; ++i) recs.push_back(make(200'000));
+  write_all(s, recs);
+  ASSERT_GT(s.stats().segments, 1u);
+  EXPECT_EQ(s.clear(), 0u);
+  collected c = drain(s);
+  EXPECT_EQ(c.removed.size(), recs.size());
+  EXPECT_EQ(s.stats().records, 0u);
+  EXPECT_EQ(s.stats().bytes, 0u);
+  EXPECT_TRUE(segment_files().empty());
+  for (const auto& r : recs) EXPECT_FALSE(s.contains(r.meta.hash));
+  // The store goes on writing into a fresh segment.
+  write_all(s, {recs[0]});
+  expect_reads_back(s, recs[0]);
+}
+
 }  // namespace
 }  // namespace strata::ssd::testing

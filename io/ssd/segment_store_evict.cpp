@@ -54,6 +54,21 @@ void segment_store::impl::maintain() {
   }
 }
 
+std::size_t segment_store::clear() {
+  auto& segments = impl_->segments_;
+  std::size_t dropped = 0;
+  for (auto it = segments.begin(); it != segments.end();) {
+    if (it->second.in_flight == 0 && it->second.foreign == 0) {
+      dropped += it->second.live;
+      it = impl_->drop_segment(it);
+    } else {
+      ++it;
+    }
+  }
+  spdlog::info("ssd: cleared {} records; {} left", dropped, impl_->index_.size());
+  return impl_->index_.size();
+}
+
 void segment_store::impl::trim(segment& s) {
   if (s.file_bytes <= s.bytes || ::ftruncate(s.fd, static_cast<off_t>(s.bytes)) != 0) return;
   total_bytes_ -= s.file_bytes - s.bytes;

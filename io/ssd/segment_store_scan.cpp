@@ -133,7 +133,17 @@ void segment_store::impl::scan_headers(std::vector<cursor>& cursors, scan_counts
     if (ring_->reserve(s, k_header_bytes)) idle.push_back(s);
   }
   std::vector<io_done> done;
+  // Progress: the bytes of the segments behind every cursor's offset, of all their bytes.
+  std::uint64_t total = 0;
+  for (const auto& c : cursors) total += c.seg->bytes;
+  auto reported = clock::now();
   for (;;) {
+    if (opts_.progress && total > 0 && clock::now() - reported >= std::chrono::seconds(1)) {
+      reported = clock::now();
+      std::uint64_t scanned = 0;
+      for (std::size_t c = 0; c < cursors.size(); ++c) scanned += c < next ? cursors[c].offset : 0;
+      opts_.progress(static_cast<double>(scanned) / static_cast<double>(total));
+    }
     while (!idle.empty() && next < cursors.size()) {
       if (issue(next++, idle.back())) idle.pop_back();
     }

@@ -38,10 +38,16 @@ class assembler final : public sched::text_assembler {
 
 }  // namespace
 
-result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, const std::string& path) {
+result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, const std::string& path,
+                                             const load_progress& progress) {
+  auto report = [&progress](std::string_view stage, double fraction) {
+    if (progress) progress(stage, fraction);
+  };
   std::unique_ptr<engine> e(new engine());
   e->cfg_ = cfg;
+  e->mode_.store(static_cast<int>(cfg.cache.mode));
   auto t0 = std::chrono::steady_clock::now();
+  report("opening the model", -1);
   auto m = model::model::load(path);
   if (!m) return std::move(m).err();
   e->model_ = *m;
@@ -102,7 +108,8 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   }
   if (reuse) {
     auto f0 = std::chrono::steady_clock::now();
-    e->fingerprint_ = kv::model_fingerprint(e->model_->file.bytes());
+    report("fingerprinting the model", 0);
+    e->fingerprint_ = kv::model_fingerprint(e->model_->file.bytes(), [&](double f) { report("fingerprinting the model", f); });
     e->model_->drop_file_pages();  // the fingerprint read every page of the file
     spdlog::info("model fingerprint {:016x}{:016x} ({:.2f} s)", e->fingerprint_[1], e->fingerprint_[0],
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
@@ -115,6 +122,8 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     so.payload_hint = static_cast<std::size_t>(pc.block_bytes[0]);
     // Sixteen segments or more within the budget, so evicting one frees a small part of it.
     so.segment_bytes = std::clamp<std::uint64_t>(cfg.cache.ssd_max / 16, 1ull << 20, 256ull << 20);
+    so.progress = [&](double f) { report("rebuilding the SSD index", f); };
+    report("rebuilding the SSD index", 0);
     auto store = ssd::segment_store::open(so);
     if (!store) {
       spdlog::warn("cache.mode = tiered: the SSD tier cannot start ({}); cached prefixes stay in RAM (as hot)",
@@ -147,6 +156,25 @@ const grammar::grammar_compiler& engine::grammars() const {
 
 bool engine::serves(std::string_view name) const {
   return model_names_.empty() || std::find(model_names_.begin(), model_names_.end(), name) != model_names_.end();
+}
+
+result<void> engine::set_cache_mode(config::cache_mode m) {
+  using config::cache_mode;
+  if (m != cache_mode::off && cfg_.cache.mode == cache_mode::off)
+    return fail(errc::bad_state, "cache.mode ", config::to_string(m), " needs the RAM tier's budget, which a server started with "
+                "cache.mode = off does not have: restart it with cache.mode = hot or tiered");
+  if (m == cache_mode::tiered && !ssd_store_)
+    return fail(errc::bad_state, "cache.mode tiered needs the SSD tier, which this server did not start (started with cache.mode = ",
+                config::to_string(cfg_.cache.mode), ", or its directory could not be used)");
+  mode_.store(static_cast<int>(m));
+  scheduler_.tell(sched::set_cache_mode{m != cache_mode::off, m == cache_mode::tiered});
+  return {};
+}
+
+bool engine::clear_ssd() const {
+  if (!ssd_store_) return false;
+  ssd_store_->tell(ssd::clear{});
+  return true;
 }
 
 std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }
@@ -195,6 +223,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);
     sc.ssd = system.spawn_owning<ssd::ssd_store>("ssd-store", std::move(ssd_), sched::scheduler_address{}, *ssd_stats_);
+    ssd_store_ = sc.ssd;
     sc.ssd_catalog = std::exchange(ssd_catalog_, {});
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,10 +30,15 @@
 
 namespace strata::engine {
 
+/// Hears what a load is doing: a stage ("opening the model", "fingerprinting the model", "rebuilding
+/// the SSD index") and how far it is (0..1; negative when unknown). Called on the loading thread.
+using load_progress = std::function<void(std::string_view stage, double fraction)>;
+
 class engine {
  public:
-  /// Opens the model, its tokenizer and chat template; nothing runs yet.
-  static result<std::unique_ptr<engine>> load(const config::server_config& cfg, const std::string& model_path);
+  /// Opens the model, its tokenizer and chat template, and the SSD tier's index; nothing runs yet.
+  static result<std::unique_ptr<engine>> load(const config::server_config& cfg, const std::string& model_path,
+                                              const load_progress& progress = {});
 
   /// Spawns the layer actors, the output stage and the scheduler on `system`.
   void start(actors::actor_system& system, metrics::registry& registry);
@@ -68,6 +75,16 @@ class engine {
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
+  /// cache.mode now: as configured, until the admin API switches it.
+  config::cache_mode cache_mode() const { return static_cast<config::cache_mode>(mode_.load()); }
+  /// Switches cache.mode at run time (valid after start()), telling the scheduler. Fails (conflict)
+  /// for a mode the server did not start with room for: hot needs the RAM tier's budget (started
+  /// hot or tiered), tiered the SSD tier (started tiered, and the tier opened).
+  result<void> set_cache_mode(config::cache_mode m);
+  /// Evicts every cached block from RAM (valid after start()).
+  void clear_hot() const { scheduler_.tell(sched::clear_hot{}); }
+  /// Deletes the SSD tier's records; false when there is no SSD tier.
+  bool clear_ssd() const;
   /// The SSD tier's state now (strata_ssd_state; off before start()).
   ssd::tier_state ssd_state() const { return ssd::tier_state_of(ssd_state_ ? ssd_state_->value() : 0.0); }
 
@@ -100,6 +117,8 @@ class engine {
   std::vector<ssd::record_meta> ssd_catalog_;
   std::optional<ssd::store_metrics> ssd_stats_;
   metrics::gauge* ssd_state_ = nullptr;
+  std::optional<ssd::store_address> ssd_store_;
+  std::atomic<int> mode_{0};
 };
 
 }  // namespace strata::engine

@@ -44,6 +44,14 @@ TEST(response_writer, writes_a_chat_completion_field_by_field) {
   EXPECT_EQ(u.at("prompt_tokens_details").at("cached_tokens").as_int64(), 4);
 }
 
+TEST(response_writer, splits_the_cached_tokens_by_tier_in_strata_cached_tokens) {
+  auto o = parsed(write_chat_completion(head, {chat_choice{}}, {100, 3, 70, 64}));
+  const auto& u = o.at("usage").as_object();
+  EXPECT_EQ(u.at("prompt_tokens_details").at("cached_tokens").as_int64(), 70);
+  EXPECT_EQ(u.at("strata_cached_tokens").at("ram").as_int64(), 6);
+  EXPECT_EQ(u.at("strata_cached_tokens").at("ssd").as_int64(), 64);
+}
+
 TEST(response_writer, writes_the_three_kinds_of_chat_chunk_and_the_usage_chunk) {
   EXPECT_EQ(write_chat_role_chunk(head, 0, false),
             R"({"id":"chatcmpl-abc","object":"chat.completion.chunk","created":1700000000,"model":"qwen","system_fingerprint":"fp_1",)"

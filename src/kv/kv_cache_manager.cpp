@@ -244,6 +244,22 @@ std::int64_t kv_cache_manager::reclaim(std::span<const std::int32_t> blocks) {
   return freed;
 }
 
+void kv_cache_manager::set_mode(bool prefix_cache, bool ssd) {
+  opts_.prefix_cache = prefix_cache;
+  opts_.ssd = ssd;
+  pool_.record_evictions(opts_.ssd && !opts_.write_through);
+  if (prefix_cache) return;
+  pool_.clear_hashes();
+  ram_blocks_.clear();
+  ram_listed_.clear();
+}
+
+std::int64_t kv_cache_manager::clear_cached() {
+  std::vector<std::int32_t> ids;
+  for (const auto& c : pool_.oldest_cached(static_cast<std::size_t>(pool_.cached_count()))) ids.push_back(c.id);
+  return reclaim(ids);
+}
+
 std::vector<save_item> kv_cache_manager::take_saves() {
   if (opts_.ssd && !opts_.write_through) {
     for (const auto& e : pool_.take_evictions()) {

@@ -178,6 +178,13 @@ class kv_cache_manager {
   /// into the sequence's slot with its first step); empty when it starts from position 0.
   std::optional<state_snapshot> take_resume(std::uint64_t seq);
   const snapshot_stats& snapshot_figures() const { return snaps_.stats(); }
+  /// cache.mode changed at run time: reuse cached blocks or not, use the SSD tier or not (only
+  /// where it exists). Turning the prefix cache off forgets every hash and empties the RAM tier,
+  /// so nothing computed before is reused once it is turned on again.
+  void set_mode(bool prefix_cache, bool ssd);
+  /// Evicts every cached block (the admin's "clear the RAM tier"); blocks in use stay. Their
+  /// saves, where the SSD lacks them (write-back), go with the next step. Returns the bytes freed.
+  std::int64_t clear_cached();
 
   const block_pool& pool() const { return pool_; }
   const cache_options& options() const { return opts_; }

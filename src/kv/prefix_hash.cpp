@@ -126,8 +126,18 @@ cache_namespace cache_namespace::salted(const cache_salt& salt) const {
   return ns;
 }
 
-std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file) {
-  const XXH128_hash_t h = XXH3_128bits(file.data(), file.size());
+std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file, const std::function<void(double)>& progress) {
+  // The streaming form gives the same hash as the one-shot call over the whole file.
+  constexpr std::size_t chunk = 64u << 20;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  for (std::size_t at = 0; at < file.size(); at += chunk) {
+    const std::size_t n = std::min(chunk, file.size() - at);
+    XXH3_128bits_update(state, file.data() + at, n);
+    if (progress) progress(static_cast<double>(at + n) / static_cast<double>(file.size()));
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
   return {h.low64, h.high64};
 }
 

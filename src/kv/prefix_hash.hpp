@@ -18,6 +18,7 @@
 // chose, not tenants, so a fast non-cryptographic hash is enough there.
 
 #include <array>
+#include <functional>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -93,7 +94,9 @@ class prefix_hasher {
   void* ctx_ = nullptr;  // EVP_MD_CTX
 };
 
-/// xxh3-128 of a model file's bytes: the `model` part of a cache_namespace.
-std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file);
+/// xxh3-128 of a model file's bytes: the `model` part of a cache_namespace. A large file is read
+/// in chunks; `progress`, when set, hears the fraction hashed after each one.
+std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file,
+                                               const std::function<void(double)>& progress = {});
 
 }  // namespace strata::kv

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include "tests/support/test_seed.hpp"
 
@@ -112,6 +113,19 @@ TEST(prefix_hash, model_fingerprint_changes_with_any_byte) {
   const auto a = model_fingerprint(file);
   file[4000] = std::byte{8};
   EXPECT_NE(model_fingerprint(file), a);
+}
+
+TEST(prefix_hash, a_large_file_is_fingerprinted_in_chunks_to_the_same_hash_with_its_progress_reported) {
+  std::vector<std::byte> file((64u << 20) + 12345);
+  for (std::size_t i = 0; i < file.size(); i += 4093) file[i] = static_cast<std::byte>(i >> 12);
+  const XXH128_hash_t whole = XXH3_128bits(file.data(), file.size());
+  std::vector<double> seen;
+  const auto chunked = model_fingerprint(file, [&](double f) { seen.push_back(f); });
+  EXPECT_EQ(chunked[0], whole.low64);
+  EXPECT_EQ(chunked[1], whole.high64);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_LT(seen[0], 1.0);
+  EXPECT_DOUBLE_EQ(seen[1], 1.0);
 }
 
 }  // namespace
