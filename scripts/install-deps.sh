@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   curl gnuplot-nox fio e2fsprogs
+  # The web pages' libraries, embedded into the binary at build time, and the browser their tests drive.
+  libjs-chart.js libjs-highlight.js libjs-marked chromium chromium-driver
 )
 
 sudo_cmd=()

@@ -1,5 +1,8 @@
 #include "server/api/admin_stats.hpp"
 
+#include <algorithm>
+#include <chrono>
+
 #include <boost/json.hpp>
 
 namespace strata::api {
@@ -10,9 +13,34 @@ namespace {
 double value(const metrics::gauge* g) { return g ? g->value() : 0.0; }
 std::uint64_t value(const metrics::counter* c) { return c ? c->value() : 0; }
 
+json::value percentiles(const metrics::histogram* h) {
+  if (!h) return nullptr;
+  auto q = [h](double p) { auto v = histogram_quantile(*h, p); return v ? json::value(*v) : json::value(nullptr); };
+  return json::object{{"count", h->count()}, {"p50", q(0.5)}, {"p90", q(0.9)}, {"p99", q(0.99)}};
+}
+
+const char* format_name(kv::kv_format f) { return f == kv::kv_format::f16 ? "f16" : f == kv::kv_format::q8_0 ? "q8_0" : "q4_0"; }
+
 }  // namespace
 
-std::string render_admin_stats(const engine::engine& e) {
+std::optional<double> histogram_quantile(const metrics::histogram& h, double q) {
+  const std::uint64_t total = h.count();
+  if (total == 0) return std::nullopt;
+  const auto& bounds = h.bounds();
+  const double rank = q * static_cast<double>(total);
+  double below = 0;  // observations in the buckets before this one
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    const auto n = static_cast<double>(h.bucket(i));
+    if (n > 0 && below + n >= rank) {
+      const double lo = i == 0 ? 0.0 : bounds[i - 1];
+      return lo + (bounds[i] - lo) * std::clamp((rank - below) / n, 0.0, 1.0);
+    }
+    below += n;
+  }
+  return bounds.empty() ? std::nullopt : std::optional<double>(bounds.back());
+}
+
+std::string render_admin_stats(const engine::engine& e, const server_status& status) {
   const sched::scheduler_metrics& m = e.stats();
   const kv::pool_config& pool = e.kv_pool();
   json::object blocks;
@@ -20,7 +48,7 @@ std::string render_admin_stats(const engine::engine& e) {
   const std::int64_t tokens = e.block_tokens();
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
-    const char* name = f == kv::kv_format::f16 ? "f16" : f == kv::kv_format::q8_0 ? "q8_0" : "q4_0";
+    const char* name = format_name(f);
     blocks[name] = {{"in_use", value(m.blocks_in_use[i])},
                     {"cached", value(m.blocks_cached[i])},
                     {"free", value(m.blocks_free[i])},
@@ -52,7 +80,16 @@ std::string render_admin_stats(const engine::engine& e) {
                        {"restored_tokens", value(m.ssd_hit_tokens)}};
   }
   json::object doc{
-      {"cache_mode", std::string(config::to_string(e.config().cache.mode))},
+      {"loading", nullptr},
+      {"cache_mode", std::string(config::to_string(e.cache_mode()))},
+      {"configured_cache_mode", std::string(config::to_string(e.config().cache.mode))},
+      {"model", {{"id", e.model_id()},
+                 {"architecture", std::string(model::arch_name(e.mdl().hp.architecture))},
+                 {"layers", e.mdl().hp.n_layer},
+                 {"context", e.max_context()},
+                 {"kv_format", format_name(kv::kv_format_from_bits(e.default_kv_bits()).value_or(kv::kv_format::f16))}}},
+      {"uptime_seconds", std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() -
+                             status.created},
       {"block_tokens", tokens},
       {"kv_bytes_per_token", std::move(bytes_per_token)},
       {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}}},
@@ -61,7 +98,9 @@ std::string render_admin_stats(const engine::engine& e) {
       {"snapshot_bytes", value(m.snapshot_bytes)},
       {"snapshots", {{"count", value(m.snapshots)}, {"bytes", value(m.snapshot_bytes)}, {"taken", value(m.snapshots_taken)},
                      {"restores", value(m.snapshot_restores)}, {"hit_tokens", value(m.snapshot_hit_tokens)}}},
-      {"requests", {{"running", value(m.running)}, {"waiting", value(m.waiting)}}},
+      {"requests", {{"running", value(m.running)}, {"waiting", value(m.waiting)}, {"rejected", value(m.rejected)}}},
+      {"tokens", {{"prompt", value(m.prompt_tokens)}, {"generated", value(m.generated_tokens)}}},
+      {"latency_seconds", {{"ttft", percentiles(m.ttft_seconds)}, {"inter_token", percentiles(m.inter_token_seconds)}}},
   };
   return json::serialize(doc);
 }

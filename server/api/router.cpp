@@ -20,6 +20,13 @@ bool constant_time_equal(std::string_view given, std::string_view secret) {
   return diff == 0;
 }
 
+std::string server_status::loading_reason() const {
+  auto [stage, fraction] = loading();
+  std::string reason = "loading the model: " + stage;
+  if (fraction >= 0) reason += " (" + std::to_string(static_cast<int>(fraction * 100)) + " %)";
+  return reason;
+}
+
 router::router(const server_status& status, metrics::registry& metrics) : status_(status), metrics_(metrics) {
   add(http::verb::get, "/health", [this](io::http_request& req, const io::request_context&) -> io::handler_result {
     return health(req);
@@ -36,12 +43,20 @@ router::router(const server_status& status, metrics::registry& metrics) : status
   });
 }
 
-void router::add(http::verb method, std::string path, endpoint fn) { routes_[std::move(path)][method] = std::move(fn); }
-void router::add_prefix(http::verb method, std::string prefix, endpoint fn) { prefixes_[std::move(prefix)][method] = std::move(fn); }
+void router::add(http::verb method, std::string path, endpoint fn, access a) {
+  if (a == access::open) open_.insert(path);
+  routes_[std::move(path)][method] = std::move(fn);
+}
+
+void router::add_prefix(http::verb method, std::string prefix, endpoint fn, access a) {
+  if (a == access::open) open_.insert(prefix);
+  prefixes_[std::move(prefix)][method] = std::move(fn);
+}
 
 io::http_response router::health(const io::http_request& req) const {
   if (!status_.ready.load()) {
-    auto res = io::make_json(req.version(), http::status::service_unavailable, R"({"status":"loading"})");
+    auto res = io::make_json(req.version(), http::status::service_unavailable,
+                             R"({"status":"loading","reason":")" + log::json_escape(status_.loading_reason()) + R"("})");
     res.set(http::field::retry_after, "1");
     return res;
   }
@@ -81,30 +96,40 @@ bool router::authorized(const io::http_request& req, const config::api_key*& key
   return true;
 }
 
-bool router::is_public(std::string_view path) const {
-  return path == "/health" || (path == "/metrics" && status_.metrics_public);
+bool router::is_public(std::string_view path, const std::string* prefix) const {
+  if (path == "/health" || (path == "/metrics" && status_.metrics_public)) return true;
+  return prefix ? open_.contains(*prefix) : open_.contains(path);
 }
 
 io::handler_result router::handle(io::http_request& req, const io::request_context& ctx) const {
   std::string_view target = req.target();
   std::string_view path = target.substr(0, target.find('?'));
   const std::map<http::verb, endpoint>* methods = nullptr;
+  const std::string* prefix = nullptr;
   if (auto it = routes_.find(path); it != routes_.end()) methods = &it->second;
   // Else a prefix that `path` extends by one last segment of its own (/v1/responses/{id}).
   for (auto p = prefixes_.begin(); !methods && p != prefixes_.end(); ++p)
-    if (path.size() > p->first.size() && path.starts_with(p->first) && path.find('/', p->first.size()) == std::string_view::npos)
+    if (path.size() > p->first.size() && path.starts_with(p->first) && path.find('/', p->first.size()) == std::string_view::npos) {
       methods = &p->second;
+      prefix = &p->first;
+    }
   if (!methods) {
     return io::make_error(req.version(), http::status::not_found,
                           "no endpoint " + std::string(req.method_string()) + " " + std::string(path),
                           "invalid_request_error", "not_found");
   }
   const config::api_key* key = nullptr;
-  if (!is_public(path) && !authorized(req, key)) {
+  if (!is_public(path, prefix) && !authorized(req, key)) {
     auto res = io::make_error(req.version(), http::status::unauthorized,
                               "missing or invalid API key: send 'Authorization: Bearer KEY' (or 'x-api-key: KEY')", "invalid_request_error",
                               "invalid_api_key");
     res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
+  if (!status_.ready.load() && path != "/health" && !is_public(path, prefix) && !while_loading_.contains(path)) {
+    auto res = io::make_error(req.version(), http::status::service_unavailable, status_.loading_reason() + "; retry shortly",
+                              "server_error", "loading");
+    res.set(http::field::retry_after, "1");
     return res;
   }
   auto method = req.method() == http::verb::head ? http::verb::get : req.method();

@@ -34,17 +34,45 @@ TEST(router, health_is_503_while_loading_and_200_when_ready) {
   EXPECT_EQ(res.body(), R"({"status":"ok","ssd":"off"})");
 }
 
-TEST(router, health_names_the_ssd_tier_state) {
+TEST(router, while_loading_health_gives_the_reason_and_other_routes_answer_503_but_open_and_marked_ones) {
   server_status st;
+  st.api_keys = {{"k1"}};
   metrics::registry m;
   router r(st, m);
+  auto ok = [](io::http_request& req, const io::request_context&) -> io::handler_result {
+    return io::make_json(req.version(), http::status::ok, "{}");
+  };
+  r.add(http::verb::post, "/v1/chat/completions", ok);
+  r.add(http::verb::get, "/admin/api/stats", ok);
+  r.answer_while_loading("/admin/api/stats");
+  r.add(http::verb::get, "/", ok, access::open);
+  st.set_loading("fingerprinting the model", 0.456);
+  auto health = call(r, http::verb::get, "/health");
+  EXPECT_EQ(health.result(), http::status::service_unavailable);
+  EXPECT_EQ(health[http::field::retry_after], "1");
+  EXPECT_EQ(health.body(), R"j({"status":"loading","reason":"loading the model: fingerprinting the model (45 %)"})j");
+  auto busy = call(r, http::verb::post, "/v1/chat/completions", "Bearer k1");
+  EXPECT_EQ(busy.result(), http::status::service_unavailable);
+  EXPECT_NE(busy.body().find(R"("code":"loading")"), std::string::npos) << busy.body();
+  EXPECT_EQ(call(r, http::verb::post, "/v1/chat/completions").result(), http::status::unauthorized) << "keys first";
+  EXPECT_EQ(call(r, http::verb::get, "/admin/api/stats", "Bearer k1").result(), http::status::ok);
+  EXPECT_EQ(call(r, http::verb::get, "/").result(), http::status::ok) << "an open page needs no key";
   st.ready = true;
+  EXPECT_EQ(call(r, http::verb::post, "/v1/chat/completions", "Bearer k1").result(), http::status::ok);
+}
+
+TEST(router, health_names_the_ssd_tier_state) {
+  server_status st;
+  st.ready = true;
+  metrics::registry m;
+  router r(st, m);
   st.ssd_state = [] { return std::string_view("degraded"); };
   EXPECT_EQ(call(r, http::verb::get, "/health").body(), R"({"status":"ok","ssd":"degraded"})");
 }
 
 TEST(router, unknown_paths_are_404_and_wrong_methods_405_with_allow) {
   server_status st;
+  st.ready = true;
   metrics::registry m;
   router r(st, m);
   EXPECT_EQ(call(r, http::verb::get, "/nope").result(), http::status::not_found);
@@ -55,6 +83,7 @@ TEST(router, unknown_paths_are_404_and_wrong_methods_405_with_allow) {
 
 TEST(router, v1_paths_need_one_of_the_configured_keys) {
   server_status st;
+  st.ready = true;
   st.api_keys = {{"sk-first"}, {"sk-second"}};
   st.model_id = "demo";
   metrics::registry m;
@@ -74,8 +103,8 @@ TEST(router, v1_paths_need_one_of_the_configured_keys) {
 
 TEST(router, every_route_but_health_needs_a_key_when_keys_are_set) {
   server_status st;
-  st.api_keys = {{"k1"}};
   st.ready = true;
+  st.api_keys = {{"k1"}};
   metrics::registry m;
   router r(st, m);
   auto ok = [](io::http_request& req, const io::request_context&) -> io::handler_result {
@@ -104,6 +133,7 @@ TEST(router, every_route_but_health_needs_a_key_when_keys_are_set) {
 
 TEST(router, the_matched_key_gives_its_name_to_the_log_and_its_salt_to_the_endpoint) {
   server_status st;
+  st.ready = true;
   st.api_keys = {{"k-plain"}, {"k-a", "team-a", "salt-a"}, {"k-b", "", "salt-b"}};
   metrics::registry m;
   router r(st, m);
@@ -133,6 +163,7 @@ TEST(router, the_matched_key_gives_its_name_to_the_log_and_its_salt_to_the_endpo
 
 TEST(router, metrics_answer_without_a_key_only_when_public) {
   server_status st;
+  st.ready = true;
   st.api_keys = {{"k1"}};
   metrics::registry m;
   router r(st, m);
@@ -144,6 +175,7 @@ TEST(router, metrics_answer_without_a_key_only_when_public) {
 
 TEST(router, without_keys_every_route_is_open) {
   server_status st;
+  st.ready = true;
   metrics::registry m;
   router r(st, m);
   EXPECT_EQ(call(r, http::verb::get, "/metrics").result(), http::status::ok);
@@ -152,6 +184,7 @@ TEST(router, without_keys_every_route_is_open) {
 
 TEST(router, models_lists_the_loaded_model) {
   server_status st;
+  st.ready = true;
   st.model_id = "tiny \"q\"";
   st.created = 1700000000;
   metrics::registry m;
@@ -162,6 +195,7 @@ TEST(router, models_lists_the_loaded_model) {
 
 TEST(router, metrics_render_in_prometheus_text) {
   server_status st;
+  st.ready = true;
   metrics::registry m;
   m.make_counter("strata_test_total", "t").inc(2);
   router r(st, m);
@@ -188,6 +222,7 @@ TEST(router, constant_time_equal_compares_exactly) {
 
 TEST(router, a_prefix_route_answers_one_more_path_segment_and_exact_routes_come_first) {
   server_status st;
+  st.ready = true;
   metrics::registry m;
   router r(st, m);
   std::string seen;

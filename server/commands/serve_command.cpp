@@ -18,7 +18,8 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "io/http_server.hpp"
-#include "server/api/admin_stats.hpp"
+#include "server/api/admin_controls.hpp"
+#include "server/api/web_assets.hpp"
 #include "server/api/router.hpp"
 #include "server/commands/command_registry.hpp"
 #include "src/common/log.hpp"
@@ -34,7 +35,7 @@ namespace {
 /// Counts responses by status in strata_responses_total{status="..."}; the statuses the server
 /// sends get their own series, anything else lands in status="other".
 std::function<void(int)> response_counter(metrics::registry& r) {
-  static constexpr int known[] = {101, 200, 400, 401, 404, 405, 408, 413, 429, 431, 500, 503, 504};
+  static constexpr int known[] = {101, 200, 400, 401, 404, 405, 408, 409, 413, 429, 431, 500, 503, 504};
   auto table = std::make_shared<std::map<int, metrics::counter*>>();
   for (int code : known)
     (*table)[code] = &r.make_counter("strata_responses_total", "HTTP responses by status.", "status=\"" + std::to_string(code) + "\"");
@@ -42,6 +43,45 @@ std::function<void(int)> response_counter(metrics::registry& r) {
   return [table, other](int status) {
     auto it = table->find(status);
     (it == table->end() ? other : it->second)->inc();
+  };
+}
+
+/// The API's routes, answered by `c` once the model is loaded (the router answers 503 until then).
+void add_service_routes(api::router& router, const std::unique_ptr<api::completions_service>& c) {
+  using io::http::verb;
+  using io::http_request;
+  using io::request_context;
+  router.add(verb::post, "/v1/chat/completions", [&c](http_request& r, const request_context& x) { return c->chat(r, x); });
+  router.add(verb::post, "/v1/completions", [&c](http_request& r, const request_context& x) { return c->completion(r, x); });
+  router.add(verb::post, "/v1/messages", [&c](http_request& r, const request_context& x) { return c->messages(r, x); });
+  router.add(verb::post, "/v1/messages/count_tokens", [&c](http_request& r, const request_context& x) { return c->count_tokens(r, x); });
+  router.add(verb::post, "/v1/responses", [&c](http_request& r, const request_context& x) { return c->responses(r, x); });
+  router.add_prefix(verb::get, "/v1/responses/", [&c](http_request& r, const request_context& x) { return c->response_get(r, x); });
+  router.add_prefix(verb::delete_, "/v1/responses/",
+                    [&c](http_request& r, const request_context& x) { return c->response_delete(r, x); });
+  router.add(verb::post, "/tokenize", [&c](http_request& r, const request_context& x) { return c->tokenize(r, x); });
+  router.add(verb::post, "/detokenize", [&c](http_request& r, const request_context& x) { return c->detokenize(r, x); });
+  router.add(verb::get, "/v1/ws", [&c](http_request& r, const request_context& x) { return c->websocket(r, x); });
+}
+
+/// Keeps the load's stage in `status` (for /health and the dashboard) and logs it: each stage as
+/// it starts, then its progress about once a second.
+engine::load_progress progress_reporter(api::server_status& status) {
+  struct last_log {
+    std::string stage;
+    std::chrono::steady_clock::time_point at;
+  };
+  auto last = std::make_shared<last_log>();
+  return [&status, last](std::string_view stage, double fraction) {
+    status.set_loading(std::string(stage), fraction);
+    const auto now = std::chrono::steady_clock::now();
+    if (stage != last->stage) {
+      spdlog::info("loading: {}", stage);
+      *last = {std::string(stage), now};
+    } else if (fraction >= 0 && now - last->at >= std::chrono::seconds(1)) {
+      spdlog::info("loading: {}: {:.0f} %", stage, fraction * 100);
+      last->at = now;
+    }
   };
 }
 
@@ -186,36 +226,9 @@ int serve(const serve_options& opts) {
     spdlog::info("serving the default model {}", found->string());
     model_path = found->string();
   }
-  {
-    auto loaded = engine::engine::load(cfg, model_path);
-    if (!loaded) {
-      spdlog::error("{}", loaded.err().message);
-      return 1;
-    }
-    eng = std::move(*loaded);
-    eng->start(system, metrics);
-    status.model_id = eng->model_id();
-    auto hub = system.spawn<stream::stream_hub>("stream-hub", actors::supervision::stop_system);
-    completions = std::make_unique<api::completions_service>(*eng, hub);
-    using io::http::verb;
-    auto* c = completions.get();
-    router.add(verb::post, "/v1/chat/completions", [c](io::http_request& r, const io::request_context& x) { return c->chat(r, x); });
-    router.add(verb::post, "/v1/completions", [c](io::http_request& r, const io::request_context& x) { return c->completion(r, x); });
-    router.add(verb::post, "/v1/messages", [c](io::http_request& r, const io::request_context& x) { return c->messages(r, x); });
-    router.add(verb::post, "/v1/messages/count_tokens",
-               [c](io::http_request& r, const io::request_context& x) { return c->count_tokens(r, x); });
-    router.add(verb::post, "/v1/responses", [c](io::http_request& r, const io::request_context& x) { return c->responses(r, x); });
-    router.add_prefix(verb::get, "/v1/responses/", [c](io::http_request& r, const io::request_context& x) { return c->response_get(r, x); });
-    router.add_prefix(verb::delete_, "/v1/responses/",
-                      [c](io::http_request& r, const io::request_context& x) { return c->response_delete(r, x); });
-    router.add(verb::post, "/tokenize", [c](io::http_request& r, const io::request_context& x) { return c->tokenize(r, x); });
-    router.add(verb::post, "/detokenize", [c](io::http_request& r, const io::request_context& x) { return c->detokenize(r, x); });
-    router.add(verb::get, "/v1/ws", [c](io::http_request& r, const io::request_context& x) { return c->websocket(r, x); });
-    const engine::engine* stats_of = eng.get();
-    router.add(verb::get, "/admin/api/stats", [stats_of](io::http_request& r, const io::request_context&) -> io::handler_result {
-      return io::make_json(r.version(), io::http::status::ok, api::render_admin_stats(*stats_of));
-    });
-  }
+  add_service_routes(router, completions);
+  api::add_admin_routes(router, eng, status);
+  api::add_web_routes(router);
 
   io::http_options http_opts;
   http_opts.host = cfg.server.host;
@@ -241,9 +254,27 @@ int serve(const serve_options& opts) {
     system.request_stop();
   });
 
+  // Listening before the load, so that a probe sees why the server is not ready yet: /health
+  // answers 503 with the stage until then, and so does every API route.
+  spdlog::info("strata listening on http://{}:{}; loading {} (/health answers 503 until it is ready)", cfg.server.host,
+               server->port(), model_path);
+  auto loaded = engine::engine::load(cfg, model_path, progress_reporter(status));
+  if (!loaded) {
+    spdlog::error("{}", loaded.err().message);
+    server->stop();
+    signals.cancel();
+    system.stop();
+    return 1;
+  }
+  eng = std::move(*loaded);
+  status.set_loading("starting the actors", -1);
+  eng->start(system, metrics);
+  status.model_id = eng->model_id();
+  completions = std::make_unique<api::completions_service>(
+      *eng, system.spawn<stream::stream_hub>("stream-hub", actors::supervision::stop_system));
   const engine::engine* e = eng.get();
   status.ssd_state = [e] { return ssd::to_string(e->ssd_state()); };
-  spdlog::info("strata listening on http://{}:{} (cache mode {}, SSD tier {}, {} threads)", cfg.server.host, server->port(),
+  spdlog::info("strata ready on http://{}:{} (cache mode {}, SSD tier {}, {} threads)", cfg.server.host, server->port(),
                config::to_string(cfg.cache.mode), ssd::to_string(e->ssd_state()), system.thread_count());
   status.ready.store(true);
 

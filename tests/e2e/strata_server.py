@@ -90,7 +90,7 @@ def _die_with_parent() -> None:
 class Server:
     """One running `strata serve`, with everything it has logged so far."""
 
-    def __init__(self, args: list[str], *, ready_timeout: float, cache_dir: str | None) -> None:
+    def __init__(self, args: list[str], *, ready_timeout: float, cache_dir: str | None, healthy: bool = True) -> None:
         self._keep = cache_dir is not None
         self.cache_dir = cache_dir if cache_dir is not None else tempfile.mkdtemp(prefix="strata-e2e-")
         self._log: list[str] = []
@@ -107,7 +107,7 @@ class Server:
         self._reader.start()
         self._exit: int | None = None
         try:
-            self._wait_ready(time.monotonic() + ready_timeout)
+            self._wait_ready(time.monotonic() + ready_timeout, healthy)
         except BaseException:
             self.kill9()
             raise
@@ -118,12 +118,19 @@ class Server:
             with self._lock:
                 self._log.append(chunk.decode("utf-8", errors="replace"))
 
+    @property
+    def model(self) -> str | None:
+        """The id requests name as `model` (any other name is a 404 model_not_found), from the log
+        line the server writes once the model is loaded; None before that."""
+        found = _MODEL_ID.search(self.log())
+        return found.group(1) if found else None
+
     def log(self) -> str:
         """Everything the server has written to stdout and stderr so far."""
         with self._lock:
             return "".join(self._log)
 
-    def _wait_ready(self, deadline: float) -> None:
+    def _wait_ready(self, deadline: float, healthy: bool = True) -> None:
         port = None
         while port is None:
             m = _LISTENING.search(self.log())
@@ -138,10 +145,7 @@ class Server:
                 time.sleep(0.05)
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
-        # The id requests name as `model` (any other name is a 404 model_not_found).
-        found = _MODEL_ID.search(self.log())
-        self.model = found.group(1) if found else None
-        while True:
+        while healthy:
             try:
                 if httpx.get(f"{self.base_url}/health", timeout=10).status_code == 200:
                     return
@@ -166,6 +170,14 @@ class Server:
                 if not self._keep:
                     shutil.rmtree(self.cache_dir, ignore_errors=True)
         return self._exit
+
+    def wait_exit(self, timeout: float = EXIT_TIMEOUT_S) -> int:
+        """Waits for the server to exit by itself (no signal), and returns its exit status."""
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"strata still running after {timeout:.0f} s:\n{self.log()}")
+        return self._finish(signal.SIGTERM)
 
     def stop(self) -> int:
         """SIGTERM, then the exit status (negative: the signal that ended it)."""
@@ -193,8 +205,9 @@ class Server:
 
 
 def start_server(args: list[str] = (), *, ready_timeout: float = READY_TIMEOUT_S,
-                 cache_dir: str | os.PathLike | None = None) -> Server:
-    """Starts `strata serve` with ARGS and returns it once /health is 200.
+                 cache_dir: str | os.PathLike | None = None, healthy: bool = True) -> Server:
+    """Starts `strata serve` with ARGS and returns it once /health is 200 (healthy=False: once it
+    listens, which it does before it loads the model).
 
     cache_dir: use (and keep) this cache directory instead of a fresh one removed at stop, so that
     a test can restart a server on the same SSD tier.
@@ -202,7 +215,7 @@ def start_server(args: list[str] = (), *, ready_timeout: float = READY_TIMEOUT_S
     if not Path(STRATA_BIN).is_file():
         raise FileNotFoundError(f"STRATA_BIN {STRATA_BIN!r} is not a file (set STRATA_BIN to the strata binary)")
     return Server(list(args), ready_timeout=ready_timeout,
-                  cache_dir=None if cache_dir is None else os.fspath(cache_dir))
+                  cache_dir=None if cache_dir is None else os.fspath(cache_dir), healthy=healthy)
 
 @contextlib.contextmanager
 def configured_server(conf_text: str, args: list[str] = ()):
