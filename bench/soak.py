@@ -28,6 +28,7 @@ import re
 import resource
 import shutil
 import signal
+import urllib.request
 import subprocess
 import sys
 import tempfile
@@ -90,6 +91,16 @@ class Server:
                 sys.exit(f"soak: strata exited at start ({self.proc.returncode})")
         # Keeps the pipe drained so the server never blocks on its log.
         asyncio.get_running_loop().run_in_executor(None, lambda p=self.proc: [None for _ in p.stdout])
+        # It listens before it has loaded the model: ready once /health says 200.
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        while self.url and time.time() < deadline:
+            try:
+                with direct.open(f"{self.url}/health", timeout=5) as res:
+                    if res.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.1)
 
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
