@@ -9,7 +9,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsimdjson-dev libspdlog-dev libfmt-dev liburing-dev libxxhash-dev
   libtomlplusplus-dev libcli11-dev libpcre2-dev libssl-dev
-  libhiredis-dev redis-server
+  libhiredis-dev libzmq3-dev cppzmq-dev redis-server
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   curl gnuplot-nox fio e2fsprogs

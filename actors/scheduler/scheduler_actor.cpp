@@ -59,6 +59,7 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
       cache_(cfg.pool ? kv::kv_cache_manager(cache_options_of(cfg.planner), *cfg.pool)
                       : kv::kv_cache_manager(cache_options_of(cfg.planner), cfg.kv_blocks)),
       planner_(cfg.planner, cache_) {
+  if (!cfg_.block_watchers.empty()) cache_.observe(&block_events_);
   for (auto& r : cfg_.ssd_catalog) cache_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
   cfg_.ssd_catalog = {};
 }
@@ -252,6 +253,14 @@ void scheduler_actor::handle(ssd_update u) {
   deferred_.prune(cache_.pool(), lost);
   lose(lost);
   if (!ssd_degraded_ && !deferred_.empty()) maybe_step();  // a step carries them to the store
+  flush_block_events();
+}
+
+void scheduler_actor::flush_block_events() {
+  if (block_events_.events.empty()) return;
+  auto events = std::exchange(block_events_.events, {});
+  for (std::size_t i = 0; i + 1 < cfg_.block_watchers.size(); ++i) cfg_.block_watchers[i].tell(kv_events::block_batch{events});
+  cfg_.block_watchers.back().tell(kv_events::block_batch{std::move(events)});
 }
 
 void scheduler_actor::route_saves(std::vector<kv::save_item>& saves) {
@@ -309,6 +318,7 @@ void scheduler_actor::maybe_step() {
     for (auto& r : cache_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
   }
   publish_gauges();
+  flush_block_events();
   if (plan.empty() && saves.empty() && copies.empty() && loads_.empty()) return;
 
   pipeline::batch_layout layout;

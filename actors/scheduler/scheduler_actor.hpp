@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/kv_events/messages.hpp"
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/actor.hpp"
 #include "actors/scheduler/batch_planner.hpp"
@@ -84,6 +85,9 @@ struct scheduler_config {
   /// leaves the pool's free bytes below marks.low of its budget.
   std::optional<hot_cache::address> hot_cache;
   hot_cache::watermarks marks;
+  /// Who hears of the blocks the cache stores and drops (the KV-event publisher, the cluster
+  /// directory): one batch per step, when there is news.
+  std::vector<kv_events::batch_port> block_watchers;
 };
 
 class scheduler_actor final : public actors::actor<scheduler_inbox> {
@@ -129,6 +133,14 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void route_saves(std::vector<kv::save_item>& saves);
   /// Forgets saves that will never reach the disk, counting them in ssd_blocks_lost.
   void lose(const std::vector<kv::block_hash>& lost);
+  /// Sends the block events gathered since the last call to the block watchers.
+  void flush_block_events();
+
+  /// Gathers the cache manager's block events between flushes.
+  struct event_buffer final : kv::block_observer {
+    std::vector<kv::block_event> events;
+    void on_block(kv::block_event e) override { events.push_back(std::move(e)); }
+  };
 
   /// The most bytes of deferred blocks one step copies out once the tier writes again.
   static constexpr std::int64_t resave_bytes_per_step = 64ll << 20;
@@ -153,6 +165,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   kv::snapshot_stats published_snapshots_;  // the cache's snapshot figures as last published
   bool ssd_degraded_ = false;  // as the SSD store last said
   deferred_saves deferred_;
+  event_buffer block_events_;
 };
 
 }  // namespace strata::sched

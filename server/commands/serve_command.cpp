@@ -87,7 +87,8 @@ engine::load_progress progress_reporter(api::server_status& status) {
 
 struct serve_options {
   std::string config_file;
-  std::optional<std::string> model, host, cache_mode, cache_dir, log_level;
+  std::optional<std::string> model, host, cache_mode, cache_dir, log_level, kv_events, kv_events_replay, redis,
+      advertise_url, directory_ttl;
   std::optional<int> port, threads, snapshot_every;
   std::vector<std::string> api_keys;
   std::vector<std::string> served_names;
@@ -164,6 +165,15 @@ result<config::server_config> resolve(const serve_options& o) {
   if (o.snapshot_every) {
     if (*o.snapshot_every < 0) return fail(errc::invalid_argument, "--snapshot-every: must be 0 or more");
     cfg.cache.snapshot_every = *o.snapshot_every;
+  }
+  if (o.kv_events) cfg.cluster.kv_events = *o.kv_events;
+  if (o.kv_events_replay) cfg.cluster.kv_events_replay = *o.kv_events_replay;
+  if (o.redis) cfg.cluster.redis = *o.redis;
+  if (o.advertise_url) cfg.cluster.advertise_url = *o.advertise_url;
+  if (o.directory_ttl) {
+    auto d = config::parse_duration(*o.directory_ttl);
+    if (!d || d->count() < 1000) return fail(errc::invalid_argument, "--directory-ttl: expected a duration of 1s or more, got '", *o.directory_ttl, "'");
+    cfg.cluster.directory_ttl = *d;
   }
   if (o.log_level) cfg.log.level = *o.log_level;
   if (o.log_json) cfg.log.json = true;
@@ -276,6 +286,8 @@ int serve(const serve_options& opts) {
   status.ssd_state = [e] { return ssd::to_string(e->ssd_state()); };
   spdlog::info("strata ready on http://{}:{} (cache mode {}, SSD tier {}, {} threads)", cfg.server.host, server->port(),
                config::to_string(cfg.cache.mode), ssd::to_string(e->ssd_state()), system.thread_count());
+  eng->advertise(cfg.cluster.advertise_url.empty() ? "http://" + cfg.server.host + ":" + std::to_string(server->port())
+                                                  : cfg.cluster.advertise_url);
   status.ready.store(true);
 
   system.wait_for_stop_request();
@@ -307,6 +319,11 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");
   sub.add_option("--served-model-name", o->served_names,
                  "A name requests may give as model (repeatable): the first is the id /v1/models lists, the others aliases");
+  sub.add_option("--kv-events", o->kv_events, "Publish KV block events (vLLM's ZeroMQ format) on this endpoint, e.g. tcp://*:5557");
+  sub.add_option("--redis", o->redis, "Redis cluster seeds for the shared block directory: host:port[,host:port...]");
+  sub.add_option("--advertise-url", o->advertise_url, "URL other replicas and the router reach this one at (default http://host:port)");
+  sub.add_option("--directory-ttl", o->directory_ttl, "How long directory entries outlive this replica, e.g. 30s");
+  sub.add_option("--kv-events-replay", o->kv_events_replay, "Answer KV-event replay requests on this endpoint, e.g. tcp://*:5558");
   sub.add_option("--log-level", o->log_level, "trace | debug | info | warn | error | off");
   sub.add_flag("--log-json", o->log_json, "Write logs as JSON lines");
   return std::function<int()>([o] { return serve(*o); });

@@ -7,7 +7,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "actors/directory/directory_actor.hpp"
 #include "actors/hot_cache/hot_cache.hpp"
+#include "actors/kv_events/kv_events_actor.hpp"
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
@@ -133,6 +135,17 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
       e->ssd_ = std::move(*store);
     }
   }
+  if (!reuse && (!cfg.cluster.kv_events.empty() || !cfg.cluster.redis.empty()))
+    return fail(errc::invalid_argument, "cluster.kv_events and cluster.redis need the prefix cache (cache.mode hot or tiered)");
+  if (!cfg.cluster.redis.empty() && !redis::parse_nodes(cfg.cluster.redis))
+    return fail(errc::invalid_argument, "cluster.redis: expected host:port[,host:port...], got '", cfg.cluster.redis, "'");
+  if (!cfg.cluster.kv_events.empty()) {
+    auto pub = kv_events::zmq_publisher::start({cfg.cluster.kv_events, cfg.cluster.kv_events_replay, cfg.cluster.kv_events_topic});
+    if (!pub) return std::move(pub).err();
+    spdlog::info("KV events: publishing on {}{}", (*pub)->endpoint(),
+                 (*pub)->replay_endpoint().empty() ? "" : ", replay on " + (*pub)->replay_endpoint());
+    e->kv_publisher_ = std::move(*pub);
+  }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -236,6 +249,19 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.marks = {cfg_.cache.reclaim_low, cfg_.cache.reclaim_high};
     sc.hot_cache = system.spawn<hot_cache::hot_cache>("hot-cache", actors::supervision::stop_system, sc.marks);
   }
+  if (kv_publisher_) {
+    sc.block_watchers.push_back(system.spawn_owning<kv_events::kv_events_actor>("kv-events", std::move(kv_publisher_), page_tokens_));
+  }
+  if (!cfg_.cluster.redis.empty()) {
+    directory::directory_options d;
+    d.redis.seeds = *redis::parse_nodes(cfg_.cluster.redis);
+    d.model = fingerprint_;
+    d.block_tokens = page_tokens_;
+    d.ttl = std::chrono::duration_cast<std::chrono::seconds>(cfg_.cluster.directory_ttl);
+    directory_ = system.spawn<directory::directory_actor>("directory", actors::supervision::stop_system, d,
+                                                          directory::directory_metrics::create(registry));
+    sc.block_watchers.push_back(*directory_);
+  }
   auto m = sched::scheduler_metrics::create(registry);
   if (ssd_stats_) m.ssd_blocks_lost = ssd_stats_->blocks_lost;
   stats_ = m;
@@ -245,6 +271,10 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.ssd->tell(ssd::attach{scheduler_});
     sc.ssd->tell(ssd::ring_ready{});
   }
+}
+
+void engine::advertise(std::string url) {
+  if (directory_) directory_->tell(directory::start{std::move(url)});
 }
 
 }  // namespace strata::engine

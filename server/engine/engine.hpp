@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "actors/runtime/actor_system.hpp"
+#include "actors/directory/messages.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
 #include "actors/ssd/ssd_store.hpp"
+#include "io/kv_events/zmq_publisher.hpp"
 #include "kernels/compute_pool.hpp"
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
@@ -42,6 +44,9 @@ class engine {
 
   /// Spawns the layer actors, the output stage and the scheduler on `system`.
   void start(actors::actor_system& system, metrics::registry& registry);
+  /// Once the server listens: the URL the cluster directory lists this replica's blocks under
+  /// (nothing happens without cluster.redis).
+  void advertise(std::string url);
 
   const model::model& mdl() const { return *model_; }
   const tokenizer::tokenizer& tok() const { return *tok_; }
@@ -115,6 +120,10 @@ class engine {
   /// its only owner from then on; with the records it held at open, read before the hand-over.
   std::unique_ptr<ssd::segment_store> ssd_;
   std::vector<ssd::record_meta> ssd_catalog_;
+  /// The KV-event publisher (cluster.kv_events), bound at load; the actor that feeds it takes it.
+  std::unique_ptr<kv_events::zmq_publisher> kv_publisher_;
+  /// The cluster directory (cluster.redis), when there is one.
+  std::optional<directory::address> directory_;
   std::optional<ssd::store_metrics> ssd_stats_;
   metrics::gauge* ssd_state_ = nullptr;
   std::optional<ssd::store_address> ssd_store_;

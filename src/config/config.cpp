@@ -107,6 +107,14 @@ setter with_string(std::string key, Fn fn) {
   };
 }
 
+/// A string taken as it is (empty: the feature is off).
+setter plain_string(std::string key, std::function<std::string&(server_config&)> field) {
+  return with_string(key, [field](const std::string& v, server_config& c) -> result<void> {
+    field(c) = v;
+    return {};
+  });
+}
+
 setter int_key(std::string key, long long lo, long long hi, std::function<void(server_config&, long long)> set) {
   return [=](const toml::node& n, server_config& c) -> result<void> {
     if (!n.is_integer()) return bad(key, "expected an integer");
@@ -305,6 +313,12 @@ const std::map<std::string, setter, std::less<>>& setters() {
          }
          return bad("log.level", "expected trace, debug, info, warn, error or off, got \"" + v + "\"");
        })},
+      {"cluster.kv_events", plain_string("cluster.kv_events", [](server_config& c) -> std::string& { return c.cluster.kv_events; })},
+      {"cluster.kv_events_replay", plain_string("cluster.kv_events_replay", [](server_config& c) -> std::string& { return c.cluster.kv_events_replay; })},
+      {"cluster.kv_events_topic", plain_string("cluster.kv_events_topic", [](server_config& c) -> std::string& { return c.cluster.kv_events_topic; })},
+      {"cluster.redis", plain_string("cluster.redis", [](server_config& c) -> std::string& { return c.cluster.redis; })},
+      {"cluster.advertise_url", plain_string("cluster.advertise_url", [](server_config& c) -> std::string& { return c.cluster.advertise_url; })},
+      {"cluster.directory_ttl", duration_key("cluster.directory_ttl", [](server_config& c, auto v) { c.cluster.directory_ttl = v; })},
       {"log.json", bool_key("log.json", [](server_config& c, bool v) { c.log.json = v; })},
   };
   return table;

@@ -132,6 +132,24 @@ struct log_section {
   bool json = false;
 };
 
+/// Replicas that share their cache: KV events and the cluster directory.
+struct cluster_section {
+  /// ZeroMQ endpoint (bound) where block events go out in vLLM's format, e.g. "tcp://*:5557";
+  /// empty: none.
+  std::string kv_events;
+  /// ZeroMQ endpoint (bound) answering replay requests, e.g. "tcp://*:5558"; empty: none.
+  std::string kv_events_replay;
+  /// Topic frame of every published batch.
+  std::string kv_events_topic;
+  /// Seeds of the Redis cluster (or one plain Redis) that serves as the directory of which
+  /// replica holds which block: "host:port,host:port"; empty: no directory.
+  std::string redis;
+  /// The URL other replicas and the router reach this one at; empty: http://<server.host>:<port>.
+  std::string advertise_url;
+  /// How long a directory entry outlives the replica that wrote it (rewritten each third of it).
+  std::chrono::milliseconds directory_ttl{30'000};
+};
+
 struct server_config {
   server_section server;
   model_section model;
@@ -140,6 +158,7 @@ struct server_config {
   scheduler_section scheduler;
   limits_section limits;
   log_section log;
+  cluster_section cluster;
 
   /// Checks the ranges that do not depend on the model; the message names the key.
   result<void> validate() const;

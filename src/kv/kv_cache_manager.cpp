@@ -90,7 +90,10 @@ void kv_cache_manager::publish(std::uint64_t seq, std::span<const std::int32_t> 
   for (; s.n_published < full; ++s.n_published) {
     const auto i = static_cast<std::size_t>(s.n_published);
     const block_hash& parent = parent_of(s, i);
-    if (pool_.set_hash(s.blocks[i], s.hashes[i], parent)) list_ram(parent, s.hashes[i], block_of(tokens, i));
+    if (pool_.set_hash(s.blocks[i], s.hashes[i], parent)) {
+      list_ram(parent, s.hashes[i], block_of(tokens, i));
+      announce_ram(s, i, block_of(tokens, i));
+    }
     if (opts_.ssd && opts_.write_through) offer_save(s.blocks[i], s.hashes[i], parent, s.format);
   }
 }
@@ -196,19 +199,45 @@ void kv_cache_manager::list_ssd_tail(const block_hash& h, const block_hash& pare
   ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
 }
 
+void kv_cache_manager::observe(block_observer* o) {
+  observer_ = o;
+  announced_.clear();
+  pool_.record_evictions(o != nullptr || (opts_.ssd && !opts_.write_through));
+}
+
+void kv_cache_manager::announce_ram(const seq_state& s, std::size_t i, std::span<const std::int32_t> token_ids) {
+  if (!observer_) return;
+  announced_.insert(s.hashes[i]);
+  block_event e;
+  e.hash = s.hashes[i];
+  if (i > 0) e.parent = s.hashes[i - 1];
+  e.token_ids.assign(token_ids.begin(), token_ids.end());
+  e.format = s.format;
+  observer_->on_block(std::move(e));
+}
+
+void kv_cache_manager::announce_ssd(block_event::kind what, const block_hash& h) {
+  if (!observer_ || ssd_tail_parent_.contains(h)) return;
+  block_event e;
+  e.what = what;
+  e.tier = kv_tier::ssd;
+  e.hash = h;
+  observer_->on_block(std::move(e));
+}
+
 void kv_cache_manager::ssd_stored(const block_hash& h) {
   persisting_.erase(h);
-  on_ssd_.insert(h);
+  if (on_ssd_.insert(h).second) announce_ssd(block_event::kind::stored, h);
 }
 
 void kv_cache_manager::ssd_stored(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids) {
-  on_ssd_.insert(h);
   list_ssd_tail(h, parent, std::move(token_ids));
+  if (on_ssd_.insert(h).second) announce_ssd(block_event::kind::stored, h);
 }
 
 void kv_cache_manager::ssd_forgotten(const block_hash& h) {
   persisting_.erase(h);
-  on_ssd_.erase(h);
+  if (on_ssd_.erase(h) > 0) announce_ssd(block_event::kind::removed, h);
   if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
     auto list = ssd_tails_.find(it->second);
     if (list != ssd_tails_.end()) {
@@ -261,8 +290,16 @@ std::int64_t kv_cache_manager::clear_cached() {
 }
 
 std::vector<save_item> kv_cache_manager::take_saves() {
-  if (opts_.ssd && !opts_.write_through) {
-    for (const auto& e : pool_.take_evictions()) {
+  const bool save_evicted = opts_.ssd && !opts_.write_through;
+  for (const auto& e : pool_.take_evictions()) {
+    if (observer_ && announced_.erase(e.hash) > 0) {
+      block_event r;
+      r.what = block_event::kind::removed;
+      r.hash = e.hash;
+      r.format = pool_.format_of(e.id);
+      observer_->on_block(std::move(r));
+    }
+    if (save_evicted) {
       // An evicted tail is saved with its tokens (its entry is still listed: see sweep_ram_blocks);
       // a full block without.
       std::vector<std::int32_t> token_ids;
@@ -364,7 +401,9 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   s.restore_tail = 0;
   // The restored full blocks are published at once: the caller loads them with the very next
   // step, before anything can compute on them.
-  for (auto i = first; i < full; ++i) pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i));
+  for (auto i = first; i < full; ++i) {
+    if (pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i))) announce_ram(s, i, {});
+  }
   s.n_published = static_cast<std::int32_t>(full);
   r.n_computed = static_cast<std::int32_t>(full) * bt + tail_tokens;
   r.restored = static_cast<std::int32_t>(full - first) * bt + tail_tokens;

@@ -36,6 +36,10 @@
 // soon as it is filled with write_through, else each cached one as it is evicted from RAM) are
 // handed out by take_saves(), to ride on the next step: the layers copy them out before they
 // compute, so an evicted block is saved before anything overwrites it.
+//
+// Observer (observe()): told as each full block becomes findable in RAM or on the SSD and as it
+// stops being so (src/kv/block_events.hpp). RAM evictions are reported from take_saves(), which
+// the owner calls before every step.
 
 #include <cstdint>
 #include <optional>
@@ -45,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/kv/block_events.hpp"
 #include "src/kv/block_pool.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
@@ -189,6 +194,10 @@ class kv_cache_manager {
   const block_pool& pool() const { return pool_; }
   const cache_options& options() const { return opts_; }
 
+  /// Reports block events to `o` from now on (nullptr: to no one). `o` must outlive the manager
+  /// or be unset first.
+  void observe(block_observer* o);
+
  private:
   /// One sequence's share of the cache.
   struct seq_state {
@@ -260,6 +269,10 @@ class kv_cache_manager {
   /// Forgets the snapshots whose blocks the pool dropped.
   void sweep_snapshots();
   seq_state& state(std::uint64_t seq) { return seqs_.at(seq); }
+  /// Tells the observer that full block i of s's chain is in RAM now (its tokens, when known).
+  void announce_ram(const seq_state& s, std::size_t i, std::span<const std::int32_t> token_ids);
+  /// Tells the observer of a change on the SSD tier, for a full block (not a tail).
+  void announce_ssd(block_event::kind what, const block_hash& h);
 
   cache_options opts_;
   block_pool pool_;
@@ -283,6 +296,9 @@ class kv_cache_manager {
   /// the parent of each (to forget one by its hash).
   tail_map ssd_tails_;
   std::unordered_map<block_hash, block_hash, block_hash_hasher> ssd_tail_parent_;
+  block_observer* observer_ = nullptr;
+  /// Full blocks the observer was told are in RAM (an eviction of one of them is reported).
+  hash_set announced_;
 };
 
 }  // namespace strata::kv
