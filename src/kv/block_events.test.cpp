@@ -59,6 +59,27 @@ TEST(block_events, each_full_block_a_sequence_fills_is_reported_stored_in_ram_wi
   EXPECT_TRUE(r.take().empty());
 }
 
+TEST(block_events, chain_hashes_names_the_blocks_the_cache_stores_so_a_router_can_compute_them) {
+  cache_options o = caching(4);
+  kv_cache_manager m(o, 16);
+  recorder r;
+  m.observe(&r);
+  const auto tokens = iota_tokens(14);
+  const cache_salt salt = make_cache_salt("", "tenant-a");
+  m.match(1, kv_format::f16, tokens, salt);
+  ASSERT_EQ(m.cover(1, 14), 14);
+  m.publish(1, tokens, 14);
+  cache_namespace ns = o.ns;
+  ns.format = kv_format::f16;
+  ns.block_tokens = 4;
+  prefix_hasher hasher;
+  const auto want = chain_hashes(hasher, ns, salt, tokens);
+  ASSERT_EQ(want.size(), 3u);
+  ASSERT_EQ(r.events.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(r.events[i].hash, want[i]) << "block " << i;
+  EXPECT_NE(chain_hashes(hasher, ns, {}, tokens)[0], want[0]) << "the salt is in every hash";
+}
+
 TEST(block_events, a_full_block_evicted_from_ram_is_reported_removed_once_the_saves_are_taken) {
   kv_cache_manager m(caching(4), 4);
   recorder r;

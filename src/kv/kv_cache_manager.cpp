@@ -19,10 +19,10 @@ block_hash kv_cache_manager::chain_root(kv_format f, const cache_salt& salt) {
   // every request.
   const auto key = static_cast<std::uint8_t>(f);
   if (auto it = roots_.find(key); salt.empty() && it != roots_.end()) return it->second;
-  cache_namespace ns = opts_.ns.salted(salt);
+  cache_namespace ns = opts_.ns;
   ns.format = f;
   ns.block_tokens = opts_.block_tokens;
-  const block_hash h = hasher_.root(ns);
+  const block_hash h = hasher_.root(ns.salted(salt));
   if (salt.empty()) roots_.emplace(key, h);
   return h;
 }

@@ -126,6 +126,17 @@ cache_namespace cache_namespace::salted(const cache_salt& salt) const {
   return ns;
 }
 
+std::vector<block_hash> chain_hashes(prefix_hasher& hasher, const cache_namespace& ns, const cache_salt& salt,
+                                     std::span<const std::int32_t> tokens) {
+  std::vector<block_hash> out;
+  const auto bt = static_cast<std::size_t>(ns.block_tokens);
+  if (bt == 0) return out;
+  out.reserve(tokens.size() / bt);
+  block_hash parent = hasher.root(ns.salted(salt));
+  for (std::size_t i = 0; (i + 1) * bt <= tokens.size(); ++i) out.push_back(parent = hasher.chain(parent, tokens.subspan(i * bt, bt)));
+  return out;
+}
+
 std::array<std::uint64_t, 2> model_fingerprint(std::span<const std::byte> file, const std::function<void(double)>& progress) {
   // The streaming form gives the same hash as the one-shot call over the whole file.
   constexpr std::size_t chunk = 64u << 20;

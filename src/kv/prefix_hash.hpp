@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/kv/kv_format.hpp"
 
@@ -93,6 +94,13 @@ class prefix_hasher {
   block_hash end();
   void* ctx_ = nullptr;  // EVP_MD_CTX
 };
+
+/// The hashes of the full blocks of `tokens` as a replica's cache chains them: rooted in `ns`
+/// (model, format, block size, extra keys) salted with `salt`, one per ns.block_tokens tokens, a
+/// partial last block left out. What a router or another replica computes to name a prompt's
+/// blocks in the cluster directory.
+std::vector<block_hash> chain_hashes(prefix_hasher& hasher, const cache_namespace& ns, const cache_salt& salt,
+                                     std::span<const std::int32_t> tokens);
 
 /// xxh3-128 of a model file's bytes: the `model` part of a cache_namespace. A large file is read
 /// in chunks; `progress`, when set, hears the fraction hashed after each one.
