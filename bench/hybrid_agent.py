@@ -20,7 +20,7 @@ turn and engine, the totals, and one JSON line.
 Without --model it synthesizes the qwen35 it was measured on (8 layers, every 4th attending in full;
 hidden 512, q8_0, GPT-2 vocabulary from ../shared) into the system's temporary folder.
 
-Options (defaults): --turns (10) --system (2000) --grow (300) --gen (16) --long (8000) --seed (7)
+Options (defaults): --turns (10) --system (4000) --grow (100) --gen (16) --long (8000) --seed (7)
 --threads (2) --vocab-from (300) --vocab-to (30000)
 """
 import argparse
@@ -40,7 +40,7 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abb
 parser.add_argument("--strata", required=True)
 parser.add_argument("--model", default="")
 parser.add_argument("--llama-server", default="")
-for name, default in [("turns", 10), ("system", 2000), ("grow", 300), ("gen", 16), ("long", 8000), ("seed", 7),
+for name, default in [("turns", 10), ("system", 4000), ("grow", 100), ("gen", 16), ("long", 8000), ("seed", 7),
                       ("threads", 2), ("vocab-from", 300), ("vocab-to", 30000)]:
     parser.add_argument(f"--{name}", type=int, default=default)
 opt = parser.parse_args()

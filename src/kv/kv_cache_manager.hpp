@@ -215,8 +215,10 @@ class kv_cache_manager {
     std::int32_t restore_first = 0;
     /// The order's last block is a partial block of this many tokens (0: every block is full).
     std::int32_t restore_tail = 0;
-    /// The snapshot the match resumed from (with snapshots on), until take_resume().
+    /// The snapshot the match resumed from (with snapshots on), until take_resume(), and the
+    /// tokens it spares.
     std::optional<state_snapshot> resume;
+    std::int32_t resume_tokens = 0;
   };
   /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
   /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.

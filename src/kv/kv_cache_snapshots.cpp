@@ -14,7 +14,8 @@ std::int32_t kv_cache_manager::resume_point(seq_state& s, std::int32_t full) {
   s.blocks.resize(static_cast<std::size_t>(keep));
   s.n_published = keep;
   if (keep > 0) s.resume = *snaps_.find(s.hashes[static_cast<std::size_t>(keep - 1)]);
-  return keep * opts_.block_tokens;
+  s.resume_tokens = keep * opts_.block_tokens;
+  return s.resume_tokens;
 }
 
 void kv_cache_manager::add_snapshot(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t end,
@@ -37,7 +38,7 @@ std::optional<state_snapshot> kv_cache_manager::take_resume(std::uint64_t seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end() || !it->second.resume) return std::nullopt;
   std::optional<state_snapshot> out = std::exchange(it->second.resume, std::nullopt);
-  snaps_.count_restore(static_cast<std::int32_t>(it->second.blocks.size()) * opts_.block_tokens);
+  snaps_.count_restore(it->second.resume_tokens);
   return out;
 }
 
