@@ -41,6 +41,7 @@ router::router(const server_status& status, metrics::registry& metrics) : status
     res.prepare_payload();
     return res;
   });
+  answer_while_loading("/metrics");  // a scraper sees the server up, if not ready (/health says why)
 }
 
 void router::add(http::verb method, std::string path, endpoint fn, access a) {

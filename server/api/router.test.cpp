@@ -57,6 +57,7 @@ TEST(router, while_loading_health_gives_the_reason_and_other_routes_answer_503_b
   EXPECT_EQ(call(r, http::verb::post, "/v1/chat/completions").result(), http::status::unauthorized) << "keys first";
   EXPECT_EQ(call(r, http::verb::get, "/admin/api/stats", "Bearer k1").result(), http::status::ok);
   EXPECT_EQ(call(r, http::verb::get, "/").result(), http::status::ok) << "an open page needs no key";
+  EXPECT_EQ(call(r, http::verb::get, "/metrics", "Bearer k1").result(), http::status::ok);
   st.ready = true;
   EXPECT_EQ(call(r, http::verb::post, "/v1/chat/completions", "Bearer k1").result(), http::status::ok);
 }

@@ -37,6 +37,8 @@ def test_a_server_still_loading_answers_503_with_the_reason_and_exits_when_the_l
     assert stats.status_code == 200
     assert stats.json() == {"loading": {"stage": "opening the model", "progress": None}}
     assert httpx.get(f"{s.base_url}/admin", timeout=30).status_code == 200, "the dashboard opens while loading"
+    metrics = httpx.get(f"{s.base_url}/metrics", headers=AUTH, timeout=30)
+    assert metrics.status_code == 200 and "strata_responses_total" in metrics.text, "metrics are scraped while loading"
     assert "loading: opening the model" in s.log()
 
     # An empty "model": the load fails, and the server says why and exits 1.
