@@ -20,11 +20,21 @@
 
 namespace strata::redis::testing {
 
-/// A free loopback TCP port (bound and let go).
+/// A free loopback TCP port (bound and let go) whose cluster bus port, 10000 above, is valid and
+/// free too.
 inline int free_port() {
   boost::asio::io_context ctx;
-  boost::asio::ip::tcp::acceptor a(ctx, {boost::asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();
+  const auto lo = boost::asio::ip::make_address("127.0.0.1");
+  while (true) {
+    boost::asio::ip::tcp::acceptor a(ctx, {lo, 0});
+    const int port = a.local_endpoint().port();
+    if (port + 10000 > 65535) continue;
+    boost::system::error_code ec;
+    boost::asio::ip::tcp::acceptor bus(ctx);
+    bus.open(boost::asio::ip::tcp::v4(), ec);
+    if (!ec) bus.bind({lo, static_cast<unsigned short>(port + 10000)}, ec);
+    if (!ec) return port;
+  }
 }
 
 /// One synchronous command on host:port, its reply as text (a string, status or error reply) or

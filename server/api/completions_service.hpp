@@ -62,6 +62,10 @@ class completions_service {
   io::handler_result responses(io::http_request& req, const io::request_context& ctx);
   io::handler_result response_get(io::http_request& req, const io::request_context& ctx);
   io::handler_result response_delete(io::http_request& req, const io::request_context& ctx);
+  /// POST /internal/chain (chain_service.cpp): the cluster-directory keys of the full blocks of
+  /// the prompt that the request in the body (of the endpoint the x-strata-path header names)
+  /// would have here, as {"keys":[...],"prompt_tokens":N}: what `strata route` looks up.
+  io::handler_result chain(io::http_request& req, const io::request_context& ctx);
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);

@@ -71,6 +71,8 @@ class engine {
   const sched::scheduler_metrics& stats() const { return stats_; }
   const kv::pool_config& kv_pool() const { return pool_cfg_; }
   std::int32_t block_tokens() const { return page_tokens_; }
+  /// The model file's fingerprint (zero with the prefix cache off).
+  const std::array<std::uint64_t, 2>& fingerprint() const { return fingerprint_; }
   const config::server_config& config() const { return cfg_; }
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }

@@ -13,10 +13,23 @@ import time
 import pytest
 
 
-def free_port() -> int:
+def _free(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port() -> int:
+    """A free loopback port whose cluster bus port (port + 10000) is free and valid too."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + 10000 <= 65535 and _free(port + 10000):
+            return port
 
 
 def cli(port: int, *args: str) -> str:

@@ -69,3 +69,26 @@ def test_a_replica_whose_redis_is_unreachable_still_serves(launch):
     server = launch(["--demo", "--redis", "127.0.0.1:1", "--directory-ttl", "1s"])
     assert complete(server, PROMPT)["usage"]["prompt_tokens"] > 0
     assert complete(server, PROMPT)["usage"]["prompt_tokens_details"]["cached_tokens"] > 0
+
+
+def chain_keys(server, path: str, body: dict) -> list[str]:
+    r = httpx.post(f"{server.base_url}/internal/chain", json=body, headers={"x-strata-path": path}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["keys"]
+
+
+def test_internal_chain_names_the_keys_the_replica_lists_once_it_ran_the_request(launch, redis_cluster):  # noqa: F811
+    server = launch(["--demo", "--redis", redis_cluster.seeds])
+    port = redis_cluster.ports[0]
+    chat = {"messages": [{"role": "system", "content": PROMPT}, {"role": "user", "content": "hi"}], "max_tokens": 1}
+    for path, body in [("/v1/completions", {"prompt": PROMPT, "max_tokens": 1}), ("/v1/chat/completions", chat)]:
+        keys = chain_keys(server, path, body)
+        assert len(keys) >= 30 and all(KEY.match(k) for k in keys), keys[:2]
+        assert all(cli(port, "-c", "EXISTS", k) == "0" for k in keys[:3]), "nothing listed before the request ran"
+        r = httpx.post(f"{server.base_url}{path}", json=body, timeout=120)
+        assert r.status_code == 200, r.text
+        assert wait_for(lambda: all(cli(port, "-c", "HGET", k, server.base_url) for k in keys)), path
+    salted = chain_keys(server, "/v1/completions", {"prompt": PROMPT, "max_tokens": 1, "cache_salt": "t"})
+    assert not set(salted) & set(chain_keys(server, "/v1/completions", {"prompt": PROMPT, "max_tokens": 1}))
+    r = httpx.post(f"{server.base_url}/internal/chain", json={}, headers={"x-strata-path": "/v1/nothing"}, timeout=60)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "x-strata-path"
