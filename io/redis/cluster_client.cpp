@@ -120,6 +120,13 @@ void cluster_client::send(std::shared_ptr<op> o, const std::string& node, bool a
     o->cb(error{errc::io_error, "redis: no node serves slot " + std::to_string(o->slot)});
     return;
   }
+  if (auto d = down_until_.find(node); d != down_until_.end()) {
+    if (std::chrono::steady_clock::now() < d->second) {
+      o->cb(error{errc::io_error, "redis " + node + ": down (failed less than " + std::to_string(opts_.down_for.count()) + " ms ago)"});
+      return;
+    }
+    down_until_.erase(d);
+  }
   auto c = conn(node);
   if (asking) c->command({"ASKING"}, [](result<reply>) {});
   c->command(o->argv, [self = shared_from_this(), o, node](result<reply> r) { self->on_result(o, node, std::move(r)); });
@@ -128,6 +135,7 @@ void cluster_client::send(std::shared_ptr<op> o, const std::string& node, bool a
 void cluster_client::on_result(std::shared_ptr<op> o, const std::string& node, result<reply> r) {
   if (!r || closed_) {
     // The node is gone or silent: a fresh map may name another master for the slot.
+    if (!r && !closed_) down_until_[node] = std::chrono::steady_clock::now() + opts_.down_for;
     if (closed_ || o->retries++ >= 1) {
       o->cb(std::move(r));
       return;

@@ -7,7 +7,8 @@
 //                         there, and the whole map refreshed in the background;
 //   ASK slot host:port    the slot is being migrated and this key is already there: ASKING, then
 //                         the command, on that node, for this one command only;
-//   no answer, lost link  the map is refreshed and the command tried once more; then it fails.
+//   no answer, lost link  the map is refreshed and the command tried once more; then it fails,
+//                         and the node is left alone for a while (options.down_for).
 //
 // A server without cluster support (CLUSTER SLOTS answers an error) serves every slot itself.
 // Like connection, all calls and callbacks run on one strand.
@@ -48,6 +49,9 @@ struct cluster_options {
   std::chrono::milliseconds timeout{1000};
   /// MOVED/ASK redirections followed for one command before it fails.
   int max_redirects = 5;
+  /// A node that failed (no connection, no answer) is not tried again for this long: commands for
+  /// its slots fail at once meanwhile, instead of each opening a connection of its own.
+  std::chrono::milliseconds down_for{1000};
 };
 
 class cluster_client : public std::enable_shared_from_this<cluster_client> {
@@ -82,6 +86,7 @@ class cluster_client : public std::enable_shared_from_this<cluster_client> {
   cluster_options opts_;
   std::vector<std::string> slots_;  // node name per slot; empty before the first refresh
   std::map<std::string, std::shared_ptr<connection>> conns_;
+  std::map<std::string, std::chrono::steady_clock::time_point> down_until_;
   bool refreshing_ = false;
   bool closed_ = false;
   std::vector<std::function<void()>> after_refresh_;

@@ -139,6 +139,10 @@ TEST_F(cluster_client_test, a_killed_master_fails_its_keys_quickly_and_the_other
   auto w = run({"SET", alive, "y"});
   ASSERT_TRUE(w) << w.err().message;
   EXPECT_EQ(w->str, "OK");
+  // Meanwhile the dead master's keys fail at once, without a connection attempt each.
+  auto again = run({"GET", dead});
+  ASSERT_FALSE(again);
+  EXPECT_NE(again.err().message.find("down"), std::string::npos) << again.err().message;
 }
 
 }  // namespace
