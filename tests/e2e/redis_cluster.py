@@ -49,12 +49,16 @@ class RedisCluster:
                  "--cluster-config-file", f"nodes-{p}.conf", "--cluster-node-timeout", "2000",
                  "--cluster-require-full-coverage", "no", "--save", "", "--appendonly", "no",
                  "--logfile", f"redis-{p}.log"], cwd=self.dir)
-        for p in self.ports:
-            self._wait(lambda: cli(p, "PING") == "PONG")
-        subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
-                        "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
-        for p in self.ports:
-            self._wait(lambda: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"))
+        try:
+            for p in self.ports:
+                self._wait(lambda: cli(p, "PING") == "PONG")
+            subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+                            "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
+            for p in self.ports:
+                self._wait(lambda: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"))
+        except BaseException:
+            self.stop()  # no server outlives a cluster that did not come up
+            raise
 
     @staticmethod
     def _wait(ready, timeout: float = 20) -> None:
