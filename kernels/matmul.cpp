@@ -99,6 +99,36 @@ struct prepared_x {
   std::vector<std::byte> interleaved;  // for packed q8_0 weights
 };
 
+/// The m activation rows of x (m x k) as the row dots read them: pointers to x itself for float
+/// formats, else quantized into px (on the pool's workers unless `single`), and with `interleave`
+/// also interleaved in tiles for packed q8_0 weights (their buffer returned in xt, else null).
+act_row* prepare_rows(compute_pool& pool, const kernel_table& kt, prepared_x& px, act_format fmt, const float* x, std::int64_t m,
+                      std::int64_t k, bool single, bool interleave, std::byte*& xt) {
+  act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
+  xt = nullptr;
+  if (fmt == act_format::f32) {
+    for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
+    return xs;
+  }
+  const std::size_t per_row = act_row_bytes(fmt, k);
+  // One spare row of bytes lets the start be rounded up to 64.
+  std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
+  data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
+  if (interleave) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(m, k));
+  auto quantize = [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i)
+      xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
+    if (xt) interleave_q8_x8(xs, b, e, m, k, xt);
+  };
+  if (single || m < 4) {
+    quantize(0, m);
+  } else {
+    // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
+    pool.run_split(m, xt ? k_interleave_rows : 1, std::ref(quantize));
+  }
+  return xs;
+}
+
 }  // namespace
 
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
@@ -133,29 +163,9 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
   auto packed_of = [&](const matmul_out& o) {
     return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
   };
-  act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
-  std::byte* xt = nullptr;  // the calling thread's buffers: the workers see them through these pointers
-  if (fmt == act_format::f32) {
-    for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
-  } else {
-    const std::size_t per_row = act_row_bytes(fmt, k);
-    // One spare row of bytes lets the start be rounded up to 64.
-    std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
-    data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
-    const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const matmul_out& o) { return packed_of(o) != nullptr; });
-    if (any_packed) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(m, k));
-    auto quantize = [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i)
-        xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
-      if (xt) interleave_q8_x8(xs, b, e, m, k, xt);
-    };
-    if (single || m < 4) {
-      quantize(0, m);
-    } else {
-      // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
-      pool.run_split(m, xt ? k_interleave_rows : 1, std::ref(quantize));
-    }
-  }
+  const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const matmul_out& o) { return packed_of(o) != nullptr; });
+  std::byte* xt;  // the calling thread's buffers: the workers see them through these pointers
+  act_row* xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, any_packed, xt);
   auto rows_of = [&](const matmul_out& o, std::int64_t b, std::int64_t e) {
     dot_rows(kt, o.type, static_cast<const std::byte*>(o.w), b, e, o.rows, k, xs, m, o.y, packed_of(o), xt);
   };
@@ -216,20 +226,8 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
   for (const auto& o : outs) work += o.rows * k * static_cast<std::int64_t>(groups.size());
   const bool single = work < 32 * 1024 || pool.size() == 1;
   thread_local prepared_x px;
-  act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
-  if (fmt == act_format::f32) {
-    for (std::int64_t i = 0; i < m; ++i) xs[i] = act_row{x + i * k, nullptr, nullptr, nullptr};
-  } else {
-    const std::size_t per_row = act_row_bytes(fmt, k);
-    std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
-    data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
-    auto quantize = [&](std::int64_t b, std::int64_t e) {
-      for (std::int64_t i = b; i < e; ++i)
-        xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
-    };
-    if (single || m < 4) quantize(0, m);
-    else pool.run_split(m, 1, std::ref(quantize));
-  }
+  std::byte* xt;
+  act_row* xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, false, xt);
   // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
   std::int64_t total_rows = 0;
   for (const auto& o : outs) total_rows += o.rows * static_cast<std::int64_t>(groups.size());
