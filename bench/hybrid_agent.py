@@ -114,7 +114,7 @@ def first_token(url: str, tokens: list[int], gen: int, llama_api: bool) -> tuple
         path, body = "/completion", {"prompt": tokens, "n_predict": gen, "temperature": 0, "stream": True,
                                      "cache_prompt": True, "ignore_eos": True}
     else:
-        path, body = "/v1/completions", {"model": "m", "prompt": tokens, "max_tokens": gen, "temperature": 0,
+        path, body = "/v1/completions", {"prompt": tokens, "max_tokens": gen, "temperature": 0,
                                          "stream": True, "ignore_eos": True}
     t0 = time.perf_counter()
     ttft = None

@@ -40,7 +40,7 @@ def tokenize(base_url: str, text: str) -> list[int]:
 def complete(base_url: str, tokens: list[int], bits: int, max_tokens: int = MAX_TOKENS) -> tuple[str, int]:
     """The text of a greedy completion of `tokens`, and how many prompt tokens came from the cache."""
     r = httpx.post(f"{base_url}/v1/completions", timeout=300,
-                   json={"model": "m", "prompt": tokens, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+                   json={"prompt": tokens, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
                          "kv_bits": bits})
     assert r.status_code == 200, r.text
     body = r.json()

@@ -168,7 +168,7 @@ def city_of(block) -> str:
 
 
 def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
-    body = dict(model="m", max_tokens=32, system="You are a knowledgeable assistant. Answer in one short sentence.",
+    body = dict(model=DEFAULT_MODEL, max_tokens=32, system="You are a knowledgeable assistant. Answer in one short sentence.",
                 messages=[{"role": "user", "content": "What is the capital of France?"}], extra_body=GREEDY)
     m = smol.messages.create(**body)
     assert m.stop_reason == "end_turn" and [b.type for b in m.content] == ["text"], m

@@ -133,7 +133,7 @@ def smol():
 
 
 def test_the_real_model_answers_a_question_and_streams_the_same_text(smol):
-    body = dict(model="m", instructions="You are a knowledgeable assistant. Answer in one short sentence.",
+    body = dict(model=DEFAULT_MODEL, instructions="You are a knowledgeable assistant. Answer in one short sentence.",
                 input="What is the capital of France?", temperature=0, max_output_tokens=32)
     r = smol.responses.create(**body)
     assert r.status == "completed" and "paris" in r.output_text.lower(), r.output_text
