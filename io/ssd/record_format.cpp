@@ -44,6 +44,7 @@ void encode_record(const record_meta& meta, const std::array<std::uint64_t, 2>& 
   h.magic = k_magic;
   h.version = k_format_version;
   h.kv_format = static_cast<std::uint8_t>(meta.format);
+  h.kind = static_cast<std::uint8_t>(meta.kind);
   h.model = model;
   h.hash = meta.hash.w;
   h.parent = meta.parent.w;
@@ -93,6 +94,11 @@ std::optional<record_header> decode_header(std::span<const std::byte> block, hea
   return h;
 }
 
+bool readable(const record_header& h) {
+  if (h.version == k_format_version) return h.kind <= static_cast<std::uint8_t>(record_kind::snapshot);
+  return h.version >= k_oldest_format_version && h.version < k_format_version && h.kind == 0;
+}
+
 record_meta meta_of(const record_header& h, std::span<const std::byte> block) {
   record_meta m;
   if ((h.flags & k_flag_token_ids) && h.tokens > 0 && block.size() >= sizeof h + static_cast<std::size_t>(h.tokens) * 4) {
@@ -102,6 +108,7 @@ record_meta meta_of(const record_header& h, std::span<const std::byte> block) {
   m.hash.w = h.hash;
   m.parent.w = h.parent;
   m.format = static_cast<kv::kv_format>(h.kv_format);
+  m.kind = static_cast<record_kind>(h.kind);
   m.tokens = h.tokens;
   m.layers = h.layers;
   return m;

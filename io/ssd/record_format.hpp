@@ -6,10 +6,12 @@
 //   header:
 //     offset  size  field
 //          0     8  magic "STRATAKV"
-//          8     4  format version, u32 (k_format_version)
+//          8     4  format version, u32 (k_format_version; 1 and 2 are read)
 //         12     1  KV format, u8 (kv::kv_format: 16, 8 or 4)
 //         13     1  flags, u8: 1 = the token ids follow the fixed part (a partial block)
-//         14     2  zero
+//         14     1  record kind, u8 (record_kind: 0 = a KV block, 1 = a frozen boundary snapshot);
+//                   from version 2 on, zero in version 1 (whose records are all blocks)
+//         15     1  zero
 //         16    16  model fingerprint, 2 x u64
 //         32    32  block hash, 4 x u64
 //         64    32  parent hash, 4 x u64
@@ -25,6 +27,10 @@
 // later prompt may share only the first few of them, so it is matched token by token rather than
 // by its hash. The header checksum then covers the ids too. Records without the flag read exactly
 // as before it existed.
+// A snapshot record is keyed, like its block, by the chain hash of the block that ends at its
+// boundary; its payload is a serialized kv::state_snapshot and the layer count is the model's.
+// Version 2 added the kind: a version-1 reader skips version-2 records as another version rather
+// than reading a snapshot as a block, and a version-2 reader reads version-1 records as blocks.
 // Little-endian. The magic, the payload length and the two checksums keep their offsets in every
 // format version, so that a scan can verify a record of a version it does not read and step over it.
 
@@ -41,7 +47,9 @@ namespace strata::ssd {
 /// Everything on disk is aligned to this: record offsets, header and padded payload lengths.
 inline constexpr std::uint64_t k_block_bytes = 4096;
 inline constexpr std::uint64_t k_header_bytes = 4096;
-inline constexpr std::uint32_t k_format_version = 1;
+inline constexpr std::uint32_t k_format_version = 2;
+/// The oldest format version still read (its records are blocks).
+inline constexpr std::uint32_t k_oldest_format_version = 1;
 inline constexpr std::array<char, 8> k_magic{'S', 'T', 'R', 'A', 'T', 'A', 'K', 'V'};
 /// flags: the header carries the block's token ids.
 inline constexpr std::uint8_t k_flag_token_ids = 1;
@@ -56,7 +64,8 @@ struct record_header {
   std::uint32_t version = 0;
   std::uint8_t kv_format = 0;
   std::uint8_t flags = 0;
-  std::array<std::uint8_t, 2> reserved{};
+  std::uint8_t kind = 0;
+  std::uint8_t reserved = 0;
   std::array<std::uint64_t, 2> model{};
   std::array<std::uint64_t, 4> hash{};
   std::array<std::uint64_t, 4> parent{};
@@ -67,6 +76,7 @@ struct record_header {
   std::uint64_t header_xxh3 = 0;
 };
 static_assert(sizeof(record_header) == 128);
+static_assert(offsetof(record_header, kind) == 14);
 static_assert(offsetof(record_header, model) == 16);
 static_assert(offsetof(record_header, hash) == 32);
 static_assert(offsetof(record_header, parent) == 64);
@@ -102,6 +112,10 @@ enum class header_fault {
 
 /// The header of the 4096 bytes at `block` when its magic, checksum and payload length verify.
 std::optional<record_header> decode_header(std::span<const std::byte> block, header_fault* fault = nullptr);
+
+/// Whether this build reads a verified header's records: a known version, and a kind that
+/// version knows (another version or kind is skipped at the scan, like another model's).
+bool readable(const record_header& h);
 
 /// The metadata a verified header carries; `block` is the whole 4096-byte header (for the token
 /// ids of a partial block).

@@ -133,12 +133,13 @@ bool segment_store::write(const record_meta& meta, std::vector<std::byte> payloa
     return false;
   };
   if (s.degraded_) return refuse(true);
-  if (s.index_.contains(meta.hash) || s.writing_.contains(meta.hash)) return refuse(false);
+  const kv::block_hash key = record_key(meta);
+  if (s.index_.contains(key) || s.writing_.contains(key)) return refuse(false);
   if (payload.size() > k_max_payload_bytes ||
       (!s.write_queue_.empty() && s.queued_bytes_ + payload.size() > impl::max_queued_bytes)) {
     return refuse(true);
   }
-  s.writing_.insert(meta.hash);
+  s.writing_.insert(key);
   s.queued_bytes_ += payload.size();
   s.write_queue_.push_back({meta, std::move(payload)});
   s.pump();

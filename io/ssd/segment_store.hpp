@@ -34,8 +34,13 @@
 
 namespace strata::ssd {
 
+/// What a record holds: a block's KV, or a frozen boundary snapshot (kv::state_snapshot) of the
+/// non-sliceable state at the end of the block `hash` names.
+enum class record_kind : std::uint8_t { block = 0, snapshot = 1 };
+
 /// What a record says about its block besides the payload.
 struct record_meta {
+  record_kind kind = record_kind::block;
   kv::block_hash hash;
   kv::block_hash parent;
   kv::kv_format format = kv::kv_format::f16;
@@ -44,6 +49,20 @@ struct record_meta {
   /// A partial block's token ids (`tokens` of them); empty for a full block, which its hash names.
   std::vector<std::int32_t> token_ids;
 };
+
+/// The key a snapshot record is indexed under: its block's hash with a fixed mask in its first word,
+/// so that a block and the snapshot at its end live side by side in the index. Its own inverse.
+inline kv::block_hash snapshot_key(const kv::block_hash& h) {
+  kv::block_hash k = h;
+  k.w[0] ^= 0x736e'6170'7368'6f74ull;  // "snapshot"
+  return k;
+}
+
+/// The key a record is indexed under (and that read(), contains() and completions use): the
+/// block's hash, or snapshot_key of it for a snapshot.
+inline kv::block_hash record_key(const record_meta& m) {
+  return m.kind == record_kind::snapshot ? snapshot_key(m.hash) : m.hash;
+}
 
 struct store_options {
   std::filesystem::path dir;
@@ -92,7 +111,7 @@ struct read_result {
 
 /// What poll() collected since the last call.
 struct completions {
-  /// Records now durable in the index (write completed).
+  /// Records now durable in the index (write completed), by record_key as are the others here.
   std::vector<kv::block_hash> written;
   /// Records whose write failed (ENOSPC, an I/O error) or that were still queued when one did:
   /// the store stopped writing (degraded). Not on disk, and the store keeps nothing of them; the
@@ -123,7 +142,8 @@ class segment_store {
   /// or the records waiting for the disk already hold 256 MiB; true when queued (its outcome comes
   /// back through poll()).
   bool write(const record_meta& meta, std::vector<std::byte> payload);
-  /// Queues a read of the record with this hash; the result comes back through poll() with `tag`.
+  /// Queues a read of the record with this key (record_key: a block's hash, snapshot_key for a
+  /// snapshot); the result comes back through poll() with `tag`.
   /// Returns false (and queues nothing) when the hash is not in the index.
   bool read(const kv::block_hash& hash, std::uint64_t tag);
 
@@ -138,7 +158,8 @@ class segment_store {
   /// (in segments busy with I/O, or shared with another model's records).
   std::size_t clear();
 
-  bool contains(const kv::block_hash& hash) const;
+  /// Whether a record of this key (record_key) is in the index.
+  bool contains(const kv::block_hash& key) const;
   /// Whether writes are refused for now: a write failed (ENOSPC or another error) and the file
   /// system has not shown enough free space since. Checked again, at most once a second, by
   /// write() and poll(), which resume writing once there is room.

@@ -147,7 +147,7 @@ class segment_store_test : public ::testing::Test {
   /// Of the first n records, exactly the first `readable` read back, each with its own bytes.
   void expect_first_readable(segment_store& s, const std::vector<record>& recs, int n, int readable) {
     for (int i = 0; i < n; ++i) {
-      auto got = read_back(s, recs[static_cast<std::size_t>(i)].meta.hash);
+      auto got = read_back(s, record_key(recs[static_cast<std::size_t>(i)].meta));
       EXPECT_EQ(got.has_value(), i < readable) << "record " << i;
       if (got) {
         EXPECT_TRUE(*got == recs[static_cast<std::size_t>(i)].payload) << "record " << i;
@@ -157,7 +157,7 @@ class segment_store_test : public ::testing::Test {
 
   /// Record `r` reads back from `s` with its own bytes; `what` names it in a failure.
   void expect_reads_back(segment_store& s, const record& r, const std::string& what = "the record") {
-    auto got = read_back(s, r.meta.hash);
+    auto got = read_back(s, record_key(r.meta));
     EXPECT_TRUE(got) << what << " does not read back";
     if (got) {
       EXPECT_TRUE(*got == r.payload) << what << " reads back other bytes";

@@ -76,11 +76,12 @@ void segment_store::impl::trim(segment& s) {
 }
 
 void segment_store::impl::forget(const location& loc) {
-  auto it = index_.find(loc.meta.hash);
+  const kv::block_hash key = record_key(loc.meta);
+  auto it = index_.find(key);
   if (it == index_.end() || it->second.segment != loc.segment || it->second.offset != loc.offset) return;
   index_.erase(it);
   --segments_.at(loc.segment).live;
-  out_.removed.push_back(loc.meta.hash);
+  out_.removed.push_back(key);
 }
 
 }  // namespace strata::ssd

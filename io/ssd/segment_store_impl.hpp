@@ -63,7 +63,7 @@ struct segment_store::impl {
     std::uint32_t in_flight = 0;
     std::uint64_t live = 0;        // index entries pointing into it
     std::uint64_t foreign = 0;     // valid records of another model or format version
-    std::vector<kv::block_hash> hashes;  // every hash ever indexed here
+    std::vector<kv::block_hash> hashes;  // every key (record_key) ever indexed here
     // The offset of the lowest write that failed here. The scan at the next open stops there, so
     // records placed after it are not kept (see finish_write).
     std::uint64_t hole = std::numeric_limits<std::uint64_t>::max();

@@ -50,8 +50,8 @@ const char* segment_store::impl::verify(const slot_op& op, int res, const std::b
   header_fault fault{};
   auto h = decode_header(std::span(buf, k_header_bytes), &fault);
   if (!h) return fault == header_fault::bad_checksum ? "header checksum mismatch" : "no valid header";
-  if (h->version != k_format_version || h->model != opts_.model) return "another record's header";
-  if (h->hash != op.loc.meta.hash.w) return "another block's header";
+  if (!readable(*h) || h->model != opts_.model) return "another record's header";
+  if (h->hash != op.loc.meta.hash.w || h->kind != static_cast<std::uint8_t>(op.loc.meta.kind)) return "another block's header";
   if (h->payload_bytes != op.loc.payload) return "payload length changed";
   if (payload_checksum(std::span(buf + k_header_bytes, op.loc.payload)) != h->payload_xxh3) {
     return "payload checksum mismatch";
@@ -62,7 +62,7 @@ const char* segment_store::impl::verify(const slot_op& op, int res, const std::b
 void segment_store::impl::finish_read(const slot_op& op, int res, const std::byte* buf) {
   auto& seg = segments_.at(op.loc.segment);
   --seg.in_flight;
-  const auto& hash = op.loc.meta.hash;
+  const kv::block_hash hash = record_key(op.loc.meta);
   if (const char* why = verify(op, res, buf)) {
     ++stats_.read_failures;
     spdlog::warn("ssd: record {} at offset {} of {} is unreadable ({}); dropping it", short_hex(hash), op.loc.offset,

@@ -64,11 +64,11 @@ TEST_F(segment_store_recovery, skips_records_of_another_model_at_open_and_keeps_
 TEST_F(segment_store_recovery, skips_a_record_of_another_format_version_and_reads_the_ones_after_it) {
   write_one_segment(6, 30'000);
   close();
-  // Rewrite record 2's header as a valid header of format version 2.
+  // Rewrite record 2's header as a valid header of a format version after this build's.
   auto block = peek(file_, record_at(2), k_header_bytes);
   auto h = decode_header(block);
   ASSERT_TRUE(h);
-  h->version = 2;
+  h->version = k_format_version + 1;
   seal_header(*h, block.data());
   poke(file_, record_at(2), std::as_bytes(std::span(&*h, 1)));
 

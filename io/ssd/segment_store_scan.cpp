@@ -81,14 +81,15 @@ result<void> segment_store::impl::scan(clock::time_point start) {
   // Index in write order, so that a hash stored twice keeps its newest copy.
   for (auto& c : cursors) {
     for (auto& f : c.found) {
-      auto [it, fresh] = index_.try_emplace(f.meta.hash);
+      const kv::block_hash key = record_key(f.meta);
+      auto [it, fresh] = index_.try_emplace(key);
       if (!fresh) {
         ++counts.duplicates;
         --segments_.at(it->second.segment).live;
       }
       it->second = location{c.seg->id, f.offset, f.payload, f.meta};
       ++c.seg->live;
-      c.seg->hashes.push_back(f.meta.hash);
+      c.seg->hashes.push_back(key);
     }
   }
   for (auto it = segments_.begin(); it != segments_.end();) {
@@ -174,7 +175,7 @@ bool segment_store::impl::step(cursor& cur, int res, const std::byte* block, sca
     ++counts.torn;  // a torn, zeroed or overwritten record: nothing after it can be trusted
     return false;
   }
-  if (h->version != k_format_version) {
+  if (!readable(*h)) {
     ++counts.other_version;
     ++seg.foreign;
   } else if (h->model != opts_.model) {

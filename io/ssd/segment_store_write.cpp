@@ -53,7 +53,7 @@ bool segment_store::impl::start_write() {
   if (!seg) {
     int err = slot ? errno : ENOMEM;
     if (slot) give_slot(*slot);
-    writing_.erase(w.meta.hash);
+    writing_.erase(record_key(w.meta));
     queued_bytes_ -= w.payload.size();
     defer(std::move(w.meta));
     write_queue_.pop_front();
@@ -80,7 +80,7 @@ bool segment_store::impl::start_write() {
 }
 
 void segment_store::impl::finish_write(const slot_op& op, int res) {
-  const auto& hash = op.loc.meta.hash;
+  const kv::block_hash hash = record_key(op.loc.meta);
   writing_.erase(hash);
   auto& seg = segments_.at(op.loc.segment);
   --seg.in_flight;
@@ -126,7 +126,7 @@ void segment_store::impl::degrade(int res, std::uint32_t length, const std::stri
   // The failed record left a hole or a torn tail: later records go to a new segment.
   current_.reset();
   for (auto& w : write_queue_) {
-    writing_.erase(w.meta.hash);
+    writing_.erase(record_key(w.meta));
     defer(std::move(w.meta));
   }
   write_queue_.clear();

@@ -131,7 +131,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
       spdlog::warn("cache.mode = tiered: the SSD tier cannot start ({}); cached prefixes stay in RAM (as hot)",
                    store.err().message);
     } else {
-      e->ssd_catalog_ = (*store)->catalog();
+      // The scheduler's catalog lists blocks; snapshot records share their block's hash.
+      for (auto& m : (*store)->catalog())
+        if (m.kind == ssd::record_kind::block) e->ssd_catalog_.push_back(std::move(m));
       e->ssd_ = std::move(*store);
     }
   }
