@@ -47,8 +47,9 @@ void batch_planner::release(sequence& s) {
   if (s.state_slot >= 0) free_slots_.push_back(std::exchange(s.state_slot, -1));
 }
 
-std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::int32_t n_ok) {
-  auto r = cache_.restore_done(order, n_ok);
+std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::int32_t n_ok,
+                                                     std::optional<kv::state_snapshot> snap) {
+  auto r = cache_.restore_done(order, n_ok, std::move(snap));
   if (!r) return {};
   sequence& s = seqs_.at(r->seq);
   s.n_computed = r->n_computed;

@@ -132,7 +132,8 @@ class batch_planner {
   /// The first `n_ok` blocks of a restore order came back (see kv_cache_manager::restore_done):
   /// the waiting sequence computes from the end of them. Returns the ids of the blocks to load
   /// with the next step, in order; empty when the order is stale.
-  std::vector<std::int32_t> restore_done(std::uint64_t order, std::int32_t n_ok);
+  std::vector<std::int32_t> restore_done(std::uint64_t order, std::int32_t n_ok,
+                                         std::optional<kv::state_snapshot> snap = std::nullopt);
 
   /// cache.mode changed at run time (see kv_cache_manager::set_mode).
   void set_cache_mode(bool prefix_cache, bool ssd);

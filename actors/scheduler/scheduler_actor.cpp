@@ -60,7 +60,13 @@ scheduler_actor::scheduler_actor(scheduler_config cfg, text_services text, pipel
                       : kv::kv_cache_manager(cache_options_of(cfg.planner), cfg.kv_blocks)),
       planner_(cfg.planner, cache_) {
   if (!cfg_.block_watchers.empty()) cache_.observe(&block_events_);
-  for (auto& r : cfg_.ssd_catalog) cache_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
+  for (auto& r : cfg_.ssd_catalog) {
+    if (r.kind == ssd::record_kind::snapshot) {
+      cache_.ssd_snapshot_stored(r.hash);
+    } else {
+      cache_.ssd_stored(r.hash, r.parent, std::move(r.token_ids));
+    }
+  }
   cfg_.ssd_catalog = {};
 }
 
@@ -153,6 +159,7 @@ void scheduler_actor::handle(step_done d) {
   for (auto& st : d.states) {
     if (const sequence* s = planner_.find(st.seq)) cache_.add_snapshot(st.seq, s->tokens, st.end, std::move(st.state));
   }
+  persist_snapshots();
 
   const auto now = std::chrono::steady_clock::now();
   for (auto& s : d.samples) {
@@ -242,12 +249,34 @@ void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
   }
 }
 
+void scheduler_actor::persist_snapshots() {
+  for (auto& s : cache_.take_snapshot_saves()) {
+    if (!cfg_.ssd || ssd_degraded_) {
+      cache_.ssd_forgotten(kv::snapshot_key(s.hash));  // a snapshot is not kept for later: the next one is
+      continue;
+    }
+    ssd::record_meta meta;
+    meta.kind = ssd::record_kind::snapshot;
+    meta.hash = s.hash;
+    meta.parent = s.parent;
+    meta.tokens = s.tokens;
+    meta.layers = cfg_.n_layers;
+    cfg_.ssd->tell(ssd::persist{std::move(meta), std::move(s.payload)});
+  }
+}
+
 void scheduler_actor::handle(ssd_update u) {
   for (const auto& h : u.written) cache_.ssd_stored(h);
   for (const auto& h : u.not_written) cache_.ssd_forgotten(h);
   for (const auto& h : u.removed) cache_.ssd_forgotten(h);
   // Deferred blocks stay "being persisted" for the planner until they are written or lost.
-  for (auto& m : u.deferred) deferred_.add(kv::save_item{-1, m.hash, m.parent, m.format, std::move(m.token_ids)});
+  for (auto& m : u.deferred) {
+    if (m.kind == ssd::record_kind::snapshot) {
+      cache_.ssd_forgotten(ssd::record_key(m));
+      continue;
+    }
+    deferred_.add(kv::save_item{-1, m.hash, m.parent, m.format, std::move(m.token_ids)});
+  }
   ssd_degraded_ = u.degraded;
   std::vector<kv::block_hash> lost;
   deferred_.prune(cache_.pool(), lost);
@@ -292,12 +321,22 @@ void scheduler_actor::handle(ssd_loaded l) {
   const std::int64_t want = format ? cache_.pool().block_bytes(*format) : -1;
   // Blocks count from the start of the order up to the first one missing (or not this pool's
   // block size: a record written with another kv.block_tokens): the chain computes from there.
+  // A snapshot order ends with the snapshot's record: decoded, and its layer count checked.
+  std::optional<kv::state_snapshot> snap;
+  if (cache_.restore_wants_snapshot(l.order) && !l.payloads.empty()) {
+    if (auto& p = l.payloads.back()) {
+      snap = kv::decode_snapshot(*p);
+      if (snap && static_cast<std::int32_t>(snap->layers.size()) != cfg_.n_layers) snap.reset();
+      block_buffers::shared().give(std::move(*p));
+    }
+    l.payloads.pop_back();
+  }
   std::int32_t n_ok = 0;
   for (const auto& p : l.payloads) {
     if (!p || static_cast<std::int64_t>(p->size()) != want) break;
     ++n_ok;
   }
-  std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok);
+  std::vector<std::int32_t> ids = planner_.restore_done(l.order, n_ok, std::move(snap));
   for (std::size_t k = 0; k < ids.size(); ++k) loads_.push_back(pipeline::frozen_block{ids[k], std::move(*l.payloads[k])});
   for (std::size_t k = ids.size(); k < l.payloads.size(); ++k)
     if (l.payloads[k]) block_buffers::shared().give(std::move(*l.payloads[k]));

@@ -128,6 +128,9 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void report_pressure();
   /// Sends the frozen blocks of a finished step to the SSD store.
   void persist(std::vector<pipeline::frozen_block> saved);
+  /// Sends the snapshots taken with the last step to the SSD tier (tiered mode), as snapshot
+  /// records; while it is degraded they are dropped (the next snapshot is written instead).
+  void persist_snapshots();
   /// While the SSD tier is degraded, moves the step's saves to deferred_ (no copying out for a
   /// disk that refuses them); while it writes, adds to them the deferred saves RAM still holds.
   void route_saves(std::vector<kv::save_item>& saves);

@@ -12,13 +12,14 @@
 
 namespace strata::ssd {
 
-/// Write one block: its frozen KV over every layer (pipeline::frozen_block's layout), moved in.
+/// Write one record, moved in: a block's frozen KV over every layer (pipeline::frozen_block's
+/// layout), or a snapshot (meta.kind; kv::encode_snapshot's layout).
 struct persist {
   record_meta meta;
   std::vector<std::byte> payload;
 };
 
-/// Read these blocks back; answered with one sched::ssd_loaded carrying `order`.
+/// Read these records back (by record_key: a block's hash, or snapshot_key for a snapshot); answered with one sched::ssd_loaded carrying `order`.
 struct load {
   std::uint64_t order = 0;
   std::vector<kv::block_hash> hashes;

@@ -100,11 +100,12 @@ void ssd_store::handle(persist p) {
   const bool degraded = store_->degraded();
   completions c = store_->poll();
   std::vector<kv::block_hash> refused;
-  if (!queued && !store_->contains(p.meta.hash)) {
+  const kv::block_hash key = record_key(p.meta);
+  if (!queued && !store_->contains(key)) {
     if (degraded) {
       c.deferred.push_back(std::move(p.meta));  // offered again once the tier writes again
     } else {
-      refused.push_back(p.meta.hash);  // already queued, or the queue is full
+      refused.push_back(key);  // already queued, or the queue is full
     }
   }
   deliver(std::move(c), std::move(refused));

@@ -31,6 +31,7 @@
 #include "src/common/error.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
+#include "src/kv/snapshot_index.hpp"
 
 namespace strata::ssd {
 
@@ -50,13 +51,8 @@ struct record_meta {
   std::vector<std::int32_t> token_ids;
 };
 
-/// The key a snapshot record is indexed under: its block's hash with a fixed mask in its first word,
-/// so that a block and the snapshot at its end live side by side in the index. Its own inverse.
-inline kv::block_hash snapshot_key(const kv::block_hash& h) {
-  kv::block_hash k = h;
-  k.w[0] ^= 0x736e'6170'7368'6f74ull;  // "snapshot"
-  return k;
-}
+/// The key a snapshot record is indexed under (kv::snapshot_key: apart from its block's).
+using kv::snapshot_key;
 
 /// The key a record is indexed under (and that read(), contains() and completions use): the
 /// block's hash, or snapshot_key of it for a snapshot.

@@ -76,14 +76,6 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // format's pages take in every layer, so q8_0 and q4_0 requests fit about 1.9 and 3.6 times the
   // tokens of f16 ones. Pages are reserved up front and touched only when first written, so an
   // idle server's resident memory stays small.
-  // A recurrent layer's state cannot be cut back to a block boundary: its sequences resume only
-  // from frozen boundary snapshots, which do not reach the SSD tier yet (a tiered cache keeps them
-  // in RAM, as hot).
-  if (hp.has_recurrent() && cfg.cache.mode == config::cache_mode::tiered) {
-    spdlog::warn("{} has recurrent layers, whose snapshots the SSD tier does not keep yet: cache.mode = hot",
-                 model::arch_name(hp.architecture));
-    e->cfg_.cache.mode = config::cache_mode::hot;
-  }
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
   e->quantized_kv_ = hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
   kv::pool_config& pc = e->pool_cfg_;
@@ -131,9 +123,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
       spdlog::warn("cache.mode = tiered: the SSD tier cannot start ({}); cached prefixes stay in RAM (as hot)",
                    store.err().message);
     } else {
-      // The scheduler's catalog lists blocks; snapshot records share their block's hash.
-      for (auto& m : (*store)->catalog())
-        if (m.kind == ssd::record_kind::block) e->ssd_catalog_.push_back(std::move(m));
+      e->ssd_catalog_ = (*store)->catalog();
       e->ssd_ = std::move(*store);
     }
   }

@@ -13,6 +13,11 @@ layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const
                          std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots)
     : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {
   if (m_->hp.recurrent(layer_)) state_.emplace(m_->hp, std::max<std::int32_t>(state_slots, 1), layer_);
+  for (int il = 0; il < m_->hp.n_layer; ++il) {
+    if (m_->hp.recurrent(il)) continue;
+    if (il == layer_) kv_index_ = kv_layers_;
+    ++kv_layers_;
+  }
 }
 
 void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
@@ -37,10 +42,10 @@ std::size_t layer_stage::page_bytes(std::int32_t block) const {
 void layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
   for (auto& f : saved) {
     const std::size_t n = page_bytes(f.block);
-    const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
+    const std::size_t total = n * 2 * static_cast<std::size_t>(kv_layers_);
     if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
-    if (f.bytes.size() != total) continue;  // never: every layer holds the block in one format
-    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
+    if (kv_index_ < 0 || f.bytes.size() != total) continue;  // never: every layer holds the block in one format
+    const std::size_t at = n * 2 * static_cast<std::size_t>(kv_index_);
     std::memcpy(f.bytes.data() + at, kv_.k(f.block, 0), n);
     std::memcpy(f.bytes.data() + at + n, kv_.v(f.block, 0), n);
   }
@@ -58,8 +63,8 @@ void layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies) {
 void layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
   for (const auto& f : blocks) {
     const std::size_t n = page_bytes(f.block);
-    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
-    if (f.bytes.size() != n * 2 * static_cast<std::size_t>(m_->hp.n_layer)) continue;  // checked by the scheduler
+    const std::size_t at = n * 2 * static_cast<std::size_t>(kv_index_);
+    if (kv_index_ < 0 || f.bytes.size() != n * 2 * static_cast<std::size_t>(kv_layers_)) continue;  // checked by the scheduler
     std::memcpy(kv_.k(f.block, 0), f.bytes.data() + at, n);
     std::memcpy(kv_.v(f.block, 0), f.bytes.data() + at + n, n);
   }

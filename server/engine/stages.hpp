@@ -37,6 +37,10 @@ class layer_stage final : public pipeline::layer_compute {
 
   std::shared_ptr<const model::model> m_;
   int layer_;
+  /// A frozen block holds the pages of the attention layers only (a recurrent layer's pages stay
+  /// unused): how many there are, and where this layer's go (-1: a recurrent layer).
+  int kv_layers_ = 0;
+  int kv_index_ = -1;
   model::layer_kv kv_;
   std::shared_ptr<kernels::compute_pool> pool_;
   std::vector<model::seq_rows> rows_;

@@ -226,6 +226,7 @@ void kv_cache_manager::announce_ssd(block_event::kind what, const block_hash& h)
 }
 
 void kv_cache_manager::ssd_stored(const block_hash& h) {
+  if (ssd_snapshot_event(h, true)) return;
   persisting_.erase(h);
   if (on_ssd_.insert(h).second) announce_ssd(block_event::kind::stored, h);
 }
@@ -236,6 +237,7 @@ void kv_cache_manager::ssd_stored(const block_hash& h, const block_hash& parent,
 }
 
 void kv_cache_manager::ssd_forgotten(const block_hash& h) {
+  if (ssd_snapshot_event(h, false)) return;
   persisting_.erase(h);
   if (on_ssd_.erase(h) > 0) announce_ssd(block_event::kind::removed, h);
   if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
@@ -325,13 +327,13 @@ void kv_cache_manager::sweep_ram_blocks() {
 }
 
 bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
-  // Snapshots do not reach the SSD tier yet: a chain resumed from there would lack its state.
-  if (!opts_.ssd || on_ssd_.empty() || opts_.snapshots.on) return false;
+  if (!opts_.ssd || on_ssd_.empty()) return false;
   seq_state& s = state(seq);
   const std::int32_t bt = opts_.block_tokens;
   const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;
   if (n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
   extend_hashes(s, tokens, max_blocks);
+  if (opts_.snapshots.on) return restore_to_snapshot(s, seq, max_blocks);
   restore_order order;
   auto add = [&](const block_hash& h) {
     auto b = pool_.allocate(s.format);
@@ -374,7 +376,8 @@ std::optional<kv_format> kv_cache_manager::restore_format(std::uint64_t order) c
   return it->second.format;
 }
 
-std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order, std::int32_t n_ok) {
+std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order, std::int32_t n_ok,
+                                                             std::optional<state_snapshot> snap) {
   const bool live = restore_format(order).has_value();
   auto o = orders_.find(order);
   if (o == orders_.end()) return std::nullopt;
@@ -386,6 +389,7 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   const auto first = static_cast<std::size_t>(s.restore_first);
   const auto ordered = static_cast<std::int32_t>(s.blocks.size() - first);
   n_ok = std::clamp<std::int32_t>(n_ok, 0, ordered);
+  if (s.restore_snapshot) n_ok = finish_snapshot_restore(s, n_ok, ordered, std::move(snap));
   // What did not come back is computed: its blocks go back unhashed.
   while (s.blocks.size() > first + static_cast<std::size_t>(n_ok)) {
     pool_.release(s.blocks.back());
@@ -405,6 +409,7 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
     if (pool_.set_hash(s.blocks[i], s.hashes[i], parent_of(s, i))) announce_ram(s, i, {});
   }
   s.n_published = static_cast<std::int32_t>(full);
+  if (std::exchange(s.restore_snapshot, false) && full > first) keep_resume_snapshot(s, full);
   r.n_computed = static_cast<std::int32_t>(full) * bt + tail_tokens;
   r.restored = static_cast<std::int32_t>(full - first) * bt + tail_tokens;
   return r;

@@ -125,7 +125,9 @@ class kv_cache_manager {
   std::int32_t cover(std::uint64_t seq, std::int32_t end);
   /// Goes on with seq's chain through the SSD after the n_computed tokens it holds (whole blocks
   /// only): allocates blocks for the hashes stored there and orders their restore. True if seq
-  /// now waits for that order.
+  /// now waits for that order. With snapshots on, only as far as the deepest boundary whose
+  /// snapshot is on the SSD (or in RAM): the order then ends with that snapshot's key
+  /// (snapshot_key), and the blocks count only if it comes back too.
   bool restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed);
   /// A step computed seq's tokens up to n_computed: offers every block it filled to the pool
   /// under its hash (and, with write_through, to the SSD).
@@ -150,7 +152,24 @@ class kv_cache_manager {
   /// The first `n_ok` blocks of an order came back (the caller loads them into the layers with
   /// the next step); the rest will be computed. Empty when the order is stale (its sequence let
   /// go of its blocks meanwhile).
-  std::optional<restore_result> restore_done(std::uint64_t order, std::int32_t n_ok);
+  /// `snap`: the snapshot the order ends with (restore_wants_snapshot), decoded; nullopt when it
+  /// did not come back (a miss: the sequence computes from where it stood before the order).
+  std::optional<restore_result> restore_done(std::uint64_t order, std::int32_t n_ok,
+                                             std::optional<state_snapshot> snap = std::nullopt);
+  /// Whether the order's last key is a snapshot's (read back by the SSD tier like a block).
+  bool restore_wants_snapshot(std::uint64_t order) const;
+  /// SSD tier: the snapshot at the end of block h is on the disk (found at start).
+  void ssd_snapshot_stored(const block_hash& h) { snaps_on_ssd_.insert(h); }
+  bool snapshot_on_ssd(const block_hash& h) const { return snaps_on_ssd_.contains(h); }
+  /// Snapshots to write to the SSD tier (tiered mode), taken since the last call; the caller
+  /// sends them. Each one's outcome comes back through ssd_stored / ssd_forgotten of its key.
+  struct snapshot_save {
+    block_hash hash;
+    block_hash parent;
+    std::int32_t tokens = 0;
+    std::vector<std::byte> payload;
+  };
+  std::vector<snapshot_save> take_snapshot_saves() { return std::exchange(snap_saves_, {}); }
   /// The KV format of the blocks a pending order restores; empty when the order is stale.
   std::optional<kv_format> restore_format(std::uint64_t order) const;
 
@@ -219,6 +238,11 @@ class kv_cache_manager {
     /// tokens it spares.
     std::optional<state_snapshot> resume;
     std::int32_t resume_tokens = 0;
+    /// A restore order that ends at a snapshot: from the SSD (its key is the order's last), or a
+    /// copy from RAM taken when the order was made.
+    bool restore_snapshot = false;
+    bool restore_snapshot_from_ssd = false;
+    std::optional<state_snapshot> restore_snapshot_ram;
   };
   /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
   /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.
@@ -270,6 +294,16 @@ class kv_cache_manager {
   std::int32_t resume_point(seq_state& s, std::int32_t full);
   /// Forgets the snapshots whose blocks the pool dropped.
   void sweep_snapshots();
+  /// restore() with snapshots on (see there).
+  bool restore_to_snapshot(seq_state& s, std::uint64_t seq, std::int32_t max_blocks);
+  /// Finishes a snapshot order in restore_done: the blocks count only with their snapshot; when
+  /// they do, it becomes s's resume point (and is kept in RAM). Returns n_ok, or 0 on a miss.
+  std::int32_t finish_snapshot_restore(seq_state& s, std::int32_t n_ok, std::int32_t ordered,
+                                       std::optional<state_snapshot> snap);
+  /// Keeps s's resume snapshot (restored from the SSD) in RAM too, on the block ending at it.
+  void keep_resume_snapshot(seq_state& s, std::size_t full);
+  /// An SSD answer about `key` when it is a snapshot's (true: handled).
+  bool ssd_snapshot_event(const block_hash& key, bool stored);
   seq_state& state(std::uint64_t seq) { return seqs_.at(seq); }
   /// Tells the observer that full block i of s's chain is in RAM now (its tokens, when known).
   void announce_ram(const seq_state& s, std::size_t i, std::span<const std::int32_t> token_ids);
@@ -282,6 +316,10 @@ class kv_cache_manager {
   std::unordered_map<std::uint8_t, block_hash> roots_;
   std::unordered_map<std::uint64_t, seq_state> seqs_;
   snapshot_index snaps_;
+  /// Snapshots on the SSD, and being written there, by their block's hash; saves to send.
+  hash_set snaps_on_ssd_;
+  hash_set snaps_persisting_;
+  std::vector<snapshot_save> snap_saves_;
   hash_set on_ssd_;
   hash_set persisting_;  // asked to persist, no answer yet
   std::vector<save_item> saves_;

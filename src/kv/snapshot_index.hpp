@@ -14,6 +14,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +32,20 @@ struct state_snapshot {
     return n;
   }
 };
+
+/// A snapshot as the SSD tier stores it: the layer count (u64), each layer's byte count (u64),
+/// then the layers' bytes one after the other. Little-endian.
+std::vector<std::byte> encode_snapshot(const state_snapshot& s);
+/// The snapshot `bytes` encode, or nullopt when they do not add up to one.
+std::optional<state_snapshot> decode_snapshot(std::span<const std::byte> bytes);
+
+/// The key the SSD tier keeps the snapshot at the end of block `h` under: h with a fixed mask in
+/// its first word, so that the block and its snapshot live side by side. Its own inverse.
+inline block_hash snapshot_key(const block_hash& h) {
+  block_hash k = h;
+  k.w[0] ^= 0x736e'6170'7368'6f74ull;  // "snapshot"
+  return k;
+}
 
 /// Where snapshots are taken: at every `every`-th block boundary of a sequence, and at the last
 /// block boundary of its prompt (so the next chat turn, which repeats the prompt, resumes there).
