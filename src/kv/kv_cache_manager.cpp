@@ -359,13 +359,17 @@ bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> 
     if (t && add(t->hash)) s.restore_tail = n;
   }
   if (order.hashes.empty()) return false;
+  place_order(s, seq, std::move(order));
+  return true;
+}
+
+void kv_cache_manager::place_order(seq_state& s, std::uint64_t seq, restore_order order) {
   order.order = next_order_++;
   order.seq = seq;
   s.restoring = true;
   s.restore_order = order.order;
   orders_[order.order] = seq;
   restores_.push_back(std::move(order));
-  return true;
 }
 
 std::optional<kv_format> kv_cache_manager::restore_format(std::uint64_t order) const {

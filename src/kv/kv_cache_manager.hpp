@@ -294,6 +294,8 @@ class kv_cache_manager {
   std::int32_t resume_point(seq_state& s, std::int32_t full);
   /// Forgets the snapshots whose blocks the pool dropped.
   void sweep_snapshots();
+  /// Numbers `order` for seq and queues it (take_restores); s waits for it.
+  void place_order(seq_state& s, std::uint64_t seq, restore_order order);
   /// restore() with snapshots on (see there).
   bool restore_to_snapshot(seq_state& s, std::uint64_t seq, std::int32_t max_blocks);
   /// Finishes a snapshot order in restore_done: the blocks count only with their snapshot; when

@@ -68,12 +68,7 @@ bool kv_cache_manager::restore_to_snapshot(seq_state& s, std::uint64_t seq, std:
   if (const state_snapshot* ram = snaps_.find(end)) s.restore_snapshot_ram = *ram;
   s.restore_snapshot_from_ssd = !s.restore_snapshot_ram;
   if (s.restore_snapshot_from_ssd) order.hashes.push_back(snapshot_key(end));
-  order.order = next_order_++;
-  order.seq = seq;
-  s.restoring = true;
-  s.restore_order = order.order;
-  orders_[order.order] = seq;
-  restores_.push_back(std::move(order));
+  place_order(s, seq, std::move(order));
   return true;
 }
 
