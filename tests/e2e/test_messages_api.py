@@ -6,8 +6,9 @@ At temperature 0 the Messages answer must be the chat-completions answer to the 
 (the same template, the same greedy tokens), streamed or not; stop sequences end it with
 stop_reason "stop_sequence" and name the one that matched; usage counts the prompt as
 count_tokens does; errors come in Anthropic's shape; `x-api-key` authenticates. On the real
-default model, a factual question gets the right answer, the same text streamed; a forced tool is a valid tool_use block (stop_reason "tool_use") at temperature 1,
-a streamed tool_use reassembles (input_json_delta) to the non-streamed one, and tool results render.
+default model, a factual question gets the right answer, the same text streamed; a forced tool is
+a valid tool_use block (stop_reason "tool_use") at temperature 1, a streamed tool_use reassembles
+(input_json_delta) to the non-streamed one, and tool results render.
 """
 
 from __future__ import annotations
