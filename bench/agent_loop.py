@@ -124,7 +124,10 @@ async def agent(http: aiohttp.ClientSession, url: str, model: str, index: int) -
 
 async def run(url: str) -> list[list[dict]]:
     """Every agent's steps, agents in order."""
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=600)) as http:
+    # A connection per request: llama-server closes idle keep-alive connections, and a request sent
+    # on one it has just closed fails.
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=600),
+                                     connector=aiohttp.TCPConnector(force_close=True)) as http:
         async with http.get(f"{url}/v1/models") as res:
             model = (await res.json())["data"][0]["id"]
         # Warm up untimed: the connection pool and the system prompt.
