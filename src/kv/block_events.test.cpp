@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "src/kv/kv_cache_manager.hpp"
+#include "src/kv/kv_test_tokens.hpp"
 
 namespace strata::kv {
 namespace {
 
-using tokens_t = std::vector<std::int32_t>;
+using test_tokens::iota_tokens;
+using test_tokens::tokens_t;
 
 struct recorder final : block_observer {
   std::vector<block_event> events;
@@ -25,12 +27,6 @@ cache_options caching(std::int32_t block_tokens, bool ssd = false) {
   o.ns.model = {42, 43};
   o.ssd = ssd;
   return o;
-}
-
-tokens_t iota_tokens(int n, std::int32_t first = 1) {
-  tokens_t t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
 }
 
 void run(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens, std::int32_t n_computed) {

@@ -6,12 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include "src/kv/kv_test_tokens.hpp"
+
 #include "tests/support/test_seed.hpp"
 
 namespace strata::kv {
 namespace {
 
-using tokens_t = std::vector<std::int32_t>;
+using test_tokens::iota_tokens;
+using test_tokens::tokens_t;
 
 cache_options caching(std::int32_t block_tokens) {
   cache_options o;
@@ -26,13 +29,6 @@ cache_options tiered(std::int32_t block_tokens, bool write_through = true) {
   o.ssd = true;
   o.write_through = write_through;
   return o;
-}
-
-/// first, first + 1, ..., first + n - 1.
-tokens_t iota_tokens(int n, std::int32_t first = 1) {
-  tokens_t t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
 }
 
 tokens_t concat(tokens_t a, const tokens_t& b) {

@@ -7,12 +7,14 @@
 #include <gtest/gtest.h>
 
 #include "src/kv/kv_cache_manager.hpp"
+#include "src/kv/kv_test_tokens.hpp"
 #include "src/kv/snapshot_index.hpp"
 
 namespace strata::kv {
 namespace {
 
-using tokens_t = std::vector<std::int32_t>;
+using test_tokens::iota_tokens;
+using test_tokens::tokens_t;
 constexpr std::int32_t k_block = 4;
 
 cache_options tiered(bool ssd) {
@@ -23,12 +25,6 @@ cache_options tiered(bool ssd) {
   o.ns.model = {42, 43};
   o.snapshots = {.on = true, .block_tokens = k_block, .every = 0};
   return o;
-}
-
-tokens_t iota_tokens(int n) {
-  tokens_t t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), 1);
-  return t;
 }
 
 state_snapshot two_layers() {

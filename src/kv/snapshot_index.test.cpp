@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "src/kv/kv_cache_manager.hpp"
+#include "src/kv/kv_test_tokens.hpp"
 
 namespace strata::kv {
 namespace {
 
-using tokens_t = std::vector<std::int32_t>;
+using test_tokens::iota_tokens;
+using test_tokens::tokens_t;
 constexpr std::int32_t k_block = 4;
 
 cache_options with_snapshots(std::int32_t every) {
@@ -32,12 +34,6 @@ pool_config bytes_pool(std::int64_t budget, std::int64_t cached) {
   p.budget = budget;
   p.cached_budget = cached;
   return p;
-}
-
-tokens_t iota_tokens(int n, std::int32_t first = 1) {
-  tokens_t t(static_cast<std::size_t>(n));
-  std::iota(t.begin(), t.end(), first);
-  return t;
 }
 
 /// A snapshot whose single layer holds `bytes` bytes of value `tag`.
