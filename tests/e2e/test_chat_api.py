@@ -29,34 +29,24 @@ MESSAGES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tiny_server):
-    return tiny_server
-
-
-@pytest.fixture(scope="module")
-def client(tiny_client):
-    return tiny_client
-
-
-def chat(client, body: dict, **kw):
+def chat(tiny_client, body: dict, **kw):
     """client.chat.completions.create with strata's own parameters (ignore_eos, kv_bits) passed as
     extra body fields, as the SDK sends any parameter it does not know."""
     body = {**body, **kw}
     known = {k: v for k, v in body.items() if k not in ("ignore_eos", "kv_bits")}
     extra = {k: v for k, v in body.items() if k in ("ignore_eos", "kv_bits")}
-    return client.chat.completions.create(**known, extra_body=extra or None)
+    return tiny_client.chat.completions.create(**known, extra_body=extra or None)
 
 
-def complete(client, body: dict, **kw):
+def complete(tiny_client, body: dict, **kw):
     body = {**body, **kw}
     known = {k: v for k, v in body.items() if k != "ignore_eos"}
     extra = {k: v for k, v in body.items() if k == "ignore_eos"}
-    return client.completions.create(**known, extra_body=extra or None)
+    return tiny_client.completions.create(**known, extra_body=extra or None)
 
 
-def test_a_chat_completion_has_the_openai_shape_and_honest_usage(client):
-    r = chat(client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 0})
+def test_a_chat_completion_has_the_openai_shape_and_honest_usage(tiny_client):
+    r = chat(tiny_client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 0})
     assert re.match(r"^chatcmpl-", r.id)
     assert r.object == "chat.completion"
     assert isinstance(r.created, int) and not isinstance(r.created, bool)
@@ -72,10 +62,10 @@ def test_a_chat_completion_has_the_openai_shape_and_honest_usage(client):
         assert r.usage.completion_tokens == 12
 
 
-def test_a_streamed_chat_gives_the_role_first_the_same_text_as_unstreamed_then_usage(client):
+def test_a_streamed_chat_gives_the_role_first_the_same_text_as_unstreamed_then_usage(tiny_client):
     body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 16, "temperature": 0, "ignore_eos": True}
-    plain = chat(client, body)
-    chunks = list(chat(client, body, stream=True, stream_options={"include_usage": True}))
+    plain = chat(tiny_client, body)
+    chunks = list(chat(tiny_client, body, stream=True, stream_options={"include_usage": True}))
     assert chunks[0].choices[0].delta.role == "assistant"
     with_choices = [c for c in chunks if len(c.choices) > 0]
     text = "".join(c.choices[0].delta.content or "" for c in with_choices)
@@ -90,34 +80,34 @@ def test_a_streamed_chat_gives_the_role_first_the_same_text_as_unstreamed_then_u
     assert last.usage.prompt_tokens == plain.usage.prompt_tokens
 
 
-def test_the_same_seed_gives_the_same_sampled_text_and_n_gives_several_choices(client):
+def test_the_same_seed_gives_the_same_sampled_text_and_n_gives_several_choices(tiny_client):
     body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 12, "temperature": 1.0, "top_p": 0.95, "seed": 1234,
             "ignore_eos": True}
-    a = chat(client, body)
-    b = chat(client, body)
+    a = chat(tiny_client, body)
+    b = chat(tiny_client, body)
     assert a.choices[0].message.content == b.choices[0].message.content
-    many = chat(client, body, n=3)
+    many = chat(tiny_client, body, n=3)
     assert [c.index for c in many.choices] == [0, 1, 2]
     assert many.usage.completion_tokens == 36
 
 
-def test_a_stop_sequence_ends_the_text_before_it_and_is_never_sent(client):
+def test_a_stop_sequence_ends_the_text_before_it_and_is_never_sent(tiny_client):
     body = {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 24, "temperature": 0, "ignore_eos": True}
-    full = chat(client, body).choices[0].message.content
+    full = chat(tiny_client, body).choices[0].message.content
     assert len(full) >= 6, f"needs some text to cut: {json.dumps(full)}"
     # A stop string taken from the middle of the greedy text (it may span token boundaries).
     at = len(full) // 2
     stop = full[at:at + 3]
     expected = full[:full.index(stop)]
-    r = chat(client, body, stop=[stop, "never-appears"])
+    r = chat(tiny_client, body, stop=[stop, "never-appears"])
     assert r.choices[0].message.content == expected
     assert r.choices[0].finish_reason == "stop"
-    chunks = list(chat(client, body, stop=stop, stream=True))
+    chunks = list(chat(tiny_client, body, stop=stop, stream=True))
     assert "".join((c.choices[0].delta.content or "") if c.choices else "" for c in chunks) == expected
 
 
-def test_logprobs_report_the_chosen_token_and_its_alternatives(client):
-    r = chat(client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 4, "temperature": 0, "logprobs": True,
+def test_logprobs_report_the_chosen_token_and_its_alternatives(tiny_client):
+    r = chat(tiny_client, {"model": TINY_MODEL, "messages": MESSAGES, "max_tokens": 4, "temperature": 0, "logprobs": True,
                       "top_logprobs": 3, "ignore_eos": True})
     content = r.choices[0].logprobs.content
     assert len(content) == 4
@@ -129,27 +119,27 @@ def test_logprobs_report_the_chosen_token_and_its_alternatives(client):
         assert entry.top_logprobs[0].logprob >= entry.top_logprobs[1].logprob
 
 
-def test_completions_take_a_text_prompt_streamed_and_not(client):
+def test_completions_take_a_text_prompt_streamed_and_not(tiny_client):
     body = {"model": TINY_MODEL, "prompt": "The capital of France is", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
-    r = complete(client, body)
+    r = complete(tiny_client, body)
     assert re.match(r"^cmpl-", r.id)
     assert r.object == "text_completion"
     assert r.choices[0].finish_reason == "length"
     assert r.usage.completion_tokens == 8
-    chunks = list(complete(client, body, stream=True))
+    chunks = list(complete(tiny_client, body, stream=True))
     assert "".join(c.choices[0].text if c.choices else "" for c in chunks) == r.choices[0].text
 
 
-def test_tokenize_and_detokenize_round_trip(server):
+def test_tokenize_and_detokenize_round_trip(tiny_server):
     text = "Hello world, 123!"
-    t = httpx.post(f"{server.base_url}/tokenize", content=json.dumps({"content": text, "add_special": False}),
+    t = httpx.post(f"{tiny_server.base_url}/tokenize", content=json.dumps({"content": text, "add_special": False}),
                    timeout=60).json()
     assert isinstance(t["tokens"], list) and len(t["tokens"]) > 0
-    d = httpx.post(f"{server.base_url}/detokenize", content=json.dumps({"tokens": t["tokens"]}), timeout=60).json()
+    d = httpx.post(f"{tiny_server.base_url}/detokenize", content=json.dumps({"tokens": t["tokens"]}), timeout=60).json()
     assert d["content"] == text
 
 
-def test_bad_requests_are_openai_shaped_400s_naming_the_parameter(server, client):
+def test_bad_requests_are_openai_shaped_400s_naming_the_parameter(tiny_server, tiny_client):
     cases = [
         ({"model": TINY_MODEL, "messages": MESSAGES, "temperature": "hot"}, "temperature"),
         ({"model": TINY_MODEL, "messages": MESSAGES, "temperature": 7}, "temperature"),
@@ -159,54 +149,54 @@ def test_bad_requests_are_openai_shaped_400s_naming_the_parameter(server, client
     ]
     for body, param in cases:
         with pytest.raises(openai.APIStatusError) as info:
-            client.chat.completions.create(**body)
+            tiny_client.chat.completions.create(**body)
         e = info.value
         shown = {k: v for k, v in body.items() if v is not openai.omit}
         assert e.status_code == 400, json.dumps(shown)
         assert json.loads(e.response.request.content) == shown, "the SDK sent the body as given"
         assert e.type == "invalid_request_error"
         assert re.search(param, str(e.param))
-    res = httpx.post(f"{server.base_url}/v1/chat/completions", content='{"model": TINY_MODEL, "messages": [', timeout=60)
+    res = httpx.post(f"{tiny_server.base_url}/v1/chat/completions", content='{"model": TINY_MODEL, "messages": [', timeout=60)
     assert res.status_code == 400
     assert res.json()["error"]["type"] == "invalid_request_error"
 
 
-def running_requests(server) -> float:
-    return metric(httpx.get(f"{server.base_url}/metrics", timeout=60).text, "strata_requests_running")
+def running_requests(tiny_server) -> float:
+    return metric(httpx.get(f"{tiny_server.base_url}/metrics", timeout=60).text, "strata_requests_running")
 
 
-def test_a_client_that_goes_away_mid_stream_frees_its_sequence(server):
+def test_a_client_that_goes_away_mid_stream_frees_its_sequence(tiny_server):
     # No max_tokens: the completion may run to the end of the context.
     body = {"model": TINY_MODEL, "messages": MESSAGES, "ignore_eos": True, "stream": True}
     with httpx.Client(timeout=300) as http:
-        with http.stream("POST", f"{server.base_url}/v1/chat/completions", content=json.dumps(body)) as res:
+        with http.stream("POST", f"{tiny_server.base_url}/v1/chat/completions", content=json.dumps(body)) as res:
             reads = res.iter_raw()
             next(reads)
             next(reads)
         # Leaving the block closes the connection with the rest of the stream unread.
     deadline = time.monotonic() + 10
-    while running_requests(server) != 0:
+    while running_requests(tiny_server) != 0:
         assert time.monotonic() < deadline, "the sequence was never cancelled"
         time.sleep(0.05)
     # The tokens it did generate were timed: a first token, and the ones after it.
-    text = httpx.get(f"{server.base_url}/metrics", timeout=60).text
+    text = httpx.get(f"{tiny_server.base_url}/metrics", timeout=60).text
     assert metric(text, "strata_ttft_seconds_count") >= 1
     assert metric(text, "strata_inter_token_seconds_count") >= 1
 
 
-def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_same_text(server, client):
+def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_same_text(tiny_server, tiny_client):
     long = ". ".join(f"rule {i}: answer in the fewest words" for i in range(60))
     convo = [{"role": "system", "content": long}, {"role": "user", "content": "What is a prefix cache?"}]
     body = {"model": TINY_MODEL, "messages": convo, "max_tokens": 8, "temperature": 0, "ignore_eos": True}
 
     def server_metric(name: str) -> float:
-        return metric(httpx.get(f"{server.base_url}/metrics", timeout=60).text, name)
+        return metric(httpx.get(f"{tiny_server.base_url}/metrics", timeout=60).text, name)
 
     hits_before = server_metric("strata_prefix_cache_hits_total")
-    first = chat(client, body)
+    first = chat(tiny_client, body)
     # Only the chat template's opening (the same in every conversation, less than a block) is.
     assert first.usage.prompt_tokens_details.cached_tokens < 32, "a new system prompt is not cached"
-    again = chat(client, body)
+    again = chat(tiny_client, body)
     cached = again.usage.prompt_tokens_details.cached_tokens
     # The first request computed its prompt and 7 of its 8 tokens: every prompt token is reused
     # but the last (always computed), whether it lies in the last, partly filled block that the
@@ -216,30 +206,30 @@ def test_the_next_turn_of_a_conversation_reuses_the_cached_prefix_and_gives_the_
     assert again.choices[0].message.content == first.choices[0].message.content
 
     # The next turn: the whole previous exchange is a cached prefix.
-    nxt = chat(client, body, messages=[*convo, {"role": "assistant", "content": first.choices[0].message.content},
+    nxt = chat(tiny_client, body, messages=[*convo, {"role": "assistant", "content": first.choices[0].message.content},
                                        {"role": "user", "content": "Shorter."}])
     assert nxt.usage.prompt_tokens_details.cached_tokens >= cached
     assert server_metric("strata_prefix_cache_hits_total") >= hits_before + cached
     assert server_metric("strata_kv_blocks_cached") > 0
 
 
-def test_kv_bits_8_and_4_run_with_quantized_kv_whose_cached_blocks_never_serve_another_format(client):
+def test_kv_bits_8_and_4_run_with_quantized_kv_whose_cached_blocks_never_serve_another_format(tiny_client):
     long = "; ".join(f"clause {i} of a long shared preamble" for i in range(40))
     convo = [{"role": "system", "content": long}, {"role": "user", "content": "Summarize."}]
     body = {"model": TINY_MODEL, "messages": convo, "max_tokens": 6, "temperature": 0, "ignore_eos": True}
-    f16 = chat(client, body, kv_bits=16)
+    f16 = chat(tiny_client, body, kv_bits=16)
     for bits in (8, 4):
-        first = chat(client, body, kv_bits=bits)
+        first = chat(tiny_client, body, kv_bits=bits)
         assert first.usage.completion_tokens == 6
         assert first.usage.prompt_tokens_details.cached_tokens == 0, f"kv_bits {bits} reused f16 blocks"
-        again = chat(client, body, kv_bits=bits)
+        again = chat(tiny_client, body, kv_bits=bits)
         assert again.usage.prompt_tokens_details.cached_tokens > 0, f"kv_bits {bits} blocks are cached"
         assert again.choices[0].message.content == first.choices[0].message.content
     assert f16.usage.prompt_tokens_details.cached_tokens < 32, "only the chat template's opening is cached"
 
 
-def test_admin_stats_report_the_ram_tier_per_kv_format_hits_and_evictions(server):
-    res = httpx.get(f"{server.base_url}/admin/api/stats", timeout=60)
+def test_admin_stats_report_the_ram_tier_per_kv_format_hits_and_evictions(tiny_server):
+    res = httpx.get(f"{tiny_server.base_url}/admin/api/stats", timeout=60)
     assert res.status_code == 200
     s = res.json()
     assert s["cache_mode"] == "hot"
@@ -255,7 +245,7 @@ def test_admin_stats_report_the_ram_tier_per_kv_format_hits_and_evictions(server
             assert number(ram["blocks"][f][k]), f"{f}.{k}"
         assert s["kv_bytes_per_token"][f] > 0
     # Earlier tests cached f16, q8_0 and q4_0 blocks.
-    assert ram["blocks"]["f16"]["cached"] > 0 and ram["blocks"]["q8_0"]["cached"] > 0 \
+    assert ram["blocks"]["f16"]["cached"] > 0 and ram["blocks"]["q8_0"]["cached"] > 0\
         and ram["blocks"]["q4_0"]["cached"] > 0
     assert s["kv_bytes_per_token"]["q4_0"] < s["kv_bytes_per_token"]["q8_0"] < s["kv_bytes_per_token"]["f16"]
     assert 0 < ram["bytes_cached"] <= ram["cached_budget_bytes"]

@@ -18,18 +18,13 @@ pytestmark = pytest.mark.timeout(300)
 USER = {"role": "user", "content": "hi"}
 
 
-@pytest.fixture(scope="module")
-def server(tiny_server):
-    return tiny_server
-
-
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/messages"])
-def test_an_unknown_model_is_a_404_model_not_found(server, path):
+def test_an_unknown_model_is_a_404_model_not_found(tiny_server, path):
     body = {"/v1/chat/completions": {"messages": [USER], "max_tokens": 2},
             "/v1/completions": {"prompt": "hi", "max_tokens": 2},
             "/v1/responses": {"input": "hi", "max_output_tokens": 2},
             "/v1/messages": {"messages": [USER], "max_tokens": 2}}[path]
-    r = httpx.post(f"{server.base_url}{path}", json={"model": "gpt-unknown", **body}, timeout=60)
+    r = httpx.post(f"{tiny_server.base_url}{path}", json={"model": "gpt-unknown", **body}, timeout=60)
     assert r.status_code == 404
     if path == "/v1/messages":
         assert r.json()["type"] == "error"
@@ -39,16 +34,16 @@ def test_an_unknown_model_is_a_404_model_not_found(server, path):
         e = r.json()["error"]
         assert (e["code"], e["type"], e["param"]) == ("model_not_found", "invalid_request_error", "model")
         assert "gpt-unknown" in e["message"]
-    ok = httpx.post(f"{server.base_url}{path}", json={"model": server.model, **body}, timeout=60)
+    ok = httpx.post(f"{tiny_server.base_url}{path}", json={"model": tiny_server.model, **body}, timeout=60)
     assert ok.status_code == 200, ok.text
 
 
-def test_a_missing_model_is_the_served_one_where_the_api_allows_it(server):
+def test_a_missing_model_is_the_served_one_where_the_api_allows_it(tiny_server):
     for path, body in [("/v1/chat/completions", {"messages": [USER], "max_tokens": 2}),
                        ("/v1/completions", {"prompt": "hi", "max_tokens": 2})]:
-        r = httpx.post(f"{server.base_url}{path}", json=body, timeout=60)
+        r = httpx.post(f"{tiny_server.base_url}{path}", json=body, timeout=60)
         assert r.status_code == 200, r.text
-        assert r.json()["model"] == server.model
+        assert r.json()["model"] == tiny_server.model
 
 
 def test_served_model_names_are_the_id_and_its_aliases(launch):
