@@ -21,7 +21,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     # serve_load finds the model under the build's bench folder: share the one file.
     mkdir -p "$(bench_dir "$b")"
     ln -sf "$(realpath "$model")" "$(bench_dir "$b")/$(basename "$model")" 2>/dev/null || true
-    REQUESTS=${REQUESTS:-32} PORT=18090 bench/serve_load.sh "$b" "${TYPE:-q8_0}" 2>&1 | tail -2
+    REQUESTS=${REQUESTS:-32} PORT=18090 bench/serve_load.sh "$b" "${TYPE:-q8_0}" 2>&1 | grep -v "^loadgen: seed" | tail -2
     start_server "$b" "$model" 18091 "$(bench_dir "$2")/before-after.log" --cache-mode hot
     "$py" bench/prefix_ttft.py --url http://127.0.0.1:18091 --tokens "$long" --cached $((long - 10)) --rounds 4 \
       --server-pid "$server" 2>/dev/null | tail -1

@@ -81,3 +81,14 @@ print("%-12s %d streams, %d/%d ok: %.1f generated tok/s, " % (r.get("label", "")
       + (", errors %s" % json.dumps(r["first_errors"], separators=(",", ":")) if r["errors"] else ""))
 ' "$1"
 }
+
+# bench_build_names "DEFAULT NAMES" [BUILD] [NAMES...]: the model benchmarks' arguments. Sets build
+# (default build/bench) and the array names (default the words of DEFAULT NAMES).
+bench_build_names() {
+  local defaults=$1
+  shift
+  build=${1:-build/bench}
+  shift || true
+  names=("$@")
+  [ ${#names[@]} -gt 0 ] || read -r -a names <<< "$defaults"
+}

@@ -19,10 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-shift || true
-names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(qwen3moe gpt-oss)
+bench_build_names "qwen3moe gpt-oss" "$@"
 runs=${RUNS:-3}
 threads=${THREADS:-0}
 prompt=${PROMPT:-512}

@@ -17,10 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
-build=${1:-build/bench}
-shift || true
-names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(smollm2 gemma3)
+bench_build_names "smollm2 gemma3" "$@"
 runs=${RUNS:-3}
 threads_list=${THREAD_LIST:-1 2}
 prompt=${PROMPT:-512}
