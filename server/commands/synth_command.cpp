@@ -1,6 +1,6 @@
 // `strata synth --arch A --layers N --hidden D --heads H --kv-heads K --ffn F [--head-dim HD]
-//  --vocab V.gguf|builtin --type T [--ctx 32768] [--seed S] [qwen35: --ssm-state --ssm-k-heads
-//  --ssm-v-heads --ssm-conv --attn-interval] [qwen3moe, gpt-oss: --experts --experts-used --expert-ffn]
+//  --vocab V.gguf|builtin --type T [--ctx 32768] [--seed S] [qwen35, granitehybrid: --ssm-state
+//  --ssm-k-heads --ssm-v-heads --ssm-conv --attn-interval] [qwen3moe, gpt-oss: --experts --experts-used --expert-ffn]
 //  --out M.gguf`: writes a random-weight model in the layout llama.cpp's converter writes, with a
 //  progress bar on stderr.
 
@@ -61,7 +61,7 @@ int run(const synth_cli& cli) {
 const bool registered = register_command("synth", "Write a random-weight model in llama.cpp's GGUF layout", [](CLI::App& sub) {
   auto cli = std::make_shared<synth_cli>();
   model::synth_options& o = cli->o;
-  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe or gpt-oss")->required();
+  sub.add_option("--arch", o.arch, "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss or granitehybrid")->required();
   sub.add_option("--layers", o.layers, "Number of transformer blocks")->required();
   sub.add_option("--hidden", o.hidden, "Embedding length")->required();
   sub.add_option("--heads", o.heads, "Attention heads")->required();
@@ -74,11 +74,11 @@ const bool registered = register_command("synth", "Write a random-weight model i
   sub.add_option("--ctx", o.ctx, "Context length")->capture_default_str();
   sub.add_option("--seed", o.seed, "Seed of the random weights")->capture_default_str();
   sub.add_option("--name", o.name, "general.name (default strata-synth-<arch>)");
-  sub.add_option("--ssm-state", o.ssm_state, "qwen35: key/value length per delta-rule head (default min(head length, 128))");
-  sub.add_option("--ssm-k-heads", o.ssm_k_heads, "qwen35: delta-rule query/key heads (default heads / 2)");
-  sub.add_option("--ssm-v-heads", o.ssm_v_heads, "qwen35: delta-rule value heads (default heads)");
-  sub.add_option("--ssm-conv", o.ssm_conv, "qwen35: length of the short convolution")->capture_default_str();
-  sub.add_option("--attn-interval", o.attn_interval, "qwen35: every Nth layer attends in full")->capture_default_str();
+  sub.add_option("--ssm-state", o.ssm_state, "qwen35: key/value length per delta-rule head (default min(head length, 128)); granitehybrid: Mamba-2 state per channel (default 128)");
+  sub.add_option("--ssm-k-heads", o.ssm_k_heads, "qwen35: delta-rule query/key heads (default heads / 2); granitehybrid: B/C groups (default 1)");
+  sub.add_option("--ssm-v-heads", o.ssm_v_heads, "qwen35: delta-rule value heads (default heads); granitehybrid: Mamba-2 heads (default 2 x hidden / 64)");
+  sub.add_option("--ssm-conv", o.ssm_conv, "qwen35, granitehybrid: length of the short convolution")->capture_default_str();
+  sub.add_option("--attn-interval", o.attn_interval, "qwen35, granitehybrid: every Nth layer attends in full")->capture_default_str();
   sub.add_option("--experts", o.experts, "qwen3moe, gpt-oss: experts per layer")->capture_default_str();
   sub.add_option("--experts-used", o.experts_used, "qwen3moe, gpt-oss: experts each token uses")->capture_default_str();
   sub.add_option("--expert-ffn", o.expert_ffn, "qwen3moe, gpt-oss: each expert's feed-forward length (default ffn / experts-used)");

@@ -15,6 +15,7 @@
 #include "kernels/quants.hpp"
 #include "src/model/attention_sinks.hpp"
 #include "src/model/for_rows.hpp"
+#include "src/model/mamba2_layer.hpp"
 #include "src/model/moe_ffn.hpp"
 #include "src/model/recurrent_layer.hpp"
 
@@ -105,10 +106,12 @@ void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_
         for (int hh = 0; hh < h.n_head_kv; ++hh)
           kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
-      if (h.yarn.ext_factor != 0) kernels::rope_angles_yarn(pos, h.n_rot, rope_base, rope_scale, h.yarn, cs);
-      else kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
-      kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
-      kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
+      if (h.use_rope) {
+        if (h.yarn.ext_factor != 0) kernels::rope_angles_yarn(pos, h.n_rot, rope_base, rope_scale, h.yarn, cs);
+        else kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
+        kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
+        kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
+      }
       const std::int32_t page = sq.blocks[pos / kv.page_tokens()], slot = pos % kv.page_tokens();
       switch (format) {
         case kv::kv_format::f16:
@@ -341,13 +344,15 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) { rms_norm_rows(hidden, w.attn_norm, cur, b, e, d, h.norm_eps); });
   if (h.recurrent(il)) {
     if (!state) throw std::invalid_argument("layer_forward: a recurrent layer needs a recurrent_state");
-    recurrent_mixer(w, h, il, batch, cur, out, *state, pool);
+    if (h.mamba2()) mamba2_mixer(w, h, il, batch, cur, out, *state, pool);
+    else recurrent_mixer(w, h, il, batch, cur, out, *state, pool);
   } else {
     attention_block(w, h, il, batch, cur, out, kv, s, pool);
   }
   // The residual, and the feed-forward block's norm.
   for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
     if (w.post_attn_norm) rms_norm_rows(out, w.post_attn_norm, out, b, e, d, h.norm_eps);
+    if (h.residual_scale != 1.0f) kernels::scale(out + b * d, (e - b) * d, h.residual_scale);
     kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
     rms_norm_rows(hidden, w.ffn_norm, cur, b, e, d, h.norm_eps);
   });
@@ -357,6 +362,7 @@ void layer_slice(const layer_weights& w, const hparams& h, int il, const batch_v
   else dense_ffn(w, h, n, cur, out, s, pool);
   for_rows(pool, n, d, [&](std::int64_t b, std::int64_t e) {
     if (w.post_ffn_norm) rms_norm_rows(out, w.post_ffn_norm, out, b, e, d, h.norm_eps);
+    if (h.residual_scale != 1.0f) kernels::scale(out + b * d, (e - b) * d, h.residual_scale);
     kernels::add(hidden + b * d, hidden + b * d, out + b * d, (e - b) * d);
   });
 }
@@ -417,6 +423,7 @@ void output_logits(const model_weights& w, const hparams& h, const float* hidden
                         cur + static_cast<std::int64_t>(i) * d, d, h.norm_eps);
     float* out = logits + static_cast<std::int64_t>(r0) * h.n_vocab;
     matmul(pool, w.output, cur, static_cast<std::int64_t>(n), out);
+    if (h.logit_scale != 1.0f) kernels::scale(out, static_cast<std::int64_t>(n) * h.n_vocab, 1.0f / h.logit_scale);
     if (h.final_softcap > 0) kernels::soft_cap(out, static_cast<std::int64_t>(n) * h.n_vocab, h.final_softcap);
   }
 }

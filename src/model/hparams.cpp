@@ -18,6 +18,7 @@ const char* arch_name(arch a) {
     case arch::qwen35: return "qwen35";
     case arch::qwen3moe: return "qwen3moe";
     case arch::gpt_oss: return "gpt-oss";
+    case arch::granitehybrid: return "granitehybrid";
   }
   return "?";
 }
@@ -142,6 +143,53 @@ result<void> read_qwen35(const gguf_file& f, const std::string& a, hparams& h) {
   return {};
 }
 
+/// A head_count_kv array (llama.cpp's per-layer form): a layer with 0 keeps a recurrent state
+/// instead of attending, the others must agree on one count.
+result<void> read_kv_heads_per_layer(const gguf_file& f, const std::string& a, hparams& h) {
+  const std::string key = a + ".attention.head_count_kv";
+  auto heads = f.get_int_array(key);
+  if (!heads || heads->size() != static_cast<std::size_t>(h.n_layer))
+    return fail(errc::corrupt_data, "metadata key ", key, " must hold one count per layer (", h.n_layer, ")");
+  h.n_head_kv = 0;
+  for (std::int64_t v : *heads) {
+    if (v < 0 || v > h.n_head) return fail(errc::corrupt_data, "metadata key ", key, " holds ", v, ", out of range [0, ", h.n_head, "]");
+    if (v != 0 && h.n_head_kv != 0 && v != h.n_head_kv)
+      return fail(errc::unsupported, "metadata key ", key, " gives attention layers different counts (", h.n_head_kv, " and ", v, ")");
+    if (v != 0) h.n_head_kv = static_cast<std::int32_t>(v);
+    h.recurrent_layers.push_back(v == 0);
+  }
+  if (h.n_head_kv == 0) h.n_head_kv = h.n_head;  // no attention layer: any count that divides
+  if (h.architecture != arch::granitehybrid && h.has_recurrent())
+    return fail(errc::unsupported, "metadata key ", key, " gives a layer no heads, which only granitehybrid reads as recurrent");
+  return {};
+}
+
+/// Granite 4.0-H's additions, with the keys llama.cpp reads: the Mamba-2 shape (ssm.*; which
+/// layers are Mamba-2 came from head_count_kv), the multipliers, and rope.scaling.finetuned as the
+/// switch for rotary embeddings (on when absent). The mixture-of-experts variants are not read.
+result<void> read_granite_hybrid(const gguf_file& f, const std::string& a, hparams& h) {
+  if (auto v = f.get_int(a + ".expert_count"); v && *v > 0)
+    return fail(errc::unsupported, "granitehybrid with experts (", a, ".expert_count = ", *v, ") is not supported; the dense FFN variant is");
+  if (auto r = int_key(f, a + ".ssm.conv_kernel", h.ssm_conv_kernel, 1, 64, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.state_size", h.ssm_state, 1, 1024, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.group_count", h.ssm_k_heads, 1, 1024, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.time_step_rank", h.ssm_v_heads, 1, 1 << 16, true); !r) return r;
+  if (auto r = int_key(f, a + ".ssm.inner_size", h.ssm_inner, 1, 1 << 20, true); !r) return r;
+  if (h.ssm_v_heads % h.ssm_k_heads != 0 || h.ssm_inner % h.ssm_v_heads != 0)
+    return fail(errc::corrupt_data, a, ".ssm: inner_size ", h.ssm_inner, ", time_step_rank ", h.ssm_v_heads, " and group_count ",
+                h.ssm_k_heads, " must each divide the one before");
+  if (auto r = positive_float(f, a + ".residual_scale", h.residual_scale); !r) return r;
+  if (auto r = positive_float(f, a + ".logit_scale", h.logit_scale); !r) return r;
+  if (auto r = positive_float(f, a + ".embedding_scale", h.embed_scale); !r) return r;
+  if (auto r = positive_float(f, a + ".attention.scale", h.attn_scale); !r) return r;
+  if (f.has(a + ".rope.scaling.finetuned")) {
+    auto v = f.get_bool(a + ".rope.scaling.finetuned");
+    if (!v) return fail(errc::corrupt_data, "metadata key ", a, ".rope.scaling.finetuned is not a boolean");
+    h.use_rope = *v;
+  }
+  return {};
+}
+
 /// The experts' shape: expert_count and expert_used_count (required), and each expert's hidden
 /// length (expert_feed_forward_length; absent: feed_forward_length / expert_used_count, as
 /// llama.cpp takes it).
@@ -206,7 +254,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   else if (a == "qwen35") h.architecture = arch::qwen35;
   else if (a == "qwen3moe") h.architecture = arch::qwen3moe;
   else if (a == "gpt-oss") h.architecture = arch::gpt_oss;
-  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss are)");
+  else if (a == "granitehybrid") h.architecture = arch::granitehybrid;
+  else return fail(errc::unsupported, "architecture '", a, "' is not supported (llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss, granitehybrid are)");
 
   auto need_int = [&](const std::string& suffix, std::int32_t& out, std::int64_t lo, std::int64_t hi) -> result<void> {
     std::string key = a + "." + suffix;
@@ -221,7 +270,9 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
   if (auto r = need_int("feed_forward_length", h.n_ff, 1, 1 << 20); !r) return std::move(r).err();
   if (auto r = need_int("attention.head_count", h.n_head, 1, 1024); !r) return std::move(r).err();
   h.n_head_kv = h.n_head;
-  if (f.has(a + ".attention.head_count_kv")) {
+  if (f.array_size(a + ".attention.head_count_kv")) {
+    if (auto r = read_kv_heads_per_layer(f, a, h); !r) return std::move(r).err();
+  } else if (f.has(a + ".attention.head_count_kv")) {
     if (auto r = need_int("attention.head_count_kv", h.n_head_kv, 1, h.n_head); !r) return std::move(r).err();
   }
   if (h.n_head % h.n_head_kv != 0)
@@ -266,7 +317,7 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
                 kernels::k_attention_max_head_dim, ")");
 
   // llama.cpp's convention: adjacent-pair rotation for llama, NeoX halves for the others.
-  h.rope_neox = h.architecture != arch::llama;
+  h.rope_neox = h.architecture != arch::llama && h.architecture != arch::granitehybrid;
   h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim));
   if (h.architecture == arch::gemma2) {
     // Gemma 2 27B (46 layers) was trained with query_pre_attn_scalar = n_embd / n_head, the
@@ -289,6 +340,8 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     if (auto r = read_experts(f, a, h); !r) return std::move(r).err();
   } else if (h.architecture == arch::gpt_oss) {
     if (auto r = read_gpt_oss(f, a, h); !r) return std::move(r).err();
+  } else if (h.architecture == arch::granitehybrid) {
+    if (auto r = read_granite_hybrid(f, a, h); !r) return std::move(r).err();
   }
 
   auto tokens = f.array_size("tokenizer.ggml.tokens");

@@ -13,7 +13,7 @@
 
 namespace strata::model {
 
-enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt_oss };
+enum class arch { llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt_oss, granitehybrid };
 
 const char* arch_name(arch a);
 
@@ -35,6 +35,7 @@ struct hparams {
   float rope_freq_base_swa = 10000.0f;
   float rope_freq_scale_swa = 1.0f;
   bool rope_neox = false;        // rotate (i, i + n_rot/2) instead of adjacent pairs
+  bool use_rope = true;          // false: no positional rotation at all (granitehybrid's NoPE)
   /// YaRN scaling (rope.scaling.type yarn): yarn.ext_factor != 0, rope_freq_scale the 1 / factor.
   kernels::yarn_params yarn;
   float norm_eps = 1e-5f;
@@ -54,6 +55,15 @@ struct hparams {
   std::int32_t ssm_k_heads = 0;        // query/key heads (ssm.group_count)
   std::int32_t ssm_v_heads = 0;        // value heads (ssm.time_step_rank); a multiple of ssm_k_heads
   std::int32_t ssm_inner = 0;          // ssm_v_heads * ssm_state
+  // granitehybrid (Granite 4.0-H): Mamba-2 layers where head_count_kv is 0, attention (no rotary
+  // embedding by default) elsewhere, a SwiGLU FFN in every layer. The ssm_ fields above then mean:
+  // ssm_state the state length per channel (d_state), ssm_k_heads the B/C groups (n_group),
+  // ssm_v_heads the scan's heads, ssm_inner their channels (d_inner, heads of ssm_head_dim()), so
+  // that ssm_conv_dim() is again the convolution's channels (x, B, C). Granite's multipliers:
+  // residual_scale on each block's output before its residual add, logit_scale dividing the logits
+  // (embed_scale and attn_scale above take embedding_scale and attention.scale).
+  float residual_scale = 1.0f;
+  float logit_scale = 1.0f;
   // Mixture of experts (qwen3moe, gpt-oss): a router picks n_expert_used of n_expert SwiGLU
   // experts per token, each of n_ff_exp hidden values, and sums their outputs weighted.
   std::int32_t n_expert = 0;           // 0: a dense feed-forward block
@@ -72,7 +82,11 @@ struct hparams {
   /// The delta rule's key width (query and key rows), and the convolution's channels: q, k, v.
   std::int32_t ssm_key_dim() const { return ssm_k_heads * ssm_state; }
   std::int32_t ssm_conv_dim() const { return 2 * ssm_key_dim() + ssm_inner; }
-  /// Whether layer il is a recurrent (Gated DeltaNet) layer.
+  /// Whether recurrent layers are Mamba-2 (granitehybrid) rather than Gated DeltaNet (qwen35).
+  bool mamba2() const { return architecture == arch::granitehybrid; }
+  /// Channels per Mamba-2 head (d_inner / heads); the delta rule's heads are ssm_state long.
+  std::int32_t ssm_head_dim() const { return mamba2() ? ssm_inner / ssm_v_heads : ssm_state; }
+  /// Whether layer il is a recurrent (Gated DeltaNet or Mamba-2) layer.
   bool recurrent(int il) const {
     const auto i = static_cast<std::size_t>(il);
     return il >= 0 && i < recurrent_layers.size() && recurrent_layers[i];

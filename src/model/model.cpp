@@ -22,12 +22,13 @@ constexpr layer_member k_layer_products[] = {&layer_weights::wq,   &layer_weight
                                              &layer_weights::wqkv, &layer_weights::wo,      &layer_weights::gate,
                                              &layer_weights::up,   &layer_weights::gate_up, &layer_weights::down,
                                              &layer_weights::attn_gate, &layer_weights::ssm_beta, &layer_weights::ssm_alpha,
-                                             &layer_weights::ssm_out, &layer_weights::router};
+                                             &layer_weights::ssm_out, &layer_weights::router, &layer_weights::ssm_in};
 constexpr layer_member k_layer_others[] = {&layer_weights::attn_norm,     &layer_weights::bq,       &layer_weights::bk,
                                            &layer_weights::bv,            &layer_weights::q_norm,   &layer_weights::k_norm,
                                            &layer_weights::post_attn_norm, &layer_weights::ffn_norm, &layer_weights::post_ffn_norm,
                                            &layer_weights::rope_freqs,    &layer_weights::ssm_conv1d, &layer_weights::ssm_dt,
-                                           &layer_weights::ssm_a,         &layer_weights::ssm_norm,
+                                           &layer_weights::ssm_a,         &layer_weights::ssm_norm, &layer_weights::ssm_conv1d_b,
+                                           &layer_weights::ssm_d,
                                            // the experts are read by their own ranges of rows, in the GGUF layout
                                            &layer_weights::gate_exps,     &layer_weights::up_exps,  &layer_weights::down_exps,
                                            &layer_weights::router_b,      &layer_weights::gate_exps_b, &layer_weights::up_exps_b,

@@ -7,7 +7,7 @@ namespace strata::model {
 recurrent_state::recurrent_state(const hparams& h, std::int32_t n_slots, int only_layer)
     : n_slots_(n_slots),
       conv_floats_(static_cast<std::size_t>(std::max(0, h.ssm_conv_kernel - 1)) * static_cast<std::size_t>(h.ssm_conv_dim())),
-      delta_floats_(static_cast<std::size_t>(h.ssm_v_heads) * static_cast<std::size_t>(h.ssm_state) * static_cast<std::size_t>(h.ssm_state)) {
+      delta_floats_(static_cast<std::size_t>(h.ssm_inner) * static_cast<std::size_t>(h.ssm_state)) {
   layers_.resize(static_cast<std::size_t>(h.n_layer));
   for (int il = 0; il < h.n_layer; ++il) {
     if (!h.recurrent(il) || (only_layer >= 0 && il != only_layer)) continue;

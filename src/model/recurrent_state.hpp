@@ -1,7 +1,8 @@
 #pragma once
-// recurrent_state: what a recurrent (Gated DeltaNet) layer carries from one position to the next,
-// for each of n_slots sequences: the convolution's last conv_kernel - 1 input rows (conv_dim
-// values each) and the delta rule's state (v_heads matrices of state x state), all f32. Unlike
+// recurrent_state: what a recurrent (Gated DeltaNet or Mamba-2) layer carries from one position to
+// the next, for each of n_slots sequences: the convolution's last conv_kernel - 1 input rows
+// (conv_dim values each) and the scan's state (ssm_inner x ssm_state: the delta rule's v_heads
+// matrices of state x state, or Mamba-2's heads of head_dim x d_state), all f32. Unlike
 // attention KV it does not grow with the sequence, and it cannot be cut back to an earlier
 // position: a sequence's slot holds its state after its last position, zero before its first.
 // A batch row names its sequence's slot in seq_rows::state_slot. Layers use disjoint memory, so
@@ -22,13 +23,13 @@ class recurrent_state {
   recurrent_state(const hparams& h, std::int32_t n_slots, int only_layer = -1);
 
   std::int32_t slots() const { return n_slots_; }
-  /// Floats per slot in one recurrent layer: the convolution's rows, then the delta rule's state.
+  /// Floats per slot in one recurrent layer: the convolution's rows, then the scan's state.
   std::size_t conv_floats() const { return conv_floats_; }
   std::size_t delta_floats() const { return delta_floats_; }
   /// Bytes one sequence's state takes over all recurrent layers.
   std::size_t bytes_per_slot() const { return n_recurrent_ * (conv_floats_ + delta_floats_) * sizeof(float); }
 
-  /// Layer il's (a recurrent layer) convolution rows and delta state of a slot.
+  /// Layer il's (a recurrent layer) convolution rows and scan (delta rule or Mamba-2) state of a slot.
   float* conv(int il, std::int32_t slot) { return at(il, slot); }
   float* delta(int il, std::int32_t slot) { return at(il, slot) + conv_floats_; }
 

@@ -15,7 +15,7 @@
 namespace strata::model {
 
 struct synth_options {
-  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss
+  std::string arch;             // llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen35, qwen3moe, gpt-oss, granitehybrid
   int layers = 0;
   int hidden = 0;               // embedding length
   int heads = 0;
@@ -28,7 +28,9 @@ struct synth_options {
   std::uint64_t seed = 0;
   std::optional<bool> tied;     // output shares the embeddings; default per architecture
   std::string name;             // general.name; default "strata-synth-<arch>"
-  // qwen35 only: the Gated DeltaNet layers' shape (0: derived) and the period of full attention.
+  // qwen35: the Gated DeltaNet layers' shape (0: derived) and the period of full attention.
+  // granitehybrid: the Mamba-2 layers' state per channel (default 128), groups (ssm_k_heads,
+  // default 1) and heads (ssm_v_heads, default 2 x hidden / 64); d_inner is 2 x hidden.
   int ssm_state = 0;            // key/value length per delta-rule head; 0: min(head length, 128)
   int ssm_k_heads = 0;          // query/key heads; 0: heads / 2 (heads when odd)
   int ssm_v_heads = 0;          // value heads; 0: heads

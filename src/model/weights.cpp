@@ -82,6 +82,33 @@ result<void> bind_qwen35_mixer(binder& b, const hparams& h, int il, const std::s
   return {};
 }
 
+/// A granitehybrid layer's mixer: a Mamba-2 layer's projections, convolution and scan weights, or
+/// attention's projections (biases optional, as llama.cpp reads them).
+result<void> bind_granite_mixer(binder& b, const hparams& h, int il, const std::string& p, layer_weights& L) {
+  const std::int64_t d = h.n_embd;
+  if (!h.recurrent(il)) {
+    STRATA_TRY_ASSIGN(L.wq, b.get(p + "attn_q.weight", d, h.q_dim(), false));
+    STRATA_TRY_ASSIGN(L.wk, b.get(p + "attn_k.weight", d, h.kv_dim(), false));
+    STRATA_TRY_ASSIGN(L.wv, b.get(p + "attn_v.weight", d, h.kv_dim(), false));
+    STRATA_TRY_ASSIGN(L.wo, b.get(p + "attn_output.weight", h.q_dim(), d, false));
+    STRATA_TRY_ASSIGN(L.bq, b.get(p + "attn_q.bias", h.q_dim(), 1, true, true));
+    STRATA_TRY_ASSIGN(L.bk, b.get(p + "attn_k.bias", h.kv_dim(), 1, true, true));
+    STRATA_TRY_ASSIGN(L.bv, b.get(p + "attn_v.bias", h.kv_dim(), 1, true, true));
+    STRATA_TRY_ASSIGN(L.bo, b.get(p + "attn_output.bias", d, 1, true, true));
+    return {};
+  }
+  const std::int64_t nh = h.ssm_v_heads, in_proj = 2 * static_cast<std::int64_t>(h.ssm_inner) + 2 * h.ssm_key_dim() + nh;
+  STRATA_TRY_ASSIGN(L.ssm_in, b.get(p + "ssm_in.weight", d, in_proj, false));
+  STRATA_TRY_ASSIGN(L.ssm_conv1d, b.get(p + "ssm_conv1d.weight", h.ssm_conv_kernel, h.ssm_conv_dim(), false, true));
+  STRATA_TRY_ASSIGN(L.ssm_conv1d_b, b.get(p + "ssm_conv1d.bias", h.ssm_conv_dim(), 1, true, true));
+  STRATA_TRY_ASSIGN(L.ssm_dt, b.get(p + "ssm_dt.bias", nh, 1, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_a, b.get(p + "ssm_a", 1, nh, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_d, b.get(p + "ssm_d", 1, nh, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_norm, b.get(p + "ssm_norm.weight", h.ssm_inner / h.ssm_k_heads, h.ssm_k_heads, false, true));
+  STRATA_TRY_ASSIGN(L.ssm_out, b.get(p + "ssm_out.weight", h.ssm_inner, d, false));
+  return {};
+}
+
 /// A mixture-of-experts feed-forward block: the router and the experts' stacked matrices.
 result<void> bind_experts(binder& b, const hparams& h, const std::string& p, layer_weights& L) {
   const std::int64_t d = h.n_embd, ff = h.n_ff_exp, ne = h.n_expert, nu = h.n_expert_used;
@@ -119,9 +146,10 @@ result<model_weights> model_weights::bind(const gguf_file& f, const hparams& h) 
     layer_weights L;
     std::string p = "blk." + std::to_string(il) + ".";
     STRATA_TRY_ASSIGN(L.attn_norm, b.get(p + "attn_norm.weight", d, 1, false, true));
-    if (h.architecture == arch::qwen35) {
-      if (auto r = bind_qwen35_mixer(b, h, il, p, L); !r) return std::move(r).err();
-      STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + "post_attention_norm.weight", d, 1, false, true));
+    if (h.architecture == arch::qwen35 || h.architecture == arch::granitehybrid) {
+      const bool granite = h.architecture == arch::granitehybrid;
+      if (auto r = granite ? bind_granite_mixer(b, h, il, p, L) : bind_qwen35_mixer(b, h, il, p, L); !r) return std::move(r).err();
+      STRATA_TRY_ASSIGN(L.ffn_norm, b.get(p + (granite ? "ffn_norm.weight" : "post_attention_norm.weight"), d, 1, false, true));
       STRATA_TRY_ASSIGN(L.gate, b.get(p + "ffn_gate.weight", d, ff, false));
       STRATA_TRY_ASSIGN(L.up, b.get(p + "ffn_up.weight", d, ff, false));
       STRATA_TRY_ASSIGN(L.down, b.get(p + "ffn_down.weight", ff, d, false));

@@ -45,6 +45,10 @@ struct layer_weights {
   /// also counts, that adds no value).
   tensor_view bo, attn_sinks;
   tensor_view attn_gate, ssm_conv1d, ssm_dt, ssm_a, ssm_beta, ssm_alpha, ssm_norm, ssm_out;
+  /// granitehybrid's Mamba-2 layers: ssm_in gives each row's z, x|B|C and dt; the convolution's
+  /// bias, and the skip weight D per head (ssm_a holds A = -exp(A_log) per head, ssm_norm the
+  /// grouped norm's d_inner weights, ssm_dt the step's bias).
+  tensor_view ssm_in, ssm_conv1d_b, ssm_d;
   /// Per-frequency divisors of the rotary angles (n_rot / 2 values, Llama 3.1 style), shared by
   /// every layer; empty when the file has none.
   tensor_view rope_freqs;

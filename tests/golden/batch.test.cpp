@@ -119,11 +119,15 @@ constexpr const char* k_synth_qwen3moe = "synth-qwen3moe-f32";
 /// positions (the 300-token prompt passes it), YaRN, biased experts.
 constexpr const char* k_synth_gpt_oss = "synth-gpt-oss-f32";
 
+/// The granitehybrid of tests/golden/synth (Mamba-2 layers, attention every fourth).
+constexpr const char* k_synth_granitehybrid = "synth-granitehybrid-f32";
+
 /// The file of a test model: one of ../shared/models, or of the k_synth_ models above.
 std::string model_file(const std::string& name) {
   if (name == k_synth_qwen35) return golden_testing::synth_model("qwen35", k_shared);
   if (name == k_synth_qwen3moe) return golden_testing::synth_model("qwen3moe", k_shared);
   if (name == k_synth_gpt_oss) return golden_testing::synth_model("gpt-oss", k_shared);
+  if (name == k_synth_granitehybrid) return golden_testing::synth_model("granitehybrid", k_shared);
   if (name != k_synth_gemma3) return k_shared + "/models/" + name + ".gguf";
   struct temp_file {
     std::filesystem::path path;
@@ -227,7 +231,7 @@ TEST_P(batch, one_decode_row_split_over_the_workers_gets_the_logits_of_one_worke
 
 INSTANTIATE_TEST_SUITE_P(shared_models, batch,
                          ::testing::Values("tiny-qwen2-gpt2-f16", "tiny-gemma2-spm-f16", "small-llama-spm-q4_k_m", k_synth_gemma3,
-                                           k_synth_qwen35, k_synth_qwen3moe, k_synth_gpt_oss),
+                                           k_synth_qwen35, k_synth_qwen3moe, k_synth_gpt_oss, k_synth_granitehybrid),
                          golden_testing::model_param_name);
 
 }  // namespace

@@ -189,7 +189,8 @@ std::vector<std::string> manifest_models() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(synth, golden_synth, ::testing::Values("qwen35", "qwen3moe", "gpt-oss"), golden_testing::model_param_name);
+INSTANTIATE_TEST_SUITE_P(synth, golden_synth, ::testing::Values("qwen35", "qwen3moe", "gpt-oss", "granitehybrid"),
+                         golden_testing::model_param_name);
 
 INSTANTIATE_TEST_SUITE_P(shared_models, golden, ::testing::ValuesIn(manifest_models()),
                          golden_testing::model_param_name);
