@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/model/gguf_file.hpp"
+#include "src/model/gguf_rewrite_testing.hpp"
 #include "src/model/gguf_writer.hpp"
 #include "src/model/hparams.hpp"
 #include "src/model/synth.hpp"
@@ -95,23 +96,7 @@ TEST(qwen35, synth_writes_the_delta_net_layout_llama_cpp_reads) {
   std::filesystem::remove(o.out);
 }
 
-/// A copy of f at `path` without metadata key `drop`, with whatever `add` writes.
-template <class Add>
-gguf_file rewrite(const gguf_file& f, const std::string& drop, const std::filesystem::path& path, Add&& add) {
-  gguf_writer w;
-  for (const std::string& k : f.keys())
-    if (k != drop) {
-      EXPECT_TRUE(w.copy_kv(f, k)) << k;
-    }
-  add(w);
-  for (const gguf_tensor& t : f.tensors())
-    EXPECT_TRUE(w.add_tensor(t.name, t.type, std::span<const std::int64_t>(t.ne.data(), static_cast<std::size_t>(t.n_dims)),
-                             std::span<const std::byte>(t.data, t.n_bytes)));
-  EXPECT_TRUE(w.write_file(path));
-  auto g = gguf_file::open(path);
-  EXPECT_TRUE(g);
-  return std::move(*g);
-}
+using testing::rewrite;
 
 TEST(qwen35, recurrent_layers_come_from_the_per_layer_array_when_there_is_one) {
   synth_options o = qwen35_options("array.gguf");

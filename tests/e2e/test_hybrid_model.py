@@ -1,4 +1,5 @@
-"""A recurrent hybrid model (qwen35: Gated DeltaNet layers) served by `strata serve`: each running
+"""The recurrent hybrid models (qwen35: Gated DeltaNet layers; granitehybrid: Mamba-2 layers) served
+by `strata serve`: each running
 sequence keeps its own recurrent state, carried from chunk to chunk of its prompt, so concurrent
 requests at temperature 0 give the same tokens as one at a time and as `strata logits` (greedy)."""
 
@@ -10,11 +11,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from strata_server import STRATA_BIN
 
-SYNTH = ["--arch", "qwen35", "--layers", "4", "--hidden", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
+SYNTH = ["--layers", "4", "--hidden", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
          "--ffn", "128", "--vocab", "builtin", "--ctx", "1024", "--quiet"]
+# Each hybrid's own flags: granitehybrid's Mamba-2 layers with 16 state values per channel.
+ARCHS = {"qwen35": [], "granitehybrid": ["--ssm-state", "16"]}
 GREEDY = 12
 # Prompts of different lengths; the longer ones take several prefill chunks of the budget below.
 PROMPTS = [
@@ -27,9 +31,9 @@ PROMPTS = [
 ]
 
 
-def synth_qwen35(tmp_path: Path) -> Path:
-    out = tmp_path / "qwen35.gguf"
-    subprocess.run([STRATA_BIN, "synth", *SYNTH, "--out", str(out)], check=True, timeout=120)
+def synth_hybrid(tmp_path: Path, arch: str = "qwen35") -> Path:
+    out = tmp_path / f"{arch}.gguf"
+    subprocess.run([STRATA_BIN, "synth", "--arch", arch, *ARCHS[arch], *SYNTH, "--out", str(out)], check=True, timeout=120)
     return out
 
 
@@ -55,7 +59,7 @@ def complete(base_url: str, tokens: list[int]) -> list[str]:
     """The greedy continuation's tokens, as the logprobs name them (`bytes:\\x..` for a token
     that is no valid UTF-8 on its own)."""
     r = httpx.post(f"{base_url}/v1/completions", timeout=300,
-                   json={"model": "qwen35", "prompt": tokens, "max_tokens": GREEDY, "temperature": 0, "ignore_eos": True,
+                   json={"prompt": tokens, "max_tokens": GREEDY, "temperature": 0, "ignore_eos": True,
                          "logprobs": 0})
     assert r.status_code == 200, r.text
     body = r.json()
@@ -75,15 +79,17 @@ def same_tokens(served: list[str], ids: list[int], base_url: str) -> bool:
     return True
 
 
-def test_logits_runs_a_recurrent_hybrid(tmp_path: Path):
-    model = synth_qwen35(tmp_path)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_logits_runs_a_recurrent_hybrid(tmp_path: Path, arch: str):
+    model = synth_hybrid(tmp_path, arch)
     case = greedy_cases(tmp_path, model)[0]
     assert len(case["positions"]) == len(case["tokens"]) > 5
     assert len(case["greedy"]) == GREEDY
 
 
-def test_concurrent_requests_give_the_tokens_of_one_at_a_time_and_of_strata_logits(tmp_path: Path, launch):
-    model = synth_qwen35(tmp_path)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_concurrent_requests_give_the_tokens_of_one_at_a_time_and_of_strata_logits(tmp_path: Path, launch, arch: str):
+    model = synth_hybrid(tmp_path, arch)
     cases = greedy_cases(tmp_path, model)
     assert max(len(c["tokens"]) for c in cases) > 3 * 48  # some prompts take several chunks
     server = launch(["--model", str(model), "--config", str(serve_config(tmp_path))])

@@ -1,4 +1,5 @@
-"""Frozen boundary snapshots on a recurrent hybrid (qwen35): a request resumes from the deepest
+"""Frozen boundary snapshots on the recurrent hybrids (qwen35's Gated DeltaNet, granitehybrid's
+Mamba-2): a request resumes from the deepest
 block boundary whose chain and snapshot are cached, so the prefix cache gives the same tokens as no
 cache at all (temperature 0, concurrent requests, KV of 16, 8 and 4 bits), and a second turn reuses
 almost all of what a pure-attention model would."""
@@ -11,17 +12,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from strata_server import STRATA_BIN
 
-SYNTH = ["--arch", "qwen35", "--layers", "4", "--hidden", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
+SYNTH = ["--layers", "4", "--hidden", "64", "--heads", "2", "--kv-heads", "1", "--head-dim", "32",
          "--ffn", "128", "--vocab", "builtin", "--ctx", "4096", "--quiet"]
+# Each hybrid's own flags: granitehybrid's Mamba-2 layers with 16 state values per channel.
+ARCHS = {"qwen35": [], "granitehybrid": ["--ssm-state", "16"]}
 MAX_TOKENS = 10
 
 
-def synth(tmp_path: Path) -> Path:
-    out = tmp_path / "qwen35.gguf"
-    subprocess.run([STRATA_BIN, "synth", *SYNTH, "--out", str(out)], check=True, timeout=120)
+def synth(tmp_path: Path, arch: str = "qwen35") -> Path:
+    out = tmp_path / f"{arch}.gguf"
+    subprocess.run([STRATA_BIN, "synth", "--arch", arch, *ARCHS[arch], *SYNTH, "--out", str(out)], check=True, timeout=120)
     return out
 
 
@@ -70,10 +74,11 @@ def run_all(base_url: str, token_lists: list[list[int]]) -> list[tuple[str, int]
     return first + second
 
 
-def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_every_kv_width(tmp_path: Path, launch):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_every_kv_width(tmp_path: Path, launch, arch: str):
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
-    model = synth(tmp_path)
+    model = synth(tmp_path, arch)
     off = launch(["--model", str(model), "--config", str(config(tmp_path)), "--cache-mode", "off"])
     token_lists = [tokenize(off.base_url, p) for p in prompts(seed)]
     want = run_all(off.base_url, token_lists)
@@ -89,8 +94,9 @@ def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_ev
     assert stats["snapshots"]["count"] > 0 and stats["snapshot_bytes"] > 0
 
 
-def test_a_second_turn_reuses_at_least_95_percent_of_what_a_pure_attention_model_would(tmp_path: Path, launch):
-    model = synth(tmp_path)
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_second_turn_reuses_at_least_95_percent_of_what_a_pure_attention_model_would(tmp_path: Path, launch, arch: str):
+    model = synth(tmp_path, arch)
     server = launch(["--model", str(model), "--config", str(config(tmp_path))])
     rng = random.Random(7)
     first = "User: " + " ".join(rng.choice(["tell", "me", "about", "the", "sea", "and", "its", "waves"]) for _ in range(1500))

@@ -1,4 +1,4 @@
-"""Frozen boundary snapshots in the SSD tier: a recurrent hybrid (qwen35) served with
+"""Frozen boundary snapshots in the SSD tier: a recurrent hybrid (qwen35, granitehybrid) served with
 cache.mode = tiered writes each snapshot as a record of the segment files; after a restart on the
 same cache directory a longer prompt resumes from the snapshot at the previous prompt's end
 (chain blocks and snapshot read back from the SSD) and gives the same tokens as no cache; a
@@ -11,8 +11,9 @@ import struct
 from pathlib import Path
 
 import httpx
+import pytest
 
-from test_hybrid_snapshots import config, synth, tokenize
+from test_hybrid_snapshots import ARCHS, config, synth, tokenize
 
 HEADER = 4096
 SNAPSHOT_KIND = 1
@@ -43,15 +44,16 @@ def snapshot_records(cache_dir: Path) -> list[tuple[Path, int, int]]:
     return out
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 def test_a_snapshot_on_the_ssd_resumes_a_longer_prompt_after_a_restart_and_a_damaged_one_is_a_miss(tmp_path: Path,
-                                                                                                   launch):
+                                                                                                   launch, arch: str):
     seed = random.randrange(1 << 30)
     print(f"seed {seed}")
     rng = random.Random(seed)
     words = ["tide", "shore", "wave", "salt", "gull", "reef", "foam", "drift"]
     first = " ".join(rng.choice(words) for _ in range(700))
     longer = first + " " + " ".join(rng.choice(words) for _ in range(60))
-    model = synth(tmp_path)
+    model = synth(tmp_path, arch)
     conf = config(tmp_path)
 
     off = launch(["--model", str(model), "--config", str(conf), "--cache-mode", "off"])
