@@ -316,7 +316,7 @@ result<hparams> hparams::from_gguf(const gguf_file& f) {
     return fail(errc::unsupported, a, ".attention.key_length = ", h.head_dim, " exceeds the longest head supported (",
                 kernels::k_attention_max_head_dim, ")");
 
-  // llama.cpp's convention: adjacent-pair rotation for llama, NeoX halves for the others.
+  // llama.cpp's convention: adjacent-pair rotation for llama and granitehybrid, NeoX halves for the others.
   h.rope_neox = h.architecture != arch::llama && h.architecture != arch::granitehybrid;
   h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.head_dim));
   if (h.architecture == arch::gemma2) {
