@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -42,10 +43,10 @@ struct scan_inputs {
   }
 };
 
+/// The largest |a[i] - b[i]|.
 float max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  float d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
+  return std::transform_reduce(a.begin(), a.end(), b.begin(), 0.0f, [](float x, float y) { return std::max(x, y); },
+                               [](float x, float y) { return std::fabs(x - y); });
 }
 
 TEST(ssm_scan, the_recurrence_follows_its_definition_for_two_rows) {

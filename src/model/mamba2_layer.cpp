@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <vector>
 
-#include "kernels/delta_rule.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ssm_scan.hpp"
 #include "src/model/for_rows.hpp"
+#include "src/model/recurrent_layer.hpp"
 
 namespace strata::model {
 namespace {
@@ -66,18 +65,8 @@ void mamba2_mixer(const layer_weights& w, const hparams& h, int il, const batch_
   mamba2_buffers& b = this_threads;  // the pool's workers see the calling thread's buffers through this
   b.fit(h, n);
   kernels::matmul(pool, w.ssm_in.type, w.ssm_in.data, w.ssm_in.rows, w.ssm_in.cols, cur, n, b.zxbcdt.data(), w.ssm_in.packed);
-  for (const seq_rows& sq : batch.seqs)
-    if (sq.state_slot < 0 || sq.state_slot >= state.slots()) throw std::out_of_range("mamba2_mixer: state slot out of range");
-  // The convolution of x|B|C, each sequence from its own rows (split over channel ranges).
-  kernels::conv_taps_major(w.ssm_conv1d.f32(), cd, h.ssm_conv_kernel, b.taps.data());
-  constexpr std::int64_t k_channel_grain = 64;
-  const std::int64_t channel_blocks = (cd + k_channel_grain - 1) / k_channel_grain;
-  for_rows(pool, channel_blocks, n * k_channel_grain, [&](std::int64_t cb, std::int64_t ce) {
-    const std::int64_t c0 = cb * k_channel_grain, c1 = std::min(cd, ce * k_channel_grain);
-    for (const seq_rows& sq : batch.seqs)
-      kernels::causal_conv(b.zxbcdt.data() + sq.first_row * ip + di, ip, sq.n_rows, cd, c0, c1, b.taps.data(), h.ssm_conv_kernel,
-                           state.conv(il, sq.state_slot), b.conv.data() + sq.first_row * cd, cd);
-  });
+  // The convolution of x|B|C, each sequence from its own rows.
+  conv_sequences(w.ssm_conv1d, h, il, batch, b.zxbcdt.data() + di, ip, b.taps.data(), b.conv.data(), state, pool);
   // Bias and silu on x|B|C, and each head's step.
   for_rows(pool, n, cd, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t i = r0; i < r1; ++i) {

@@ -81,19 +81,8 @@ void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const bat
       g = softplus(g + w.ssm_dt.f32()[hh]) * w.ssm_a.f32()[hh];
     }
   }
-  // The convolution, each sequence from its own rows (split over channel ranges); then q and k
-  // to unit length.
-  for (const seq_rows& sq : batch.seqs)
-    if (sq.state_slot < 0 || sq.state_slot >= state.slots()) throw std::out_of_range("recurrent_mixer: state slot out of range");
-  kernels::conv_taps_major(w.ssm_conv1d.f32(), cd, h.ssm_conv_kernel, b.taps.data());
-  constexpr std::int64_t k_channel_grain = 64;
-  const std::int64_t channel_blocks = (cd + k_channel_grain - 1) / k_channel_grain;
-  for_rows(pool, channel_blocks, n * k_channel_grain, [&](std::int64_t cb, std::int64_t ce) {
-    const std::int64_t c0 = cb * k_channel_grain, c1 = std::min(cd, ce * k_channel_grain);
-    for (const seq_rows& sq : batch.seqs)
-      kernels::causal_conv(b.qkv.data() + sq.first_row * cd, cd, sq.n_rows, cd, c0, c1, b.taps.data(), h.ssm_conv_kernel,
-                           state.conv(il, sq.state_slot), b.conv.data() + sq.first_row * cd, cd);
-  });
+  // The convolution, each sequence from its own rows; then q and k to unit length.
+  conv_sequences(w.ssm_conv1d, h, il, batch, b.qkv.data(), cd, b.taps.data(), b.conv.data(), state, pool);
   for_rows(pool, n, cd, [&](std::int64_t r0, std::int64_t r1) {
     kernels::silu(b.conv.data() + r0 * cd, (r1 - r0) * cd);
     for (std::int64_t i = r0; i < r1; ++i) kernels::l2_norm_heads(b.conv.data() + i * cd, 2 * h.ssm_k_heads, h.ssm_state, h.norm_eps);
@@ -119,6 +108,22 @@ void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const bat
     }
   });
   kernels::matmul(pool, w.ssm_out.type, w.ssm_out.data, w.ssm_out.rows, w.ssm_out.cols, b.o.data(), n, out, w.ssm_out.packed);
+}
+
+void conv_sequences(const tensor_view& conv1d, const hparams& h, int il, const batch_view& batch, const float* x, std::int64_t x_stride,
+                    float* taps, float* out, recurrent_state& state, kernels::compute_pool& pool) {
+  const std::int64_t cd = h.ssm_conv_dim();
+  for (const seq_rows& sq : batch.seqs)
+    if (sq.state_slot < 0 || sq.state_slot >= state.slots()) throw std::out_of_range("recurrent layer: state slot out of range");
+  kernels::conv_taps_major(conv1d.f32(), cd, h.ssm_conv_kernel, taps);
+  constexpr std::int64_t k_channel_grain = 64;
+  const std::int64_t channel_blocks = (cd + k_channel_grain - 1) / k_channel_grain;
+  for_rows(pool, channel_blocks, batch.n_rows * k_channel_grain, [&](std::int64_t cb, std::int64_t ce) {
+    const std::int64_t c0 = cb * k_channel_grain, c1 = std::min(cd, ce * k_channel_grain);
+    for (const seq_rows& sq : batch.seqs)
+      kernels::causal_conv(x + sq.first_row * x_stride, x_stride, sq.n_rows, cd, c0, c1, taps, h.ssm_conv_kernel, state.conv(il, sq.state_slot),
+                           out + sq.first_row * cd, cd);
+  });
 }
 
 void split_query_gate(float* qg, float* q, std::int64_t n, const hparams& h) {

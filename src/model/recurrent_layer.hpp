@@ -26,6 +26,13 @@ namespace strata::model {
 void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const batch_view& batch, const float* cur, float* out,
                      recurrent_state& state, kernels::compute_pool& pool);
 
+/// The short causal convolution of a recurrent layer (qwen35's or Mamba-2's) over the batch,
+/// each sequence continuing from its slot's rows in layer il, split over channel ranges: row i of
+/// x (x_stride apart) gives row i of out (ssm_conv_dim() values each). Every slot is checked
+/// first (std::out_of_range); taps is workspace of ssm_conv_dim() x ssm_conv_kernel floats.
+void conv_sequences(const tensor_view& conv1d, const hparams& h, int il, const batch_view& batch, const float* x, std::int64_t x_stride,
+                    float* taps, float* out, recurrent_state& state, kernels::compute_pool& pool);
+
 /// Gated attention: qg holds n rows of n_head (query, gate) pairs of head_dim values each (what
 /// wq gives). Writes the queries to q (n x q_dim) and moves the gates to qg's first n x q_dim values.
 void split_query_gate(float* qg, float* q, std::int64_t n, const hparams& h);
