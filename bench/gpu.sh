@@ -2,7 +2,16 @@
 # The CUDA kernels on a GPU machine, in one go: builds kernels/cuda as a project of its own (nvcc
 # and the CPU kernels only: no server libraries needed there), runs the checks against the CPU
 # kernels, runs them again under compute-sanitizer (memcheck), then the bench; writes one JSON
-# file, gpu.json, with all of it (plus the logs beside it).
+# file, gpu.json, with all of it (the logs beside it in logs.tgz).
+#
+# With STRATA_BIN, a strata built with -DSTRATA_CUDA=ON (built elsewhere and carried, its shared
+# libraries on LD_LIBRARY_PATH), it also runs the layers on the GPU (--device cuda):
+#   - `strata gpu-check` on each model of STRATA_GPU_MODELS (GGUF paths, space-separated) and on
+#     small Llama-shaped models synthesized here in every weight type: logits against the CPU
+#     path, batched decode, KV pages saved, loaded and copied by value;
+#   - `strata serve --device cuda`: /v1/models and one chat completion;
+#   - the figures on a synthesized Llama-3-8B-shaped Q4_K_M model: prefill of 512 and 4096
+#     tokens, and single-stream decode after each (STRATA_GPU_BENCH=0 skips them).
 #
 #   bench/gpu.sh [out-dir]     out-dir defaults to $OUT, else build-cuda
 #   STRATA_CUDA_BUILD=dir      the build tree (default build-cuda)
@@ -11,6 +20,14 @@ cd "$(dirname "$0")/.." || exit 1
 build=${STRATA_CUDA_BUILD:-build-cuda}
 out=${1:-${OUT:-$build}}
 mkdir -p "$out"
+
+# The layers first: they need no build here (the carried strata).
+layers_rc=0
+if [ -n "${STRATA_BIN:-}" ]; then
+  bench/gpu_layers.sh "$out" >"$out/layers.log" 2>&1
+  layers_rc=$?
+  tail -30 "$out/layers.log"
+fi
 
 start=$(date +%s)
 cmake -S kernels/cuda -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >"$out/build.log" 2>&1 &&
@@ -39,7 +56,12 @@ result = {"build_seconds": build_s,
           "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
           "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
           "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
+try:
+    result["layers"] = json.load(open(f"{out}/layers.json"))
+except OSError:
+    pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-rm -f "$out/bench.json"
-[ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ]
+rm -f "$out/bench.json" "$out/layers.json"
+(cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
+[ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$layers_rc" = 0 ]

@@ -112,7 +112,7 @@ if [ -n "$nvcc" ]; then
   step "CUDA kernels (compile only)"
   cmake -S . -B build/cuda -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTRATA_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
     -DSTRATA_TESTS=OFF -DSTRATA_BENCH=OFF >/dev/null
-  cmake --build build/cuda -j "$jobs" --target strata_kernels_cuda strata_cuda_check strata_cuda_bench
+  cmake --build build/cuda -j "$jobs" --target strata_kernels_cuda strata_cuda_check strata_cuda_bench strata_engine_cuda
 fi
 
 if [ "$failed" -ne 0 ]; then

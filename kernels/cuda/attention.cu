@@ -212,10 +212,11 @@ kernel_fn kernel_for_group(int group) {
 /// The kernel instance for a head size and query heads per kv head (padded to 1, 2, 4 or 8).
 kernel_fn kernel_for(int head_dim, int group) {
   switch (head_dim) {
+    case 32: return kernel_for_group<32>(group);
     case 64: return kernel_for_group<64>(group);
     case 128: return kernel_for_group<128>(group);
     case 256: return kernel_for_group<256>(group);
-    default: throw std::invalid_argument("decode_attention: head_dim must be 64, 128 or 256");
+    default: throw std::invalid_argument("decode_attention: head_dim must be 32, 64, 128 or 256");
   }
 }
 

@@ -18,7 +18,7 @@ struct kv_pages_f16 {
   const void* v = nullptr;
   int page_tokens = 32;
   int n_head_kv = 0;
-  int head_dim = 0;  // 64, 128 or 256
+  int head_dim = 0;  // 32, 64, 128 or 256
 };
 
 /// n_seq decode rows. Row s: q and out at s * n_head * head_dim (f32, device); it attends the

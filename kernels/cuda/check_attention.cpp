@@ -106,6 +106,7 @@ void check_attention(verdicts& v, std::mt19937& rng) {
   run_case(v, rng, {256, 8, 8, {0}, {4999}});
   run_case(v, rng, {128, 40, 4, {0, 17}, {299, 1999}});
   run_case(v, rng, {128, 32, 8, {0}, {16383}});
+  run_case(v, rng, {32, 8, 4, {0, 3}, {700, 40}});  // the shared test models' heads
 }
 
 }  // namespace strata::kernels::cuda::checks

@@ -69,7 +69,7 @@ io::http_response router::models(const io::http_request& req) const {
   std::string body = R"({"object":"list","data":[)";
   if (!status_.model_id.empty()) {
     body += R"({"id":")" + log::json_escape(status_.model_id) + R"(","object":"model","created":)" +
-            std::to_string(status_.created) + R"(,"owned_by":"strata"})";
+            std::to_string(status_.created) + R"(,"owned_by":"strata","device":")" + log::json_escape(status_.device) + R"("})";
   }
   body += "]}";
   return io::make_json(req.version(), http::status::ok, std::move(body));

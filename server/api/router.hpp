@@ -40,6 +40,8 @@ struct server_status {
   /// "loading the model: fingerprinting the model (45 %)".
   std::string loading_reason() const;
   std::string model_id;
+  /// Where the layers run ("cpu" or "cuda"): /v1/models lists it with the model.
+  std::string device = "cpu";
   std::int64_t created = 0;
   /// Bearer keys; when any is set, every route but /health needs one. A key's name goes in its
   /// requests' access-log lines and its salt into their request_context (key_salt).

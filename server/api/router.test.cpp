@@ -191,7 +191,7 @@ TEST(router, models_lists_the_loaded_model) {
   metrics::registry m;
   router r(st, m);
   EXPECT_EQ(call(r, http::verb::get, "/v1/models").body(),
-            R"({"object":"list","data":[{"id":"tiny \"q\"","object":"model","created":1700000000,"owned_by":"strata"}]})");
+            R"({"object":"list","data":[{"id":"tiny \"q\"","object":"model","created":1700000000,"owned_by":"strata","device":"cpu"}]})");
 }
 
 TEST(router, metrics_render_in_prometheus_text) {

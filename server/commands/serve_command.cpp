@@ -89,7 +89,7 @@ engine::load_progress progress_reporter(api::server_status& status) {
 struct serve_options {
   std::string config_file;
   std::optional<std::string> model, host, cache_mode, cache_dir, log_level, kv_events, kv_events_replay, redis,
-      advertise_url, directory_ttl;
+      advertise_url, directory_ttl, device;
   std::optional<int> port, threads, snapshot_every;
   std::vector<std::string> api_keys;
   std::vector<std::string> served_names;
@@ -157,6 +157,10 @@ result<config::server_config> resolve(const serve_options& o) {
     cfg.server.port = static_cast<std::uint16_t>(*o.port);
   }
   if (o.threads) cfg.server.threads = *o.threads;
+  if (o.device) {
+    if (*o.device != "cpu" && *o.device != "cuda") return fail(errc::invalid_argument, "--device: expected cpu or cuda, got '", *o.device, "'");
+    cfg.model.device = *o.device;
+  }
   if (o.cache_mode) {
     auto m = config::parse_cache_mode(*o.cache_mode);
     if (!m) return fail(errc::invalid_argument, "--cache-mode: expected off, hot or tiered, got '", *o.cache_mode, "'");
@@ -281,6 +285,7 @@ int serve(const serve_options& opts) {
   status.set_loading("starting the actors", -1);
   eng->start(system, metrics);
   status.model_id = eng->model_id();
+  status.device = eng->device();
   completions = std::make_unique<api::completions_service>(
       *eng, system.spawn<stream::stream_hub>("stream-hub", actors::supervision::stop_system));
   const engine::engine* e = eng.get();
@@ -313,6 +318,7 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--host", o->host, "Address to listen on");
   sub.add_option("--port", o->port, "Port to listen on (0 = any free port)");
   sub.add_option("--threads", o->threads, "Actor and network threads (0 = one per core)");
+  sub.add_option("--device", o->device, "Where the layers run: cpu | cuda (the first NVIDIA GPU; needs a -DSTRATA_CUDA=ON build)");
   sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
   sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
   sub.add_option("--snapshot-every", o->snapshot_every,

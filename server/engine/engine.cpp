@@ -77,7 +77,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // tokens of f16 ones. Pages are reserved up front and touched only when first written, so an
   // idle server's resident memory stays small.
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
-  e->quantized_kv_ = hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
+  // The GPU keeps f16 pages only.
+  const bool gpu = cfg.model.device == "cuda";
+  e->quantized_kv_ = !gpu && hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
   kv::pool_config& pc = e->pool_cfg_;
   // Only attention layers write KV pages (a recurrent layer's pages stay untouched, so unbacked).
   int kv_layers = 0;
@@ -138,12 +140,19 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
                  (*pub)->replay_endpoint().empty() ? "" : ", replay on " + (*pub)->replay_endpoint());
     e->kv_publisher_ = std::move(*pub);
   }
+  if (gpu) {
+    report("uploading the model to the GPU", -1);
+    auto stages = make_gpu_stages(e->model_, pc.space, e->page_tokens_);
+    if (!stages) return std::move(stages).err();
+    e->gpu_ = std::move(*stages);
+    spdlog::info("device cuda: the layers run on {}", e->gpu_.summary);
+  }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s; KV: {} MiB ({} MiB of it for cached prefixes) "
+  spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s, device {}; KV: {} MiB ({} MiB of it for cached prefixes) "
                "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
-               path, e->model_id_, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, pc.budget >> 20, pc.cached_budget >> 20,
+               path, e->model_id_, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, cfg.model.device, pc.budget >> 20, pc.cached_budget >> 20,
                e->page_tokens_, pc.space.capacity[0], pc.space.capacity[1], pc.space.capacity[2],
                e->own_template_ ? "the model's" : "ChatML (none in the model)");
   return e;
@@ -188,13 +197,15 @@ std::string engine::eos_text() const { return std::string(tok_->token_text(tok_-
 void engine::start(actors::actor_system& system, metrics::registry& registry) {
   const pipeline::stage_address output = system.spawn<pipeline::output_actor>(
       "output", actors::supervision::stop_system,
-      std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
+      gpu_.output ? gpu_.output : std::shared_ptr<pipeline::output_compute>(std::make_shared<output_stage>(model_, pool_)),
       pipeline::sampler_factory([](const pipeline::open_sampler& o) { return std::make_unique<sequence_sampler>(o); }));
   pipeline::stage_address next = output;
+  std::vector<std::shared_ptr<pipeline::layer_compute>> stages = gpu_.layers;
   std::vector<std::shared_ptr<layer_stage>> layers;
-  for (int il = 0; il < model_->hp.n_layer; ++il)
+  for (int il = 0; stages.empty() && il < model_->hp.n_layer; ++il)
     layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_, state_slots()));
-  if (cfg_.kv.prefault_tokens > 0) {
+  if (stages.empty()) stages.assign(layers.begin(), layers.end());
+  if (cfg_.kv.prefault_tokens > 0 && !layers.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
     const kv::kv_format f = kv::kv_format_from_bits(default_kv_bits_).value_or(kv::kv_format::f16);
     const std::int32_t pages = (cfg_.kv.prefault_tokens + page_tokens_ - 1) / page_tokens_;
@@ -205,7 +216,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   }
   for (int il = model_->hp.n_layer - 1; il >= 0; --il) {
     next = system.spawn<pipeline::layer_actor>("layer-" + std::to_string(il), actors::supervision::stop_system,
-                                               std::shared_ptr<pipeline::layer_compute>(layers[static_cast<std::size_t>(il)]), next,
+                                               stages[static_cast<std::size_t>(il)], next,
                                                static_cast<std::size_t>(il));
   }
   auto tok = tok_;

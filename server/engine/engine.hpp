@@ -21,6 +21,7 @@
 #include "actors/ssd/ssd_store.hpp"
 #include "io/kv_events/zmq_publisher.hpp"
 #include "kernels/compute_pool.hpp"
+#include "server/engine/device_stages.hpp"
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
@@ -62,6 +63,8 @@ class engine {
   /// The id /v1/models lists and responses carry: the first of model.served_names, else the
   /// model file's name without .gguf.
   const std::string& model_id() const { return model_id_; }
+  /// Where the layers run: "cpu" or "cuda" (model.device).
+  const std::string& device() const { return cfg_.model.device; }
   /// Whether a request's `model` names this model: its id, one of model.served_names, or the
   /// file's name.
   bool serves(std::string_view name) const;
@@ -109,6 +112,8 @@ class engine {
   std::string model_id_;
   std::vector<std::string> model_names_;  // every name serves() accepts
   std::shared_ptr<kernels::compute_pool> pool_;
+  /// The GPU's stages (model.device = cuda), made at load; empty on the CPU.
+  device_stages gpu_;
   std::int32_t max_context_ = 4096;
   kv::pool_config pool_cfg_;
   bool quantized_kv_ = false;

@@ -63,6 +63,17 @@ std::vector<greedy_step> reference(const std::vector<std::int32_t>& prompt, int 
   return out;
 }
 
+TEST(engine, a_cuda_device_that_cannot_be_used_fails_the_load_with_a_message_naming_it) {
+  // Built without CUDA, or with it but on a machine without a GPU (CI), --device cuda cannot
+  // start: the load fails and says why, rather than serving on the CPU unasked.
+  auto cfg = small_config();
+  cfg.model.device = "cuda";
+  auto loaded = engine::load(cfg, k_model);
+  if (loaded) GTEST_SKIP() << "a usable CUDA device is present";
+  EXPECT_EQ(loaded.err().code, errc::unsupported);
+  EXPECT_NE(loaded.err().message.find("--device cuda"), std::string::npos) << loaded.err().message;
+}
+
 TEST(engine, load_and_start_wire_the_actors_so_that_a_submit_streams_greedy_tokens_and_ends) {
   auto loaded = engine::load(small_config(), k_model);
   ASSERT_TRUE(loaded) << loaded.err().message;

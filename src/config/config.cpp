@@ -259,6 +259,11 @@ const std::map<std::string, setter, std::less<>>& setters() {
          return {};
        })},
       {"model.ctx", int_key("model.ctx", 0, 1 << 24, [](server_config& c, long long v) { c.model.ctx = static_cast<int>(v); })},
+      {"model.device", with_string("model.device", [](const std::string& v, server_config& c) -> result<void> {
+         if (v != "cpu" && v != "cuda") return bad("model.device", "expected cpu or cuda, got \"" + v + "\"");
+         c.model.device = v;
+         return {};
+       })},
       {"model.compute_threads", int_key("model.compute_threads", 0, 1024, [](server_config& c, long long v) { c.model.compute_threads = static_cast<int>(v); })},
       {"model.served_names", [](const toml::node& n, server_config& c) -> result<void> {
          const auto* arr = n.as_array();

@@ -60,6 +60,8 @@ struct model_section {
   int ctx = 0;
   /// Compute threads for the kernels; 0 means one per core.
   int compute_threads = 0;
+  /// Where the layers run: "cpu", or "cuda" (the first NVIDIA GPU; needs a build with -DSTRATA_CUDA=ON).
+  std::string device = "cpu";
   /// The names requests may give as `model`: the first is the id /v1/models lists and responses
   /// carry, the others are aliases; the model file's name (without .gguf) is always accepted.
   /// Empty: the file's name is the id.

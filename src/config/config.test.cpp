@@ -30,6 +30,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.model.path, d.model.path);
   EXPECT_EQ(c.model.ctx, d.model.ctx);
   EXPECT_EQ(c.model.compute_threads, d.model.compute_threads);
+  EXPECT_EQ(c.model.device, d.model.device);
   EXPECT_EQ(c.model.served_names, d.model.served_names);
   EXPECT_EQ(c.cache.mode, d.cache.mode);
   EXPECT_EQ(c.cache.dir, d.cache.dir);
@@ -165,6 +166,15 @@ TEST(config, reads_served_model_names_and_refuses_empty_ones) {
   expect_error_naming("[model]\nserved_names = \"tiny\"\n", "model.served_names");
   expect_error_naming("[model]\nserved_names = [\"\"]\n", "model.served_names");
   expect_error_naming("[model]\nserved_names = [1]\n", "model.served_names");
+}
+
+TEST(config, reads_the_device_and_refuses_one_it_does_not_know) {
+  EXPECT_EQ(server_config{}.model.device, "cpu");
+  auto c = parse_toml("[model]\ndevice = \"cuda\"\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->model.device, "cuda");
+  expect_error_naming("[model]\ndevice = \"gpu\"\n", "model.device");
+  expect_error_naming("[model]\ndevice = 1\n", "model.device");
 }
 
 TEST(config, an_empty_cache_dir_is_an_error_not_the_working_directory) {

@@ -1,0 +1,374 @@
+// `strata gpu-check --model M [--prompt N] [--gen G] [--seed S] [--bench 512,4096] [--bench-gen G]
+// [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
+// (--device cuda) on the same tokens and compares their logits: one sequence's prefill and
+// decode (the decode fed the CPU's greedy token, so that both paths see the same sequence), three
+// sequences decoding in one batch, and a sequence's KV pages saved and loaded, and copied, on the
+// GPU (the copies must continue bit for bit as the original). With --bench, times the GPU path:
+// prefill of each prompt length in one step, and single-stream decode after it, as tokens/s and
+// as a share of the memory bandwidth (weights read once per decoded token). Exit code 1 when a
+// comparison fails. --golden also compares the GPU's logits with a reference dump of exact float
+// math (../shared/golden), within the tolerance its manifest gives.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+
+#include "kernels/compute_pool.hpp"
+#include "server/commands/command_registry.hpp"
+#include "server/engine/device_stages.hpp"
+#include "server/engine/stages.hpp"
+#include "src/model/model.hpp"
+
+namespace strata::commands {
+namespace {
+
+struct gpu_check_options {
+  std::string model, json, bench, golden;
+  double golden_max_abs = 0.01, golden_mean_abs = 0.002;
+  int prompt = 64;
+  int gen = 16;
+  int bench_gen = 64;
+  unsigned seed = 0;
+  bool no_cpu = false;
+  double tolerance = 0.1;
+};
+
+/// One path's stages, run in order as the layer actors would.
+struct path {
+  std::vector<std::shared_ptr<pipeline::layer_compute>> layers;
+  std::shared_ptr<pipeline::output_compute> output;
+
+  /// The logits of the last row of each sequence of the step (sequence after sequence), or of
+  /// every row.
+  std::vector<float> step(const pipeline::batch_layout& l, bool every_row = false) {
+    std::vector<float> hidden, logits;
+    for (auto& s : layers) s->run(l, hidden);
+    std::vector<std::int32_t> rows;
+    for (const auto& s : l.seqs)
+      for (std::int32_t r = every_row ? 0 : s.n_rows - 1; r < s.n_rows; ++r) rows.push_back(s.first_row + r);
+    output->logits(hidden, rows, logits);
+    return logits;
+  }
+};
+
+/// A sequence's block table and length; blocks come from one counter shared by every sequence.
+struct sequence {
+  std::uint64_t id = 0;
+  std::vector<std::int32_t> blocks;
+  std::int32_t len = 0;
+};
+
+struct planner {
+  std::int32_t page_tokens = 32;
+  std::int32_t next_block = 0;
+  std::uint64_t next_step = 1;
+
+  /// One step: each sequence gets its tokens appended (blocks added as needed).
+  pipeline::batch_layout layout(std::vector<std::pair<sequence*, std::vector<std::int32_t>>> parts) {
+    pipeline::batch_layout l;
+    l.step = next_step++;
+    for (auto& [s, toks] : parts) {
+      const auto n = static_cast<std::int32_t>(toks.size());
+      while (static_cast<std::int32_t>(s->blocks.size()) * page_tokens < s->len + n) s->blocks.push_back(next_block++);
+      pipeline::batch_sequence b;
+      b.id = s->id;
+      b.blocks = s->blocks;
+      b.first_row = l.n_rows();
+      b.n_rows = n;
+      b.start_pos = s->len;
+      b.sample = true;
+      l.seqs.push_back(std::move(b));
+      l.tokens.insert(l.tokens.end(), toks.begin(), toks.end());
+      s->len += n;
+    }
+    return l;
+  }
+};
+
+std::int32_t argmax(const float* row, std::int32_t n) { return static_cast<std::int32_t>(std::max_element(row, row + n) - row); }
+
+/// How far the GPU's logits are from the CPU's, over every compared row.
+struct comparison {
+  double worst = 0;  // max |gpu - cpu| / max |cpu| of a row
+  int rows = 0, same_argmax = 0, near_ties = 0, failures = 0;
+
+  void add(const float* cpu, const float* gpu, std::int32_t n, double tolerance) {
+    double diff = 0, scale = 0;
+    for (std::int32_t i = 0; i < n; ++i) {
+      diff = std::max(diff, static_cast<double>(std::fabs(gpu[i] - cpu[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(cpu[i])));
+    }
+    const double err = diff / std::max(scale, 1e-6);
+    worst = std::max(worst, err);
+    ++rows;
+    const std::int32_t a = argmax(cpu, n), b = argmax(gpu, n);
+    if (a == b) ++same_argmax;
+    // A different greedy token is only acceptable where the CPU's own logits nearly tie: their gap
+    // is within what the two paths' rounding moves a logit (twice the largest difference seen).
+    else if (cpu[a] - cpu[b] <= 2 * diff) ++near_ties;
+    if (err > tolerance || (a != b && cpu[a] - cpu[b] > 2 * diff)) ++failures;
+  }
+  boost::json::object json() const {
+    return {{"rows", rows}, {"worst_relative_error", worst}, {"same_greedy_token", same_argmax}, {"near_ties", near_ties},
+            {"failures", failures}};
+  }
+};
+
+std::vector<std::int32_t> random_tokens(std::mt19937& rng, std::int32_t n_vocab, int n) {
+  std::uniform_int_distribution<std::int32_t> d(0, n_vocab - 1);
+  std::vector<std::int32_t> t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Prefill and decode on the CPU and the GPU; every step's logits compared.
+boost::json::object compare(path& cpu, path& gpu, planner& pl, std::int32_t n_vocab, const gpu_check_options& o, std::mt19937& rng,
+                            bool& ok) {
+  boost::json::object r;
+  // One sequence: its prefill, then decode fed the CPU's greedy token.
+  comparison single;
+  sequence a_cpu{1}, a_gpu{1};
+  {
+    const auto prompt = random_tokens(rng, n_vocab, o.prompt);
+    planner p2 = pl;
+    auto lc = pl.layout({{&a_cpu, prompt}});
+    auto lg = p2.layout({{&a_gpu, prompt}});
+    auto c = cpu.step(lc), g = gpu.step(lg);
+    single.add(c.data(), g.data(), n_vocab, o.tolerance);
+    for (int i = 0; i < o.gen; ++i) {
+      const std::int32_t t = argmax(c.data(), n_vocab);
+      p2 = pl;
+      lc = pl.layout({{&a_cpu, {t}}});
+      lg = p2.layout({{&a_gpu, {t}}});
+      c = cpu.step(lc);
+      g = gpu.step(lg);
+      single.add(c.data(), g.data(), n_vocab, o.tolerance);
+    }
+  }
+  r["one_sequence"] = single.json();
+  // Three sequences of different lengths, prefilled apart, then decoding together.
+  comparison batch;
+  {
+    std::vector<sequence> sc(3), sg(3);
+    std::vector<std::vector<float>> last(3);
+    const int lengths[] = {5, 40, 100};
+    for (int i = 0; i < 3; ++i) {
+      sc[i].id = sg[i].id = 10 + i;
+      const auto prompt = random_tokens(rng, n_vocab, lengths[i]);
+      planner p2 = pl;
+      auto c = cpu.step(pl.layout({{&sc[i], prompt}}));
+      auto g = gpu.step(p2.layout({{&sg[i], prompt}}));
+      batch.add(c.data(), g.data(), n_vocab, o.tolerance);
+      last[i] = std::move(c);
+    }
+    for (int step = 0; step < std::max(1, o.gen / 2); ++step) {
+      std::vector<std::pair<sequence*, std::vector<std::int32_t>>> pc, pg;
+      for (int i = 0; i < 3; ++i) {
+        const std::int32_t t = argmax(last[i].data(), n_vocab);
+        pc.push_back({&sc[i], {t}});
+        pg.push_back({&sg[i], {t}});
+      }
+      planner p2 = pl;
+      auto c = cpu.step(pl.layout(pc));
+      auto g = gpu.step(p2.layout(pg));
+      for (int i = 0; i < 3; ++i) {
+        batch.add(c.data() + static_cast<std::size_t>(i) * n_vocab, g.data() + static_cast<std::size_t>(i) * n_vocab, n_vocab, o.tolerance);
+        last[i].assign(c.begin() + static_cast<std::ptrdiff_t>(i) * n_vocab, c.begin() + static_cast<std::ptrdiff_t>(i + 1) * n_vocab);
+      }
+    }
+  }
+  r["three_sequences_batched"] = batch.json();
+  ok = single.failures == 0 && batch.failures == 0;
+  return r;
+}
+
+/// The GPU's pages of a sequence saved and loaded into new blocks, and copied into others: each
+/// copy's next step must give the original's logits bit for bit.
+boost::json::object copies_by_value(path& gpu, planner& pl, std::int32_t n_vocab, std::mt19937& rng, bool& ok) {
+  sequence s{20};
+  const auto prompt = random_tokens(rng, n_vocab, 70);
+  gpu.step(pl.layout({{&s, prompt}}));
+  std::vector<pipeline::frozen_block> frozen;
+  for (std::int32_t b : s.blocks) frozen.push_back({b, {}});
+  for (auto& l : gpu.layers) l->save_pages(frozen);
+  sequence loaded{21, {}, s.len}, copied{22, {}, s.len};
+  std::vector<pipeline::block_copy> copies;
+  for (std::size_t i = 0; i < s.blocks.size(); ++i) {
+    loaded.blocks.push_back(pl.next_block++);
+    copied.blocks.push_back(pl.next_block++);
+    frozen[i].block = loaded.blocks[i];
+    copies.push_back({s.blocks[i], copied.blocks[i]});
+  }
+  for (auto& l : gpu.layers) l->load_pages(frozen);
+  for (auto& l : gpu.layers) l->copy_pages(copies);
+  const std::vector<std::int32_t> next = {prompt[3]};
+  const auto a = gpu.step(pl.layout({{&s, next}}));
+  const auto b = gpu.step(pl.layout({{&loaded, next}}));
+  const auto c = gpu.step(pl.layout({{&copied, next}}));
+  const bool same_loaded = std::equal(a.begin(), a.end(), b.begin()), same_copied = std::equal(a.begin(), a.end(), c.begin());
+  ok = same_loaded && same_copied && !frozen.empty() && !frozen[0].bytes.empty();
+  return {{"saved_and_loaded_identical", same_loaded}, {"copied_identical", same_copied},
+          {"frozen_block_bytes", frozen.empty() ? 0 : frozen[0].bytes.size()}};
+}
+
+/// The GPU's logits at every position of each case of a reference dump (../shared/golden's
+/// format, each case's prompt prefilled in one step) against the reference's top entries.
+boost::json::object golden(path& gpu, planner& pl, std::int32_t n_vocab, const gpu_check_options& o, bool& ok) {
+  std::ifstream in(o.golden);
+  std::stringstream text;
+  text << in.rdbuf();
+  const boost::json::value ref = boost::json::parse(text.str());
+  double worst = 0, sum = 0;
+  std::int64_t count = 0;
+  std::uint64_t id = 1000;
+  for (const auto& c : ref.at("cases").as_array()) {
+    std::vector<std::int32_t> tokens;
+    for (const auto& t : c.at("tokens").as_array()) tokens.push_back(static_cast<std::int32_t>(t.to_number<std::int64_t>()));
+    sequence s{id++};
+    const auto logits = gpu.step(pl.layout({{&s, tokens}}), true);
+    const auto& positions = c.at("positions").as_array();
+    for (std::size_t p = 0; p < positions.size() && p < tokens.size(); ++p) {
+      for (const auto& e : positions[p].at("top").as_array()) {
+        const auto tok = e.as_array()[0].to_number<std::int64_t>();
+        const double diff = std::fabs(logits[p * static_cast<std::size_t>(n_vocab) + static_cast<std::size_t>(tok)] -
+                                      e.as_array()[1].to_number<double>());
+        worst = std::max(worst, diff);
+        sum += diff;
+        ++count;
+      }
+    }
+  }
+  const double mean = count ? sum / static_cast<double>(count) : 0;
+  ok = count > 0 && worst <= o.golden_max_abs && mean <= o.golden_mean_abs;
+  return {{"file", o.golden}, {"entries", count}, {"max_abs", worst}, {"mean_abs", mean}, {"tolerance_max_abs", o.golden_max_abs},
+          {"tolerance_mean_abs", o.golden_mean_abs}, {"passed", ok}};
+}
+
+/// Prefill of each length in one step, then single-stream decode, on the GPU.
+boost::json::array bench(path& gpu, planner& pl, const model::model& m, const gpu_check_options& o, std::mt19937& rng) {
+  boost::json::array out;
+  std::vector<int> lengths;
+  std::stringstream ss(o.bench);
+  for (std::string item; std::getline(ss, item, ',');) lengths.push_back(std::stoi(item));
+  const std::int32_t n_vocab = m.hp.n_vocab;
+  {  // warm-up: the kernels' first launches, and the scratch grown for the longest prompt
+    sequence w{99};
+    gpu.step(pl.layout({{&w, random_tokens(rng, n_vocab, *std::max_element(lengths.begin(), lengths.end()))}}));
+    for (int i = 0; i < 4; ++i) gpu.step(pl.layout({{&w, {1}}}));
+  }
+  for (int n : lengths) {
+    sequence s{static_cast<std::uint64_t>(100 + n)};
+    const auto prompt = random_tokens(rng, n_vocab, n);
+    auto t0 = std::chrono::steady_clock::now();
+    auto lg = gpu.step(pl.layout({{&s, prompt}}));
+    const double prefill_s = seconds_since(t0);
+    std::vector<double> steps;
+    for (int i = 0; i < o.bench_gen; ++i) {
+      const std::int32_t t = argmax(lg.data(), n_vocab);
+      t0 = std::chrono::steady_clock::now();
+      lg = gpu.step(pl.layout({{&s, {t}}}));
+      steps.push_back(seconds_since(t0));
+    }
+    std::sort(steps.begin(), steps.end());
+    const double median = steps.empty() ? 0 : steps[steps.size() / 2];
+    const double decode_tok_s = median > 0 ? 1.0 / median : 0;
+    const double bytes = static_cast<double>(m.weights.bytes_per_token);
+    out.push_back({{"prompt", n}, {"prefill_tok_s", n / prefill_s}, {"decode_tok_s", decode_tok_s},
+                   {"decode_ms_median", median * 1e3}, {"weight_bytes_per_token", bytes},
+                   {"decode_share_of_3_35_TBps", bytes * decode_tok_s / 3.35e12}});
+    std::printf("prompt %5d: prefill %.0f tok/s, decode %.1f tok/s (%.1f ms/token, %.0f%% of 3.35 TB/s)\n", n, n / prefill_s,
+                decode_tok_s, median * 1e3, 100 * bytes * decode_tok_s / 3.35e12);
+  }
+  return out;
+}
+
+int run(const gpu_check_options& o) {
+  auto loaded = model::model::load(o.model);
+  if (!loaded) {
+    std::fprintf(stderr, "strata gpu-check: %s\n", loaded.err().message.c_str());
+    return 2;
+  }
+  std::shared_ptr<const model::model> m = *loaded;
+  const std::int32_t n_vocab = m->hp.n_vocab;
+  planner pl;
+  std::int32_t tokens = 4 * (o.prompt + o.gen) + 3 * (100 + o.gen) + 300;
+  std::stringstream ss(o.bench);
+  int longest = 0;
+  for (std::string item; std::getline(ss, item, ',');) {
+    tokens += std::stoi(item) + o.bench_gen + 8;
+    longest = std::max(longest, std::stoi(item));
+  }
+  tokens += longest + 8;  // the bench's warm-up
+  kv::block_space space{{tokens / pl.page_tokens + 64, 0, 0}};
+  auto stages = engine::make_gpu_stages(m, space, pl.page_tokens);
+  if (!stages) {
+    std::fprintf(stderr, "strata gpu-check: %s\n", stages.err().message.c_str());
+    return 2;
+  }
+  std::printf("GPU: %s\n", stages->summary.c_str());
+  path gpu{stages->layers, stages->output};
+  std::mt19937 rng(o.seed);
+  std::printf("seed %u\n", o.seed);
+  boost::json::object result{{"model", o.model}, {"device", stages->summary}, {"seed", o.seed}};
+  bool ok = true;
+  if (!o.no_cpu) {
+    auto pool = std::make_shared<kernels::compute_pool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    path cpu;
+    for (int il = 0; il < m->hp.n_layer; ++il) cpu.layers.push_back(std::make_shared<engine::layer_stage>(m, il, space, pl.page_tokens, pool));
+    cpu.output = std::make_shared<engine::output_stage>(m, pool);
+    bool same = true, copies = true;
+    result["logits_vs_cpu"] = compare(cpu, gpu, pl, n_vocab, o, rng, same);
+    result["kv_copies"] = copies_by_value(gpu, pl, n_vocab, rng, copies);
+    ok = same && copies;
+    std::printf("logits vs CPU: %s\nKV copies: %s\n", boost::json::serialize(result["logits_vs_cpu"]).c_str(),
+                boost::json::serialize(result["kv_copies"]).c_str());
+  }
+  if (!o.golden.empty()) {
+    bool golden_ok = true;
+    result["golden"] = golden(gpu, pl, n_vocab, o, golden_ok);
+    std::printf("against %s: %s\n", o.golden.c_str(), boost::json::serialize(result["golden"]).c_str());
+    ok = ok && golden_ok;
+  }
+  if (!o.bench.empty()) result["bench"] = bench(gpu, pl, *m, o, rng);
+  result["passed"] = ok;
+  if (!o.json.empty()) std::ofstream(o.json) << boost::json::serialize(result) << "\n";
+  std::printf("%s\n", ok ? "passed" : "FAILED");
+  return ok ? 0 : 1;
+}
+
+const bool registered = register_command("gpu-check", "Compare the GPU path's logits with the CPU's, and time it (CUDA builds)", [](CLI::App& sub) {
+  auto o = std::make_shared<gpu_check_options>();
+  sub.add_option("-m,--model", o->model, "GGUF model file")->required();
+  sub.add_option("--prompt", o->prompt, "Prompt tokens of the compared sequence")->capture_default_str();
+  sub.add_option("--gen", o->gen, "Decode steps compared")->capture_default_str();
+  sub.add_option("--seed", o->seed, "Seed of the random token ids")->capture_default_str();
+  // The two paths round activations differently (the CPU to 8 bits before every quantized product,
+  // the GPU's prefill GEMM to f16), and the quantized test models' logits move by 5-7% of their
+  // largest under such rounding (../shared/golden/manifest.json: llama.cpp against exact math).
+  sub.add_option("--tolerance", o->tolerance, "Largest |gpu - cpu| / max |cpu| of a logits row")->capture_default_str();
+  sub.add_option("--golden", o->golden, "A reference logits dump (../shared/golden/<model>.ref.json) to compare the GPU's logits with");
+  sub.add_option("--golden-max-abs", o->golden_max_abs, "Its tolerance: largest |gpu - ref| over the reference's top entries")->capture_default_str();
+  sub.add_option("--golden-mean-abs", o->golden_mean_abs, "Its tolerance: mean |gpu - ref| over them")->capture_default_str();
+  sub.add_option("--bench", o->bench, "Prompt lengths to time, e.g. 512,4096 (GPU only)");
+  sub.add_option("--bench-gen", o->bench_gen, "Decode steps timed after each prompt")->capture_default_str();
+  sub.add_flag("--no-cpu", o->no_cpu, "Skip the comparison with the CPU (bench only)");
+  sub.add_option("--json", o->json, "Write the results as JSON here");
+  return std::function<int()>([o] { return run(*o); });
+});
+
+}  // namespace
+}  // namespace strata::commands

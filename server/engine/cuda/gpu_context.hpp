@@ -1,0 +1,92 @@
+#pragma once
+// What the GPU stages of one model share (--device cuda): the CUDA stream every stage queues its
+// kernels on, a lock that keeps one stage's kernel sequence whole on that stream (the stages run
+// on different actor threads and share the activation scratch), the scratch itself, sized for the
+// largest batch seen, and, per step in flight, the hidden states and the batch's index arrays on
+// the device.
+//
+// The hidden states stay on the device between the layer actors: the first layer that sees a step
+// uploads its embeddings and the batch's positions, KV slots and block tables once; every layer
+// transforms the step's device rows in place, queueing without waiting; the last layer copies the
+// rows back into the forward message (the one wait of the step, besides the logits). The host
+// vector of the rows in between is left as the first layer found it: only the GPU stages read it.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "actors/pipeline/messages.hpp"
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/matvec.hpp"
+#include "src/model/hparams.hpp"
+
+namespace strata::engine::gpu {
+
+namespace cu = kernels::cuda;
+
+/// Grows b to at least `bytes` (its contents are lost; the old buffer is freed, which waits for
+/// the device).
+void ensure(cu::device_buffer& b, std::size_t bytes);
+
+/// One step's device state, made by the first stage that sees the step.
+struct step_state {
+  std::uint64_t step = 0;
+  std::int32_t n_rows = 0;
+  cu::device_buffer hidden;  // n_rows x n_embd f32
+  cu::device_buffer pos;     // int32 per row: its position
+  cu::device_buffer slots;   // int32 per row: the f16 page slot its K and V go to (page * page_tokens + offset)
+  cu::device_buffer first;   // int32 per row: 0 (no sliding window on the GPU path)
+  cu::device_buffer last;    // int32 per row: its position
+  cu::device_buffer blocks;  // the rows' block tables, blocks_stride apart (0: one table for every row)
+  std::int32_t blocks_stride = 0;
+  std::int32_t max_positions = 0;
+};
+
+/// The activations of one layer's kernels, for up to `rows` rows.
+struct scratch {
+  std::int32_t rows = 0;
+  cu::device_buffer cur, q, k, v, attn, out, gate, up, x16, workspace;
+  cu::act_q8 xq_embd, xq_q, xq_ff;  // matvec inputs of decode rows (n <= k_matvec_max_batch)
+};
+
+class gpu_context {
+ public:
+  /// Picks device 0 and makes the stream. Throws cu::cuda_error without a usable GPU.
+  gpu_context(const model::hparams& h, std::int32_t page_tokens);
+  ~gpu_context();
+  gpu_context(const gpu_context&) = delete;
+  gpu_context& operator=(const gpu_context&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  /// Held while a stage queues work or touches the scratch or the steps.
+  std::mutex& mutex() { return mu_; }
+  const model::hparams& hp() const { return hp_; }
+  std::int32_t page_tokens() const { return page_tokens_; }
+  /// The GPU's name, for the startup log.
+  const std::string& device_name() const { return name_; }
+
+  /// The scratch, grown for n rows (under mutex()).
+  scratch& reserve(std::int32_t n);
+  /// The step's state (under mutex()): made, with the host rows uploaded, when no stage has seen
+  /// the step yet. `hidden` holds layout.n_rows() x n_embd values then.
+  step_state& step(const pipeline::batch_layout& layout, const std::vector<float>& hidden);
+  /// Copies the step's rows into hidden, waits for them, and forgets the step (under mutex()).
+  void finish_step(const pipeline::batch_layout& layout, std::vector<float>& hidden);
+
+ private:
+  model::hparams hp_;
+  std::int32_t page_tokens_;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  std::mutex mu_;
+  scratch s_;
+  std::unordered_map<std::uint64_t, std::unique_ptr<step_state>> live_;
+  std::vector<std::unique_ptr<step_state>> spare_;  // finished steps' buffers, reused
+};
+
+}  // namespace strata::engine::gpu

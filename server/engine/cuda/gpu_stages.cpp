@@ -1,0 +1,297 @@
+#include "server/engine/cuda/gpu_stages.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <initializer_list>
+#include <stdexcept>
+
+#include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/kv_store.hpp"
+#include "kernels/cuda/ops.hpp"
+#include "src/common/block_buffers.hpp"
+#include "src/model/forward.hpp"
+
+namespace strata::engine::gpu {
+namespace {
+
+using model::tensor_view;
+
+cu::device_matrix upload(const tensor_view& t, cudaStream_t s) { return cu::upload_matrix(t.type, t.data, t.rows, t.cols, s); }
+
+/// A norm's or bias's f32 values on the device (empty for an absent tensor).
+cu::device_buffer upload_f32(const tensor_view& t, cudaStream_t s) {
+  if (!t) return {};
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(t.rows, 1) * t.cols) * 4;
+  cu::device_buffer b(n);
+  b.upload(t.data, n, s);
+  cu::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  return b;
+}
+
+cu::device_buffer upload_floats(const std::vector<float>& v, cudaStream_t s) {
+  cu::device_buffer b(v.size() * 4);
+  b.upload(v.data(), v.size() * 4, s);
+  cu::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  return b;
+}
+
+/// Why matrix t cannot be multiplied on the GPU, or empty.
+std::string matrix_problem(const char* name, const tensor_view& t) {
+  if (!t) return std::string(name) + " is missing";
+  if (!cu::matvec_supports(t.type))
+    return std::string(name) + " is " + kernels::dtype_name(t.type) + " (the GPU takes f16, bf16, q8_0, q4_0, q4_1, q4_K, q5_K, q6_K)";
+  if (t.cols % cu::matvec_k_multiple(t.type) != 0 || t.cols % 32 != 0)
+    return std::string(name) + " has rows of " + std::to_string(t.cols) + " values, not a multiple of " +
+           std::to_string(std::max<std::int64_t>(32, cu::matvec_k_multiple(t.type))) + " for " + kernels::dtype_name(t.type);
+  return {};
+}
+
+/// The inputs of a matrix product of n rows of x (dim values each, device f32): quantized for the
+/// matvecs (n <= k_matvec_max_batch), or f16 for the GEMM.
+void prepare_input(const float* x, std::int32_t n, std::int64_t dim, cu::act_q8& xq, cu::device_buffer& x16, cudaStream_t s) {
+  if (n <= cu::k_matvec_max_batch) cu::quantize_act(x, n, xq, s);
+  else cu::to_f16(x, x16.data(), n * dim, s);
+}
+
+/// RMSNorm of n rows of h into cur, with the inputs of the next products made from it.
+void norm_input(const float* h, const cu::device_buffer& w, float* cur, std::int32_t n, std::int32_t dim, float eps,
+                cu::act_q8& xq, cu::device_buffer& x16, cudaStream_t s) {
+  if (n <= cu::k_matvec_max_batch) {
+    cu::rms_norm_quantize(h, w.as<float>(), cur, n, dim, eps, xq, s);
+  } else {
+    cu::rms_norm(h, w.as<float>(), cur, n, dim, eps, s);
+    cu::to_f16(cur, x16.data(), static_cast<std::int64_t>(n) * dim, s);
+  }
+}
+
+/// y_i = W_i x for each pair: one matvec_many launch for decode rows when the matrices share their
+/// type, else a matvec or GEMM each.
+void project(std::initializer_list<std::pair<const cu::device_matrix*, float*>> ws, const float* x, const cu::act_q8& xq,
+             const cu::device_buffer& x16, std::int32_t n, cudaStream_t s) {
+  if (n > cu::k_matvec_max_batch) {
+    for (const auto& [w, y] : ws) cu::gemm(*w, x16.data(), n, y, s);
+    return;
+  }
+  const cu::device_matrix* first = ws.begin()->first;
+  const bool same = std::all_of(ws.begin(), ws.end(), [&](const auto& p) { return p.first->type == first->type && p.first->k == first->k; });
+  if (same && ws.size() > 1) {
+    std::vector<cu::matvec_out> outs;
+    for (const auto& [w, y] : ws) outs.push_back({w, y});
+    cu::matvec_many(outs.data(), static_cast<int>(outs.size()), x, &xq, n, s);
+    return;
+  }
+  for (const auto& [w, y] : ws) cu::matvec(*w, x, &xq, n, y, s);
+}
+
+}  // namespace
+
+std::string unsupported(const model::model& m) {
+  const auto& h = m.hp;
+  using model::arch;
+  if (h.architecture != arch::llama && h.architecture != arch::qwen2 && h.architecture != arch::qwen3)
+    return std::string("the GPU path runs llama, qwen2 and qwen3 models, not ") + model::arch_name(h.architecture);
+  if (h.moe() || h.has_recurrent() || h.attn_gated) return "the GPU path runs dense attention layers only";
+  if (h.sliding_window > 0 || h.yarn.ext_factor != 0 || h.final_softcap > 0)
+    return "the GPU path has no sliding windows, YaRN or final soft-cap";
+  if (h.head_dim != 32 && h.head_dim != 64 && h.head_dim != 128 && h.head_dim != 256)
+    return "the GPU's attention takes heads of 32, 64, 128 or 256 values";
+  if (h.n_rot % 2 != 0 || h.n_rot > h.head_dim) return "the GPU's RoPE needs an even n_rot of at most the head size";
+  for (int il = 0; il < h.n_layer; ++il) {
+    const auto& w = m.weights.layers[static_cast<std::size_t>(il)];
+    if (w.wqkv || w.gate_up || w.post_attn_norm || w.post_ffn_norm || w.bo || w.attn_sinks)
+      return "layer " + std::to_string(il) + " has tensors the GPU path does not run (fused qkv or gate_up, post norms, sinks)";
+    const std::pair<const char*, const tensor_view*> mats[] = {{"attn_q", &w.wq}, {"attn_k", &w.wk}, {"attn_v", &w.wv},
+                                                                {"attn_output", &w.wo}, {"ffn_gate", &w.gate}, {"ffn_up", &w.up},
+                                                                {"ffn_down", &w.down}};
+    for (const auto& [name, t] : mats)
+      if (auto p = matrix_problem(name, *t); !p.empty()) return "layer " + std::to_string(il) + ": " + p;
+  }
+  if (auto p = matrix_problem("output", m.weights.output); !p.empty()) return p;
+  return {};
+}
+
+gpu_layer_stage::gpu_layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages,
+                                 std::shared_ptr<gpu_context> ctx)
+    : m_(std::move(m)), layer_(layer), last_(layer == m_->hp.n_layer - 1), ctx_(std::move(ctx)) {
+  const auto& h = m_->hp;
+  const auto& w = m_->weights.layers[static_cast<std::size_t>(layer)];
+  cudaStream_t s = ctx_->stream();
+  wq_ = upload(w.wq, s);
+  wk_ = upload(w.wk, s);
+  wv_ = upload(w.wv, s);
+  wo_ = upload(w.wo, s);
+  gate_ = upload(w.gate, s);
+  up_ = upload(w.up, s);
+  down_ = upload(w.down, s);
+  attn_norm_ = upload_f32(w.attn_norm, s);
+  ffn_norm_ = upload_f32(w.ffn_norm, s);
+  bq_ = upload_f32(w.bq, s);
+  bk_ = upload_f32(w.bk, s);
+  bv_ = upload_f32(w.bv, s);
+  q_norm_ = upload_f32(w.q_norm, s);
+  k_norm_ = upload_f32(w.k_norm, s);
+  rope_factors_ = upload_f32(w.rope_freqs, s);
+  inv_freq_ = upload_floats(cu::rope_inv_freq(h.n_rot, h.rope_base(layer)), s);
+  n_pages_ = pages.capacity[static_cast<std::size_t>(kv::format_index(kv::kv_format::f16))];
+  const std::size_t n = page_bytes() * static_cast<std::size_t>(n_pages_);
+  k_ = cu::device_buffer(n);
+  v_ = cu::device_buffer(n);
+}
+
+std::size_t gpu_layer_stage::weight_bytes() const {
+  return wq_.bytes() + wk_.bytes() + wv_.bytes() + wo_.bytes() + gate_.bytes() + up_.bytes() + down_.bytes();
+}
+
+std::size_t gpu_layer_stage::page_bytes() const {
+  return static_cast<std::size_t>(ctx_->page_tokens()) * static_cast<std::size_t>(m_->hp.kv_dim()) * 2;
+}
+
+std::size_t gpu_layer_stage::page_offset(std::int32_t block) const { return static_cast<std::size_t>(block) * page_bytes(); }
+
+void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
+  const auto& h = m_->hp;
+  const std::int32_t n = layout.n_rows(), d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
+  if (n == 0) return;
+  for (const auto& sq : layout.seqs)
+    for (std::int32_t b : sq.blocks)
+      if (!holds(b)) throw std::invalid_argument("the GPU path keeps f16 KV pages only: block " + std::to_string(b) + " is not one");
+  if (hidden.empty()) {
+    hidden.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(d));
+    model::embed(*m_, layout.tokens.data(), n, hidden.data());
+  }
+  std::lock_guard lock(ctx_->mutex());
+  cudaStream_t s = ctx_->stream();
+  step_state& st = ctx_->step(layout, hidden);
+  scratch& sc = ctx_->reserve(n);
+  float* x = st.hidden.as<float>();
+  float* cur = sc.cur.as<float>();
+  float* q = sc.q.as<float>();
+  float* k = sc.k.as<float>();
+  float* v = sc.v.as<float>();
+  float* attn = sc.attn.as<float>();
+  float* out = sc.out.as<float>();
+
+  // Attention block: norm, q/k/v, biases, q/k norms, RoPE, the rows' K and V into their pages.
+  norm_input(x, attn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
+  project({{&wq_, q}, {&wk_, k}, {&wv_, v}}, cur, sc.xq_embd, sc.x16, n, s);
+  if (bq_.data()) cu::add_bias(q, bq_.as<float>(), n, qd, s);
+  if (bk_.data()) cu::add_bias(k, bk_.as<float>(), n, kvd, s);
+  if (bv_.data()) cu::add_bias(v, bv_.as<float>(), n, kvd, s);
+  if (q_norm_.data()) {
+    cu::rms_norm(q, q_norm_.as<float>(), q, n * h.n_head, h.head_dim, h.norm_eps, s);
+    cu::rms_norm(k, k_norm_.as<float>(), k, n * h.n_head_kv, h.head_dim, h.norm_eps, s);
+  }
+  cu::rope_args ra;
+  ra.pos = st.pos.as<std::int32_t>();
+  ra.inv_freq = inv_freq_.as<float>();
+  ra.factors = rope_factors_.data() ? rope_factors_.as<float>() : nullptr;
+  ra.freq_scale = h.rope_scale(layer_);
+  ra.n_rot = h.n_rot;
+  ra.neox = h.rope_neox;
+  cu::rope(q, n, h.n_head, h.head_dim, ra, s);
+  cu::rope(k, n, h.n_head_kv, h.head_dim, ra, s);
+  cu::store_kv_f16(k, v, n, kvd, st.slots.as<std::int32_t>(), k_.data(), v_.data(), s);
+
+  // Every row over its sequence's pages (a prefill's rows each as a decode row of its own).
+  const cu::kv_pages_f16 pages{k_.data(), v_.data(), ctx_->page_tokens(), h.n_head_kv, h.head_dim};
+  cu::decode_rows rows;
+  rows.q = q;
+  rows.out = attn;
+  rows.n_seq = n;
+  rows.n_head = h.n_head;
+  rows.blocks = st.blocks.as<std::int32_t>();
+  rows.blocks_stride = st.blocks_stride;
+  rows.first = st.first.as<std::int32_t>();
+  rows.last = st.last.as<std::int32_t>();
+  rows.max_positions = st.max_positions;
+  rows.scale = h.attn_scale;
+  rows.softcap = h.attn_softcap;
+  const std::size_t ws = cu::decode_attention_workspace(pages, rows);
+  ensure(sc.workspace, ws);
+  cu::decode_attention(pages, rows, sc.workspace.data(), sc.workspace.bytes(), s);
+
+  prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
+  project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s);
+  cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
+
+  // Feed-forward block.
+  float* g = sc.gate.as<float>();
+  float* u = sc.up.as<float>();
+  norm_input(x, ffn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
+  project({{&gate_, g}, {&up_, u}}, cur, sc.xq_embd, sc.x16, n, s);
+  cu::swiglu(g, u, g, static_cast<std::int64_t>(n) * ff, s);
+  prepare_input(g, n, ff, sc.xq_ff, sc.x16, s);
+  project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s);
+  cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
+
+  if (last_) ctx_->finish_step(layout, hidden);
+}
+
+void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
+  const std::size_t n = page_bytes();
+  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
+  std::lock_guard lock(ctx_->mutex());
+  for (auto& f : saved) {
+    if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
+    if (f.bytes.size() != total || !holds(f.block)) continue;
+    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
+    k_.download(f.bytes.data() + at, n, ctx_->stream(), page_offset(f.block));
+    v_.download(f.bytes.data() + at + n, n, ctx_->stream(), page_offset(f.block));
+  }
+}
+
+void gpu_layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies) {
+  const std::size_t n = page_bytes();
+  std::lock_guard lock(ctx_->mutex());
+  for (const auto& c : copies) {
+    if (!holds(c.from) || !holds(c.to)) continue;
+    for (const cu::device_buffer* b : {&k_, &v_}) {
+      auto* base = static_cast<char*>(b->data());
+      cu::check(cudaMemcpyAsync(base + page_offset(c.to), base + page_offset(c.from), n, cudaMemcpyDeviceToDevice, ctx_->stream()),
+                "cudaMemcpyAsync (copy_pages)");
+    }
+  }
+}
+
+void gpu_layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
+  const std::size_t n = page_bytes();
+  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
+  std::lock_guard lock(ctx_->mutex());
+  for (const auto& f : blocks) {
+    if (f.bytes.size() != total || !holds(f.block)) continue;  // checked by the scheduler
+    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
+    k_.upload(f.bytes.data() + at, n, ctx_->stream(), page_offset(f.block));
+    v_.upload(f.bytes.data() + at + n, n, ctx_->stream(), page_offset(f.block));
+  }
+  // The frozen blocks may go once this returns.
+  cu::check(cudaStreamSynchronize(ctx_->stream()), "cudaStreamSynchronize");
+}
+
+gpu_output_stage::gpu_output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<gpu_context> ctx)
+    : m_(std::move(m)), ctx_(std::move(ctx)) {
+  w_ = upload(m_->weights.output, ctx_->stream());
+  norm_ = upload_f32(m_->weights.output_norm, ctx_->stream());
+  xq_ = cu::make_act_q8(m_->hp.n_embd, cu::k_matvec_max_batch);
+}
+
+void gpu_output_stage::logits(const std::vector<float>& hidden, const std::vector<std::int32_t>& rows, std::vector<float>& out) {
+  const auto d = static_cast<std::size_t>(m_->hp.n_embd), nv = static_cast<std::size_t>(m_->hp.n_vocab);
+  const auto n = static_cast<std::int32_t>(rows.size());
+  out.resize(rows.size() * nv);
+  if (n == 0) return;
+  rows_.resize(rows.size() * d);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(rows_.data() + i * d, hidden.data() + static_cast<std::size_t>(rows[i]) * d, d * 4);
+  std::lock_guard lock(ctx_->mutex());
+  cudaStream_t s = ctx_->stream();
+  ensure(x_, rows_.size() * 4);
+  ensure(cur_, rows_.size() * 4);
+  ensure(x16_, rows_.size() * 2);
+  ensure(y_, out.size() * 4);
+  x_.upload(rows_.data(), rows_.size() * 4, s);
+  norm_input(x_.as<float>(), norm_, cur_.as<float>(), n, m_->hp.n_embd, m_->hp.norm_eps, xq_, x16_, s);
+  project({{&w_, y_.as<float>()}}, cur_.as<float>(), xq_, x16_, n, s);
+  y_.download(out.data(), out.size() * 4, s);
+}
+
+}  // namespace strata::engine::gpu
