@@ -7,7 +7,10 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/device.hpp"
@@ -220,6 +223,20 @@ kernel_fn kernel_for(int head_dim, int group) {
   }
 }
 
+/// Blocks of f resident per multiprocessor, asked of the runtime once per kernel (each decode
+/// step of every layer needs it twice, and the query costs as much as a launch).
+int resident_blocks(kernel_fn f) {
+  static std::mutex mu;
+  static std::vector<std::pair<kernel_fn, int>> known;
+  std::lock_guard lock(mu);
+  for (const auto& [g, n] : known)
+    if (g == f) return n;
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, k_threads, 0), "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  known.emplace_back(f, per_sm);
+  return per_sm;
+}
+
 launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   if (kv.n_head_kv <= 0 || r.n_head % kv.n_head_kv != 0 || kv.page_tokens <= 0)
     throw std::invalid_argument("decode_attention: n_head must be a multiple of n_head_kv");
@@ -229,9 +246,7 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   // Split the rows into as many parts as fit on the device at once (the blocks resident per
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
   // part at least k_attention_min_split positions long.
-  int per_sm = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_for(kv.head_dim, ls.group), k_threads, 0),
-        "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int per_sm = resident_blocks(kernel_for(kv.head_dim, ls.group));
   const long long blocks = static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks;
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessors() / blocks;
   const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;

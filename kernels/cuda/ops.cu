@@ -10,7 +10,7 @@
 namespace strata::kernels::cuda {
 namespace {
 
-constexpr int k_norm_threads = 256;
+constexpr int k_norm_threads = 1024;  // a decode row is one block: 4 values a thread at d = 4096
 
 /// 1 / rms of one row of dim values, the same in every thread of the block.
 __device__ float inv_rms(const float* xr, int dim, float eps) {

@@ -1,6 +1,7 @@
 #include "server/engine/cuda/gpu_stages.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <initializer_list>
 #include <stdexcept>
@@ -74,10 +75,11 @@ void project(std::initializer_list<std::pair<const cu::device_matrix*, float*>> 
   }
   const cu::device_matrix* first = ws.begin()->first;
   const bool same = std::all_of(ws.begin(), ws.end(), [&](const auto& p) { return p.first->type == first->type && p.first->k == first->k; });
-  if (same && ws.size() > 1) {
-    std::vector<cu::matvec_out> outs;
-    for (const auto& [w, y] : ws) outs.push_back({w, y});
-    cu::matvec_many(outs.data(), static_cast<int>(outs.size()), x, &xq, n, s);
+  if (same && ws.size() > 1 && ws.size() <= cu::k_matvec_max_outputs) {
+    std::array<cu::matvec_out, cu::k_matvec_max_outputs> outs;
+    int count = 0;
+    for (const auto& [w, y] : ws) outs[static_cast<std::size_t>(count++)] = {w, y};
+    cu::matvec_many(outs.data(), count, x, &xq, n, s);
     return;
   }
   for (const auto& [w, y] : ws) cu::matvec(*w, x, &xq, n, y, s);
