@@ -67,6 +67,23 @@ void directory_actor::remove(const kv::block_hash& h, kv::kv_format f) {
   if (client_) client_->command({"HDEL", key(h, f), url_}, [](result<redis::reply>) {});
 }
 
+bool directory_actor::small(kv::kv_format f) const {
+  const auto bytes = opts_.block_bytes[static_cast<std::size_t>(kv::format_index(f))];
+  return opts_.value_max > 0 && bytes > 0 && static_cast<std::uint64_t>(bytes) + 4096 <= opts_.value_max;
+}
+
+void directory_actor::handle(value_ready v) {
+  auto it = held_.find(v.hash);
+  if (!client_ || !v.record || it == held_.end() || it->second.value) return;
+  it->second.value = true;
+  std::string bytes(reinterpret_cast<const char*>(v.record->data()), v.record->size());
+  const auto m = metrics_;
+  client_->command({"SET", kv::value_key(key(v.hash, it->second.format)), std::move(bytes), "EX", std::to_string(opts_.ttl.count())},
+                   [m](result<redis::reply> r) {
+                     if (m.write_errors && (!r || r->is_error())) m.write_errors->inc();
+                   });
+}
+
 void directory_actor::handle(kv_events::block_batch b) {
   using kind = kv::block_event::kind;
   for (const auto& e : b.events) {
@@ -79,6 +96,11 @@ void directory_actor::handle(kv_events::block_batch b) {
       auto [it, fresh] = held_.try_emplace(e.hash, held{e.format});
       (e.tier == kv::kv_tier::ram ? it->second.ram : it->second.ssd) = true;
       if (fresh) write(e.hash, e.format);
+      if (fresh && e.tier == kv::kv_tier::ram && small(e.format) && !exporter_.empty()) {
+        exporter_.tell(sched::export_block{e.hash, false, [self = self(), h = e.hash](std::optional<std::vector<std::byte>> r) {
+                                             self.tell(value_ready{h, std::move(r)});
+                                           }});
+      }
       continue;
     }
     auto it = held_.find(e.hash);
@@ -86,6 +108,7 @@ void directory_actor::handle(kv_events::block_batch b) {
     (e.tier == kv::kv_tier::ram ? it->second.ram : it->second.ssd) = false;
     if (!it->second.ram && !it->second.ssd) {
       remove(e.hash, it->second.format);
+      if (it->second.value && client_) client_->command({"DEL", kv::value_key(key(e.hash, it->second.format))}, [](result<redis::reply>) {});
       held_.erase(it);
     }
   }
@@ -93,13 +116,17 @@ void directory_actor::handle(kv_events::block_batch b) {
 
 void directory_actor::handle(start s) {
   url_ = std::move(s.url);
+  exporter_ = std::move(s.exporter);
   client_ = redis::cluster_client::create(executor(), opts_.redis);
   spdlog::info("cluster directory: listing this replica's blocks as {} (TTL {} s)", url_, opts_.ttl.count());
   handle(refresh_tick{});
 }
 
 void directory_actor::handle(refresh_tick) {
-  for (const auto& [h, x] : held_) write(h, x.format);
+  for (const auto& [h, x] : held_) {
+    write(h, x.format);
+    if (x.value && client_) client_->command({"EXPIRE", kv::value_key(key(h, x.format)), std::to_string(opts_.ttl.count())}, [](result<redis::reply>) {});
+  }
   arm_timer();
 }
 
@@ -116,16 +143,24 @@ void directory_actor::handle(lookup l) {
   auto st = std::make_shared<lookup_state>();
   st->result.id = l.id;
   st->result.holders.resize(l.chain.size());
+  const bool values = small(l.format);
+  if (values) st->result.values.resize(l.chain.size());
   st->reply_to = std::move(l.reply_to);
-  st->left = l.chain.size();
+  st->left = l.chain.size() * (values ? 2 : 1);
   if (!client_ || l.chain.empty()) {
     st->reply_to.tell(std::move(st->result));
     return;
   }
   const std::int64_t now = unix_now();
   for (std::size_t i = 0; i < l.chain.size(); ++i) {
-    client_->command({"HGETALL", key(l.chain[i], l.format)}, [st, i, now](result<redis::reply> r) {
+    const std::string k = key(l.chain[i], l.format);
+    client_->command({"HGETALL", k}, [st, i, now](result<redis::reply> r) {
       if (r) st->result.holders[i] = live_holders(*r, now);
+      if (--st->left == 0) st->reply_to.tell(std::move(st->result));
+    });
+    if (!values) continue;
+    client_->command({"GET", kv::value_key(k)}, [st, i](result<redis::reply> r) {
+      if (r && r->type == redis::reply::kind::string) st->result.values[i] = std::move(r->str);
       if (--st->left == 0) st->reply_to.tell(std::move(st->result));
     });
   }

@@ -3,6 +3,7 @@
 // start with this replica's URL, the refresh tick, and lookups.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -10,14 +11,23 @@
 #include "actors/kv_events/messages.hpp"
 #include "actors/runtime/address.hpp"
 #include "actors/runtime/port.hpp"
+#include "actors/scheduler/messages.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
 
 namespace strata::directory {
 
-/// Starts publishing: the URL other replicas and the router reach this one at.
+/// Starts publishing: the URL other replicas and the router reach this one at, and who copies a
+/// block out (the scheduler) for the records kept in Redis itself (directory_options::value_max).
 struct start {
   std::string url;
+  actors::port<sched::export_block> exporter;
+};
+
+/// A block's wire record, copied out for Redis (nullopt: RAM no longer held it).
+struct value_ready {
+  kv::block_hash hash;
+  std::optional<std::vector<std::byte>> record;
 };
 
 /// Time to rewrite every entry this replica holds, before its TTL runs out.
@@ -28,6 +38,8 @@ struct lookup_result {
   std::uint64_t id = 0;
   /// holders[i]: the URLs of the live replicas listing block i (this one included, if it does).
   std::vector<std::vector<std::string>> holders;
+  /// values[i]: block i's wire record as Redis keeps it (directory_options::value_max), or empty.
+  std::vector<std::string> values;
 };
 
 /// Which replicas hold the blocks of `chain` (in chain order, in format `format`)?
@@ -38,7 +50,7 @@ struct lookup {
   actors::port<lookup_result> reply_to;
 };
 
-using inbox = std::variant<kv_events::block_batch, start, refresh_tick, lookup>;
+using inbox = std::variant<kv_events::block_batch, start, refresh_tick, lookup, value_ready>;
 using address = actors::address<inbox>;
 
 }  // namespace strata::directory

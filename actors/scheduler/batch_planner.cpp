@@ -11,6 +11,7 @@ kv::cache_options cache_options_of(const planner_options& o) {
                            .ns = o.cache_ns,
                            .ssd = o.ssd,
                            .write_through = o.write_through,
+                           .remote = o.remote,
                            .snapshots = {.on = o.snapshots && o.prefix_cache,
                                          .block_tokens = o.block_tokens,
                                          .every = o.snapshot_every}};
@@ -56,10 +57,12 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   // A restore ordered at the first admission adds to what the request reports as cached.
   if (s.preemptions == 0) {
     s.cached_tokens = s.n_computed;
-    s.ssd_cached_tokens = r->restored;
+    if (!r->remote) s.ssd_cached_tokens = r->restored;
   }
   counters_.prefix_hit_tokens += static_cast<std::uint64_t>(r->restored);
-  counters_.ssd_hit_tokens += static_cast<std::uint64_t>(r->restored);
+  (r->remote ? counters_.remote_hit_tokens : counters_.ssd_hit_tokens) += static_cast<std::uint64_t>(r->restored);
+  // The whole SSD order came back: the chain may go on at another replica (a remote order).
+  if (!r->remote && r->complete) cache_.restore(r->seq, s.tokens, s.n_computed);
   return std::move(r->loaded);
 }
 

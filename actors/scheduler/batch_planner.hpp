@@ -36,6 +36,8 @@ struct planner_options {
   kv::cache_namespace cache_ns;
   bool ssd = false;
   bool write_through = true;
+  /// Fetch what the local tiers lack from other replicas (kv::cache_options::remote).
+  bool remote = false;
   /// Slots of per-sequence state the model's recurrent layers keep (0: none). A running sequence
   /// holds one from admission to its end or preemption; at most max_running run at once.
   int state_slots = 0;
@@ -109,8 +111,9 @@ struct planner_counters {
   /// Prompt tokens of admitted requests looked up in the prefix cache, and those found.
   std::uint64_t prefix_query_tokens = 0;
   std::uint64_t prefix_hit_tokens = 0;
-  /// Of those, the tokens restored from the SSD.
+  /// Of those, the tokens restored from the SSD, and those fetched from other replicas.
   std::uint64_t ssd_hit_tokens = 0;
+  std::uint64_t remote_hit_tokens = 0;
 };
 
 class batch_planner {

@@ -2,6 +2,7 @@
 // Messages the scheduler receives, and the stream events it sends to a request's reply address.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -144,8 +145,22 @@ struct set_cache_mode {
 /// From the admin API: evict every cached block from RAM (blocks in use stay).
 struct clear_hot {};
 
-using scheduler_inbox =
-    std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim, set_cache_mode, clear_hot>;
+/// Where a block copied out for another replica goes: its wire record (ssd::encode_wire_record),
+/// or nullopt when this replica does not hold it. Called once, from whichever actor has it; the
+/// callee hands it on to its own executor (the HTTP connection's).
+using export_done = std::function<void(std::optional<std::vector<std::byte>>)>;
+
+/// From the API (GET /internal/kv/{hash}): a frozen copy of the block with this hash, from RAM
+/// (copied out of the layers with the next step) or else from the SSD tier; `snapshot`: the
+/// frozen boundary snapshot at its end instead (from the SSD tier).
+struct export_block {
+  kv::block_hash hash;
+  bool snapshot = false;
+  export_done done;
+};
+
+using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim,
+                                     set_cache_mode, clear_hot, export_block>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

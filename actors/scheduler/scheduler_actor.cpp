@@ -27,6 +27,7 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.prefix_query_tokens = &r.make_counter("strata_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.");
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
   m.ssd_hit_tokens = &r.make_counter("strata_prefix_cache_ssd_hits_total", "Prompt tokens whose KV was restored from the SSD tier.");
+  m.remote_hit_tokens = &r.make_counter("strata_prefix_cache_remote_hits_total", "Prompt tokens whose KV was fetched from other replicas.");
   m.snapshots = &r.make_gauge("strata_snapshots", "Frozen boundary snapshots of recurrent state kept in RAM.");
   m.snapshot_bytes = &r.make_gauge("strata_snapshot_bytes", "Bytes of the frozen boundary snapshots kept in RAM (within cache.hot_memory).");
   m.snapshots_taken = &r.make_counter("strata_snapshots_taken_total", "Frozen boundary snapshots taken and kept.");
@@ -154,6 +155,13 @@ void scheduler_actor::handle(step_done d) {
   sampled.reserve(d.samples.size());
   for (const auto& s : d.samples) sampled.push_back(s.token);
   planner_.commit(pending_, sampled);
+  std::vector<pipeline::frozen_block> exported;
+  if (d.saved.size() > pending_saves_.size()) {
+    exported.assign(std::make_move_iterator(d.saved.begin() + static_cast<std::ptrdiff_t>(pending_saves_.size())),
+                    std::make_move_iterator(d.saved.end()));
+    d.saved.resize(pending_saves_.size());
+  }
+  finish_exports(std::move(exported));
   persist(std::move(d.saved));
   // After the commit: a snapshot hangs on the block ending at its boundary, published by now.
   for (auto& st : d.states) {
@@ -353,12 +361,17 @@ void scheduler_actor::maybe_step() {
   std::vector<kv::save_item> saves = cache_.take_saves();
   route_saves(saves);  // after plan(): the blocks it names are the ones the layers will copy out
   std::vector<kv::block_copy> copies = cache_.take_copies();
-  if (cfg_.ssd) {
-    for (auto& r : cache_.take_restores()) cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
+  for (auto& r : cache_.take_restores()) {
+    if (r.remote && cfg_.remote) {
+      const kv::kv_format f = cache_.restore_format(r.order).value_or(kv::kv_format::f16);
+      cfg_.remote->tell(kv_fetch::fetch{r.order, f, cache_.pool().block_bytes(f), std::move(r.hashes), self()});
+    } else if (!r.remote && cfg_.ssd) {
+      cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
+    }
   }
   publish_gauges();
   flush_block_events();
-  if (plan.empty() && saves.empty() && copies.empty() && loads_.empty()) return;
+  if (plan.empty() && saves.empty() && copies.empty() && loads_.empty() && exports_queued_.empty()) return;
 
   pipeline::batch_layout layout;
   layout.step = next_step_++;
@@ -367,6 +380,7 @@ void scheduler_actor::maybe_step() {
   layout.copy = std::move(copies);
   layout.load = std::move(loads_);
   loads_.clear();
+  add_exports(layout);
   layout.tokens.reserve(static_cast<std::size_t>(plan.n_tokens));
   for (const auto& item : plan.items) {
     const sequence* s = planner_.find(item.seq);
@@ -411,6 +425,7 @@ void scheduler_actor::publish_gauges() {
   if (metrics_.prefix_query_tokens) metrics_.prefix_query_tokens->inc(c.prefix_query_tokens - published_.prefix_query_tokens);
   if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);
   if (metrics_.ssd_hit_tokens) metrics_.ssd_hit_tokens->inc(c.ssd_hit_tokens - published_.ssd_hit_tokens);
+  if (metrics_.remote_hit_tokens) metrics_.remote_hit_tokens->inc(c.remote_hit_tokens - published_.remote_hit_tokens);
   if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool.evictions() - published_evictions_);
   published_ = c;
   published_evictions_ = pool.evictions();
@@ -428,6 +443,8 @@ void scheduler_actor::on_stop() {
   std::vector<std::uint64_t> ids;
   for (const auto& [id, _] : requests_) ids.push_back(id);
   for (auto id : ids) finish(id, finish_reason::cancelled);
+  for (auto* list : {&exports_queued_, &exports_in_flight_})
+    for (auto& e : std::exchange(*list, {})) e.done(std::nullopt);
 }
 
 }  // namespace strata::sched

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "actors/kv_events/messages.hpp"
+#include "actors/kv_fetch/messages.hpp"
 #include "actors/pipeline/messages.hpp"
 #include "actors/runtime/actor.hpp"
 #include "actors/scheduler/batch_planner.hpp"
@@ -44,8 +45,9 @@ struct scheduler_metrics {
   /// Prompt tokens looked up in the prefix cache, and those found there.
   metrics::counter* prefix_query_tokens = nullptr;
   metrics::counter* prefix_hit_tokens = nullptr;
-  /// Of those, the tokens restored from the SSD tier.
+  /// Of those, the tokens restored from the SSD tier, and those fetched from other replicas.
   metrics::counter* ssd_hit_tokens = nullptr;
+  metrics::counter* remote_hit_tokens = nullptr;
   /// Blocks per KV format (f16, q8_0, q4_0) and state, and the bytes they hold.
   std::array<metrics::gauge*, 3> blocks_in_use{}, blocks_cached{}, blocks_free{};
   metrics::gauge* bytes_in_use = nullptr;
@@ -85,6 +87,8 @@ struct scheduler_config {
   /// leaves the pool's free bytes below marks.low of its budget.
   std::optional<hot_cache::address> hot_cache;
   hot_cache::watermarks marks;
+  /// The remote tier (planner.remote set): remote restore orders go there.
+  std::optional<actors::port<kv_fetch::fetch>> remote;
   /// Who hears of the blocks the cache stores and drops (the KV-event publisher, the cluster
   /// directory): one batch per step, when there is news.
   std::vector<kv_events::batch_port> block_watchers;
@@ -107,6 +111,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(hot_cache::reclaim r);
   void handle(set_cache_mode m);
   void handle(clear_hot);
+  void handle(export_block e);
   void on_stop() override;
 
  private:
@@ -139,6 +144,21 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   /// Sends the block events gathered since the last call to the block watchers.
   void flush_block_events();
 
+  /// A block pinned in RAM for another replica, copied out of the layers with a step
+  /// (scheduler_exports.cpp).
+  struct pending_export {
+    std::int32_t block = -1;
+    kv::block_hash hash;
+    kv::kv_format format = kv::kv_format::f16;
+    export_done done;
+  };
+  /// Moves the queued exports into the layout's saves (after the step's own), except those whose
+  /// block the layout loads (a save is copied out before the loads): they wait for the next step.
+  void add_exports(pipeline::batch_layout& layout);
+  /// The step's copies of the exports it carried (the saves after the step's own): each one's
+  /// record goes out, and its block is unpinned.
+  void finish_exports(std::vector<pipeline::frozen_block> copies);
+
   /// Gathers the cache manager's block events between flushes.
   struct event_buffer final : kv::block_observer {
     std::vector<kv::block_event> events;
@@ -169,6 +189,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   bool ssd_degraded_ = false;  // as the SSD store last said
   deferred_saves deferred_;
   event_buffer block_events_;
+  std::vector<pending_export> exports_queued_;
+  std::vector<pending_export> exports_in_flight_;
 };
 
 }  // namespace strata::sched

@@ -42,7 +42,15 @@ struct attach {
 /// through the usual ssd_update.removed.
 struct clear {};
 
-using store_inbox = std::variant<persist, load, ring_ready, space_check, attach, clear>;
+/// From the scheduler: read the record with this key (record_key) for another replica, and hand
+/// it to `done` as a wire record (ssd::encode_wire_record), or nullopt when it is not held or
+/// fails its checks.
+struct export_record {
+  kv::block_hash key;
+  sched::export_done done;
+};
+
+using store_inbox = std::variant<persist, load, ring_ready, space_check, attach, clear, export_record>;
 using store_address = actors::address<store_inbox>;
 
 }  // namespace strata::ssd

@@ -6,6 +6,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "io/ssd/wire_record.hpp"
+
 namespace strata::ssd {
 
 std::string_view to_string(tier_state s) {
@@ -129,6 +131,17 @@ void ssd_store::handle(load l) {
   deliver(store_->poll());
 }
 
+void ssd_store::handle(export_record e) {
+  const std::uint64_t tag = export_tag_bit | next_export_++;
+  auto meta = store_->meta(e.key);
+  if (!meta || !store_->read(e.key, tag)) {
+    e.done(std::nullopt);
+    return;
+  }
+  exports_.emplace(tag, export_state{std::move(*meta), std::move(e.done)});
+  deliver(store_->poll());
+}
+
 void ssd_store::reply_if_done(std::uint64_t order) {
   auto it = orders_.find(order);
   if (it == orders_.end() || it->second.pending > 0) return;
@@ -142,6 +155,15 @@ void ssd_store::reply_if_done(std::uint64_t order) {
 
 void ssd_store::deliver(completions c, std::vector<kv::block_hash> not_written) {
   for (auto& r : c.reads) {
+    if (r.tag & export_tag_bit) {
+      auto e = exports_.find(r.tag);
+      if (e == exports_.end()) continue;
+      std::optional<std::vector<std::byte>> wire;
+      if (r.payload) wire = encode_wire_record(e->second.meta, store_->model(), *r.payload);
+      e->second.done(std::move(wire));
+      exports_.erase(e);
+      continue;
+    }
     const std::uint64_t order = r.tag >> index_bits;
     const std::size_t index = r.tag & ((1u << index_bits) - 1);
     auto it = orders_.find(order);
@@ -186,6 +208,8 @@ void ssd_store::on_stop() {
     event_->close(ec);
   }
   if (space_timer_) space_timer_->cancel();
+  for (auto& [tag, e] : exports_) e.done(std::nullopt);
+  exports_.clear();
   const auto deadline = std::chrono::steady_clock::now() + flush_timeout;
   const std::size_t left = store_->flush(deadline);
   store_->poll();

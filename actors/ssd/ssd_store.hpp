@@ -74,6 +74,7 @@ class ssd_store final : public actors::actor<store_inbox> {
   void handle(space_check);
   void handle(attach a) { scheduler_ = std::move(a.scheduler); }
   void handle(clear);
+  void handle(export_record e);
   /// Flushes the queued writes, waiting at most flush_timeout.
   void on_stop() override;
 
@@ -106,6 +107,15 @@ class ssd_store final : public actors::actor<store_inbox> {
   /// The state the scheduler was last told.
   bool told_degraded_ = false;
   std::unordered_map<std::uint64_t, order_state> orders_;
+  /// Reads for other replicas, by tag (export_tag_bit set, apart from the orders'): the record's
+  /// metadata, read with the request, and where its bytes go.
+  struct export_state {
+    record_meta meta;
+    sched::export_done done;
+  };
+  std::unordered_map<std::uint64_t, export_state> exports_;
+  std::uint64_t next_export_ = 0;
+  static constexpr std::uint64_t export_tag_bit = 1ull << 63;
   // A read's tag: the order in the high bits, the index of the hash in the low 20.
   static constexpr int index_bits = 20;
   store_stats published_;

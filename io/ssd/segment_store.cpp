@@ -180,6 +180,13 @@ std::size_t segment_store::flush(std::chrono::steady_clock::time_point deadline)
 
 bool segment_store::contains(const kv::block_hash& hash) const { return impl_->index_.contains(hash); }
 
+std::optional<record_meta> segment_store::meta(const kv::block_hash& key) const {
+  auto it = impl_->index_.find(key);
+  return it == impl_->index_.end() ? std::nullopt : std::optional<record_meta>(it->second.meta);
+}
+
+const std::array<std::uint64_t, 2>& segment_store::model() const { return impl_->opts_.model; }
+
 bool segment_store::degraded() const { return impl_->degraded_; }
 
 std::vector<record_meta> segment_store::catalog() const {

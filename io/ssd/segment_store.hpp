@@ -156,6 +156,10 @@ class segment_store {
 
   /// Whether a record of this key (record_key) is in the index.
   bool contains(const kv::block_hash& key) const;
+  /// The metadata of the record with this key, when it is in the index.
+  std::optional<record_meta> meta(const kv::block_hash& key) const;
+  /// The model fingerprint its records carry (store_options::model).
+  const std::array<std::uint64_t, 2>& model() const;
   /// Whether writes are refused for now: a write failed (ENOSPC or another error) and the file
   /// system has not shown enough free space since. Checked again, at most once a second, by
   /// write() and poll(), which resume writing once there is room.

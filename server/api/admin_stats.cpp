@@ -79,6 +79,14 @@ std::string render_admin_stats(const engine::engine& e, const server_status& sta
                        {"blocks_lost", value(sm->blocks_lost)},
                        {"restored_tokens", value(m.ssd_hit_tokens)}};
   }
+  json::value remote = nullptr;
+  if (const kv_fetch::fetch_metrics* fm = e.fetch_stats()) {
+    remote = json::object{{"blocks", value(fm->blocks)},
+                          {"bytes", value(fm->bytes)},
+                          {"failures", value(fm->failures)},
+                          {"fetched_tokens", value(m.remote_hit_tokens)},
+                          {"fetch_seconds", percentiles(fm->seconds)}};
+  }
   json::object doc{
       {"loading", nullptr},
       {"cache_mode", std::string(config::to_string(e.cache_mode()))},
@@ -92,7 +100,7 @@ std::string render_admin_stats(const engine::engine& e, const server_status& sta
                              status.created},
       {"block_tokens", tokens},
       {"kv_bytes_per_token", std::move(bytes_per_token)},
-      {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}}},
+      {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}, {"remote", std::move(remote)}}},
       {"prefix_cache", {{"query_tokens", queries}, {"hit_tokens", hits},
                         {"hit_rate", queries ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0}}},
       {"snapshot_bytes", value(m.snapshot_bytes)},

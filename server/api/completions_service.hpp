@@ -66,6 +66,10 @@ class completions_service {
   /// the prompt that the request in the body (of the endpoint the x-strata-path header names)
   /// would have here, as {"keys":[...],"prompt_tokens":N}: what `strata route` looks up.
   io::handler_result chain(io::http_request& req, const io::request_context& ctx);
+  /// GET /internal/kv/{hash}[?kind=snapshot] (kv_service.cpp): the block (or the boundary
+  /// snapshot) with this chain hash as a wire record (io/ssd/wire_record.hpp), from RAM or the
+  /// SSD tier, by value; 404 when this replica does not hold it.
+  io::handler_result kv_record(io::http_request& req, const io::request_context& ctx);
 
  private:
   io::handler_result generate(io::http_request& req, const io::request_context& ctx, bool chat);

@@ -61,6 +61,7 @@ void add_service_routes(api::router& router, const std::unique_ptr<api::completi
                     [&c](http_request& r, const request_context& x) { return c->response_delete(r, x); });
   router.add(verb::post, "/tokenize", [&c](http_request& r, const request_context& x) { return c->tokenize(r, x); });
   router.add(verb::post, "/internal/chain", [&c](http_request& r, const request_context& x) { return c->chain(r, x); });
+  router.add_prefix(verb::get, "/internal/kv/", [&c](http_request& r, const request_context& x) { return c->kv_record(r, x); });
   router.add(verb::post, "/detokenize", [&c](http_request& r, const request_context& x) { return c->detokenize(r, x); });
   router.add(verb::get, "/v1/ws", [&c](http_request& r, const request_context& x) { return c->websocket(r, x); });
 }

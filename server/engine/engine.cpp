@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/directory/directory_actor.hpp"
+#include "actors/kv_fetch/fetch_actor.hpp"
 #include "actors/hot_cache/hot_cache.hpp"
 #include "actors/kv_events/kv_events_actor.hpp"
 #include "actors/pipeline/layer_actor.hpp"
@@ -236,6 +237,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.snapshots = model_->hp.has_recurrent();
   sc.planner.snapshot_every = cfg_.cache.snapshot_every;
   sc.planner.cache_ns.model = fingerprint_;
+  sc.n_layers = model_->hp.n_layer;
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);
     sc.ssd = system.spawn_owning<ssd::ssd_store>("ssd-store", std::move(ssd_), sched::scheduler_address{}, *ssd_stats_);
@@ -243,7 +245,6 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.ssd_catalog = std::exchange(ssd_catalog_, {});
     sc.planner.ssd = true;
     sc.planner.write_through = cfg_.cache.write_through;
-    sc.n_layers = model_->hp.n_layer;
     ssd_state_ = ssd_stats_->state;
   } else {
     ssd_state_ = &ssd::make_state_gauge(registry);  // 0: off
@@ -261,9 +262,24 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     d.model = fingerprint_;
     d.block_tokens = page_tokens_;
     d.ttl = std::chrono::duration_cast<std::chrono::seconds>(cfg_.cluster.directory_ttl);
+    if (!model_->hp.has_recurrent()) {
+      d.value_max = cfg_.cluster.redis_value_max;
+      d.block_bytes = pool_cfg_.block_bytes;
+    }
     directory_ = system.spawn<directory::directory_actor>("directory", actors::supervision::stop_system, d,
                                                           directory::directory_metrics::create(registry));
     sc.block_watchers.push_back(*directory_);
+    if (!model_->hp.has_recurrent()) {  // a model with snapshots resumes only where one is: not fetched
+      kv_fetch::fetch_options f;
+      f.model = fingerprint_;
+      if (!cfg_.server.api_keys.empty()) f.api_key = cfg_.server.api_keys.front().key;
+      f.timeout = cfg_.cluster.fetch_timeout;
+      f.directory = *directory_;
+      fetch_stats_ = kv_fetch::fetch_metrics::create(registry);
+      fetcher_ = system.spawn<kv_fetch::fetch_actor>("kv-fetch", actors::supervision::stop_system, f, *fetch_stats_);
+      sc.remote = *fetcher_;
+      sc.planner.remote = true;
+    }
   }
   auto m = sched::scheduler_metrics::create(registry);
   if (ssd_stats_) m.ssd_blocks_lost = ssd_stats_->blocks_lost;
@@ -277,7 +293,8 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
 }
 
 void engine::advertise(std::string url) {
-  if (directory_) directory_->tell(directory::start{std::move(url)});
+  if (fetcher_) fetcher_->tell(kv_fetch::start{url});
+  if (directory_) directory_->tell(directory::start{std::move(url), scheduler_});
 }
 
 }  // namespace strata::engine

@@ -16,6 +16,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "actors/directory/messages.hpp"
+#include "actors/kv_fetch/fetch_actor.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
 #include "actors/ssd/ssd_store.hpp"
@@ -85,6 +86,8 @@ class engine {
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
+  /// The remote tier's figures (cluster.redis set; valid after start()), else null.
+  const kv_fetch::fetch_metrics* fetch_stats() const { return fetch_stats_ ? &*fetch_stats_ : nullptr; }
   /// cache.mode now: as configured, until the admin API switches it.
   config::cache_mode cache_mode() const { return static_cast<config::cache_mode>(mode_.load()); }
   /// Switches cache.mode at run time (valid after start()), telling the scheduler. Fails (conflict)
@@ -131,6 +134,9 @@ class engine {
   std::unique_ptr<kv_events::zmq_publisher> kv_publisher_;
   /// The cluster directory (cluster.redis), when there is one.
   std::optional<directory::address> directory_;
+  /// The remote tier: fetches blocks other replicas hold (with the directory).
+  std::optional<kv_fetch::address> fetcher_;
+  std::optional<kv_fetch::fetch_metrics> fetch_stats_;
   std::optional<ssd::store_metrics> ssd_stats_;
   metrics::gauge* ssd_state_ = nullptr;
   std::optional<ssd::store_address> ssd_store_;

@@ -324,6 +324,8 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"cluster.redis", plain_string("cluster.redis", [](server_config& c) -> std::string& { return c.cluster.redis; })},
       {"cluster.advertise_url", plain_string("cluster.advertise_url", [](server_config& c) -> std::string& { return c.cluster.advertise_url; })},
       {"cluster.directory_ttl", duration_key("cluster.directory_ttl", [](server_config& c, auto v) { c.cluster.directory_ttl = v; })},
+      {"cluster.fetch_timeout", duration_key("cluster.fetch_timeout", [](server_config& c, auto v) { c.cluster.fetch_timeout = v; })},
+      {"cluster.redis_value_max", size_key("cluster.redis_value_max", 0, [](server_config& c, std::uint64_t v) { c.cluster.redis_value_max = v; })},
       {"log.json", bool_key("log.json", [](server_config& c, bool v) { c.log.json = v; })},
   };
   return table;

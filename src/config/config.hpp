@@ -150,6 +150,15 @@ struct cluster_section {
   std::string advertise_url;
   /// How long a directory entry outlives the replica that wrote it (rewritten each third of it).
   std::chrono::milliseconds directory_ttl{30'000};
+  /// How long a request waits for the blocks other replicas hold (the directory's answer and the
+  /// fetches together) before it computes what did not come.
+  std::chrono::milliseconds fetch_timeout{1'000};
+  /// A block whose wire record (4 KiB header and its KV) is at most this many bytes is kept in
+  /// Redis itself, and fetched from there rather than from the replica that holds it; 0: never.
+  /// 64 KiB: Redis answers one command at a time, and a value this size costs it about as much as
+  /// a small command, where a block of a real model (SmolLM2-135M: 720 KiB in f16) would hold up
+  /// every other replica's lookups; tiny models, q4_0 caches and small blocks fit.
+  std::uint64_t redis_value_max = 64u << 10;
 };
 
 struct server_config {

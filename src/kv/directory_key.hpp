@@ -32,4 +32,8 @@ inline std::string directory_key(const std::string& prefix, kv_format f, std::in
   return prefix + format + ":" + std::to_string(block_tokens) + ":" + h.hex();
 }
 
+/// Where a block's wire record is kept in Redis when it is small: the key with "kvv" for "kv"
+/// (apart from the directory's keys, so that a scan of strata:kv:* finds only those).
+inline std::string value_key(const std::string& key) { return "strata:kvv:" + key.substr(10); }
+
 }  // namespace strata::kv

@@ -327,13 +327,43 @@ void kv_cache_manager::sweep_ram_blocks() {
 }
 
 bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
-  if (!opts_.ssd || on_ssd_.empty()) return false;
+  const bool ssd = opts_.ssd && !on_ssd_.empty();
+  if (!opts_.prefix_cache || (!ssd && !opts_.remote)) return false;
   seq_state& s = state(seq);
   const std::int32_t bt = opts_.block_tokens;
   const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;
   if (n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
   extend_hashes(s, tokens, max_blocks);
-  if (opts_.snapshots.on) return restore_to_snapshot(s, seq, max_blocks);
+  if (opts_.snapshots.on) return ssd && restore_to_snapshot(s, seq, max_blocks);
+  if (ssd && restore_from_ssd(s, seq, tokens, max_blocks)) return true;
+  return opts_.remote && restore_remote(s, seq, tokens, max_blocks);
+}
+
+bool kv_cache_manager::restore_remote(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens,
+                                      std::int32_t max_blocks) {
+  if (std::exchange(s.remote_tried, true)) return false;
+  const auto held = static_cast<std::int32_t>(s.blocks.size());
+  const std::int32_t n = std::min({max_blocks - held, max_remote_blocks, pool_.available(s.format)});
+  if (n <= 0) return false;
+  restore_order order;
+  order.remote = true;
+  s.restore_first = held;
+  s.restore_tail = 0;
+  for (auto i = static_cast<std::size_t>(held); i < static_cast<std::size_t>(held + n); ++i) {
+    auto b = pool_.allocate(s.format);
+    if (!b) break;
+    s.blocks.push_back(*b);
+    order.hashes.push_back(s.hashes[i]);
+    list_ram(parent_of(s, i), s.hashes[i], block_of(tokens, i));  // counts once restore_done publishes it
+  }
+  if (order.hashes.empty()) return false;
+  s.restore_remote = true;
+  place_order(s, seq, std::move(order));
+  return true;
+}
+
+bool kv_cache_manager::restore_from_ssd(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens,
+                                        std::int32_t max_blocks) {
   restore_order order;
   auto add = [&](const block_hash& h) {
     auto b = pool_.allocate(s.format);
@@ -401,6 +431,8 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   }
   restore_result r;
   r.seq = seq;
+  r.remote = std::exchange(s.restore_remote, false);
+  r.complete = n_ok == ordered;
   r.loaded.assign(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
   const std::int32_t bt = opts_.block_tokens;
   // A tail, last in the order, counts its shared tokens only; the sequence writes on into it.

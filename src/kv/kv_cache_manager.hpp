@@ -67,6 +67,9 @@ struct cache_options {
   bool ssd = false;
   /// Persist every block as soon as it is filled (else only cached blocks evicted from RAM).
   bool write_through = true;
+  /// Other replicas may hold what this one lacks (the cluster directory): after the RAM and SSD
+  /// tiers, a chain goes on through a remote order (restore_order::remote).
+  bool remote = false;
   /// Frozen boundary snapshots (snapshot_index.hpp): on for a model with state beyond its
   /// attention KV, whose sequences then resume only at a boundary with a snapshot.
   snapshot_policy snapshots;
@@ -93,6 +96,9 @@ struct restore_order {
   std::uint64_t order = 0;
   std::uint64_t seq = 0;
   std::vector<block_hash> hashes;
+  /// From other replicas (cache_options::remote), not from the SSD: full blocks only, every one
+  /// after the chain this replica holds, the first ones that come back counting.
+  bool remote = false;
 };
 
 /// What came back for a restore order: the blocks to load, and what the sequence now holds.
@@ -102,8 +108,12 @@ struct restore_result {
   std::vector<std::int32_t> loaded;
   /// Tokens whose KV the sequence holds now; it computes from here.
   std::int32_t n_computed = 0;
-  /// Of those, the tokens that came from the SSD.
+  /// Of those, the tokens that came from the order (the SSD, or other replicas).
   std::int32_t restored = 0;
+  /// The order was a remote one.
+  bool remote = false;
+  /// Every block ordered came back (a chain may then go on through another tier).
+  bool complete = false;
 };
 
 class kv_cache_manager {
@@ -128,6 +138,8 @@ class kv_cache_manager {
   /// now waits for that order. With snapshots on, only as far as the deepest boundary whose
   /// snapshot is on the SSD (or in RAM): the order then ends with that snapshot's key
   /// (snapshot_key), and the blocks count only if it comes back too.
+  /// With cache_options::remote, when the SSD has nothing after them, the full blocks after them
+  /// are ordered from other replicas instead (once per admission; not with snapshots on).
   bool restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed);
   /// A step computed seq's tokens up to n_computed: offers every block it filled to the pool
   /// under its hash (and, with write_through, to the SSD).
@@ -210,6 +222,11 @@ class kv_cache_manager {
   /// saves, where the SSD lacks them (write-back), go with the next step. Returns the bytes freed.
   std::int64_t clear_cached();
 
+  /// The block holding hash h, with a reference that keeps it (and its hash) until unpin(): for
+  /// a copy of its pages to leave the replica (GET /internal/kv). Empty when RAM lacks it.
+  std::optional<std::int32_t> pin(const block_hash& h) { return opts_.prefix_cache ? pool_.lookup(h) : std::nullopt; }
+  void unpin(std::int32_t block) { pool_.release(block); }
+
   const block_pool& pool() const { return pool_; }
   const cache_options& options() const { return opts_; }
 
@@ -243,6 +260,9 @@ class kv_cache_manager {
     bool restore_snapshot = false;
     bool restore_snapshot_from_ssd = false;
     std::optional<state_snapshot> restore_snapshot_ram;
+    /// The order in flight is a remote one; one has been placed since the match.
+    bool restore_remote = false;
+    bool remote_tried = false;
   };
   /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
   /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.
@@ -294,6 +314,12 @@ class kv_cache_manager {
   std::int32_t resume_point(seq_state& s, std::int32_t full);
   /// Forgets the snapshots whose blocks the pool dropped.
   void sweep_snapshots();
+  /// restore() from the SSD, without snapshots (see there).
+  bool restore_from_ssd(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks);
+  /// restore() from other replicas: every full block after what s holds, up to max_remote_blocks.
+  bool restore_remote(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks);
+  /// The most blocks one remote order asks for.
+  static constexpr std::int32_t max_remote_blocks = 256;
   /// Numbers `order` for seq and queues it (take_restores); s waits for it.
   void place_order(seq_state& s, std::uint64_t seq, restore_order order);
   /// restore() with snapshots on (see there).
