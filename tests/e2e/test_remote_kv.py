@@ -219,3 +219,22 @@ def test_small_records_are_kept_in_redis_and_read_from_there_even_with_the_holde
     assert on_c["usage"]["prompt_tokens_details"]["cached_tokens"] == 0, on_c["usage"]
     assert on_c["choices"][0]["message"]["content"] == expected
     assert metric(c, "strata_remote_fetch_failures_total") >= 1
+
+
+def test_a_block_that_left_ram_is_served_from_the_ssd_tier_with_the_same_kv(launch):
+    a = launch(["-m", MODEL, "--cache-mode", "tiered"])
+    chat(a, FIRST)
+    h = chain_keys(a, FIRST)[0].rsplit(":", 1)[1]
+    from_ram = httpx.get(f"{a.base_url}/internal/kv/{h}", timeout=10)
+    assert from_ram.status_code == 200, from_ram.text
+    end = time.time() + 15
+    while metric(a, "strata_ssd_writes_total") < 3:
+        assert time.time() < end, "the blocks reach the SSD"
+        time.sleep(0.1)
+    r = httpx.post(f"{a.base_url}/admin/api/cache/clear", json={"tier": "hot"}, timeout=10)
+    assert r.status_code == 200, r.text
+    from_ssd = httpx.get(f"{a.base_url}/internal/kv/{h}", timeout=10)
+    assert from_ssd.status_code == 200, from_ssd.text
+    assert from_ssd.content[:8] == b"STRATAKV"
+    assert from_ssd.content[4096:] == from_ram.content[4096:]
+    assert metric(a, "strata_ssd_reads_total") >= 1
