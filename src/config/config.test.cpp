@@ -52,6 +52,9 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.limits.shutdown_grace, d.limits.shutdown_grace);
   EXPECT_EQ(c.log.level, d.log.level);
   EXPECT_EQ(c.log.json, d.log.json);
+  EXPECT_EQ(c.cluster.directory_ttl, d.cluster.directory_ttl);
+  EXPECT_EQ(c.cluster.fetch_timeout, d.cluster.fetch_timeout);
+  EXPECT_EQ(c.cluster.redis_value_max, d.cluster.redis_value_max);
 }
 
 TEST(config, shipped_strata_toml_documents_every_known_key) {
