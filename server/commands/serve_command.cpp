@@ -323,7 +323,7 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
   sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
   sub.add_option("--snapshot-every", o->snapshot_every,
-                 "Blocks between frozen state snapshots of recurrent models (0: only at each prompt's end)");
+                 "Blocks between frozen state snapshots of recurrent and sliding-window models (0: only at each prompt's end)");
   sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");
   sub.add_option("--served-model-name", o->served_names,
                  "A name requests may give as model (repeatable): the first is the id /v1/models lists, the others aliases");

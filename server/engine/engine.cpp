@@ -82,9 +82,10 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   const bool gpu = cfg.model.device == "cuda";
   e->quantized_kv_ = !gpu && hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
   kv::pool_config& pc = e->pool_cfg_;
-  // Only attention layers write KV pages (a recurrent layer's pages stay untouched, so unbacked).
+  // Only layers without per-sequence state write KV pages (a recurrent or sliding-window layer's
+  // pages stay untouched, so unbacked: it keeps its state, or its window, in its state slots).
   int kv_layers = 0;
-  for (int il = 0; il < hp.n_layer; ++il) kv_layers += hp.recurrent(il) ? 0 : 1;
+  for (int il = 0; il < hp.n_layer; ++il) kv_layers += hp.keeps_state(il) ? 0 : 1;
   for (kv::kv_format f : kv::k_kv_formats)
     pc.block_bytes[static_cast<std::size_t>(kv::format_index(f))] =
         kv::kv_row_bytes(f, hp.kv_dim()) * e->page_tokens_ * 2 * std::max(kv_layers, 1);
@@ -204,7 +205,8 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   std::vector<std::shared_ptr<pipeline::layer_compute>> stages = gpu_.layers;
   std::vector<std::shared_ptr<layer_stage>> layers;
   for (int il = 0; stages.empty() && il < model_->hp.n_layer; ++il)
-    layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_, state_slots()));
+    layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_, state_slots(),
+                                                   std::max(1, cfg_.scheduler.token_budget)));
   if (stages.empty()) stages.assign(layers.begin(), layers.end());
   if (cfg_.kv.prefault_tokens > 0 && !layers.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -234,7 +236,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.max_context = max_context_;
   sc.pool = pool_cfg_;
   sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
-  sc.planner.snapshots = model_->hp.has_recurrent();
+  sc.planner.snapshots = model_->hp.has_state();
   sc.planner.snapshot_every = cfg_.cache.snapshot_every;
   sc.planner.cache_ns.model = fingerprint_;
   sc.n_layers = model_->hp.n_layer;

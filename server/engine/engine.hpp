@@ -103,9 +103,9 @@ class engine {
 
  private:
   engine() = default;
-  /// Slots of per-sequence recurrent state each recurrent layer keeps: one per running sequence
-  /// (0 for models without recurrent layers).
-  std::int32_t state_slots() const { return model_->hp.has_recurrent() ? std::max(1, cfg_.scheduler.max_running) : 0; }
+  /// Slots of per-sequence state each layer that keeps state (recurrent, sliding-window) holds:
+  /// one per running sequence (0 for models without such layers).
+  std::int32_t state_slots() const { return model_->hp.has_state() ? std::max(1, cfg_.scheduler.max_running) : 0; }
   std::shared_ptr<const model::model> model_;
   std::shared_ptr<const tokenizer::tokenizer> tok_;
   mutable std::once_flag grammars_once_;

@@ -10,11 +10,13 @@
 namespace strata::engine {
 
 layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const kv::block_space& pages, std::int32_t page_tokens,
-                         std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots)
+                         std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots, std::int32_t max_chunk)
     : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {
-  if (m_->hp.recurrent(layer_)) state_.emplace(m_->hp, std::max<std::int32_t>(state_slots, 1), layer_);
+  const std::int32_t slots = std::max<std::int32_t>(state_slots, 1);
+  if (m_->hp.recurrent(layer_)) state_.emplace(m_->hp, slots, layer_);
+  if (m_->hp.sliding(layer_)) ring_.emplace(slots, page_tokens, m_->hp.kv_dim(), m_->hp.sliding_window, max_chunk);
   for (int il = 0; il < m_->hp.n_layer; ++il) {
-    if (m_->hp.recurrent(il)) continue;
+    if (m_->hp.keeps_state(il)) continue;
     if (il == layer_) kv_index_ = kv_layers_;
     ++kv_layers_;
   }
@@ -26,6 +28,10 @@ void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& 
     hidden.resize(static_cast<std::size_t>(n) * m_->hp.n_embd);
     model::embed(*m_, layout.tokens.data(), n, hidden.data());
   }
+  if (ring_) {
+    run_windowed(layout, hidden.data());
+    return;
+  }
   rows_.clear();
   for (const auto& s : layout.seqs) {
     rows_.push_back({s.blocks.data(), static_cast<std::int32_t>(s.blocks.size()), s.first_row, s.n_rows, s.start_pos,
@@ -33,6 +39,32 @@ void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& 
   }
   model::batch_view b{layout.tokens.data(), n, rows_};
   model::layer_forward(*m_, layer_, b, hidden.data(), kv_, *pool_, state_ ? &*state_ : nullptr);
+}
+
+void layer_stage::run_windowed(const pipeline::batch_layout& layout, float* hidden) {
+  const auto n = layout.n_rows();
+  rows_.clear();
+  tables_.resize(std::max(tables_.size(), layout.seqs.size()));
+  bool split = false;
+  for (std::size_t i = 0; i < layout.seqs.size(); ++i) {
+    const auto& s = layout.seqs[i];
+    const std::int32_t slot = std::clamp(s.state_slot, 0, ring_->slots() - 1);
+    const auto n_blocks = static_cast<std::int32_t>(s.blocks.size());
+    ring_->table(slot, kv_.format_of(s.blocks.empty() ? 0 : s.blocks[0]), n_blocks, tables_[i]);
+    rows_.push_back({tables_[i].data(), n_blocks, s.first_row, s.n_rows, s.start_pos, slot});
+    split = split || s.n_rows > ring_->max_chunk();
+  }
+  const model::batch_view b{layout.tokens.data(), n, rows_};
+  // The ring holds max_chunk new rows beside the window: a longer run goes through in parts.
+  const std::int32_t step = split ? ring_->max_chunk() : std::max(n, 1);
+  for (std::int32_t r0 = 0; r0 < n; r0 += step) {
+    const std::int32_t r1 = std::min(n, r0 + step);
+    model::slice_rows(b, r0, r1, part_);
+    const model::batch_view sub{b.tokens + r0, r1 - r0, part_};
+    model::layer_forward(*m_, layer_, sub, hidden + static_cast<std::int64_t>(r0) * m_->hp.n_embd, ring_->kv(), *pool_);
+  }
+  for (const auto& r : rows_)
+    if (r.n_blocks > 0) ring_->advance(r.state_slot, ring_->kv().format_of(r.blocks[0]), r.start_pos + r.n_rows);
 }
 
 std::size_t layer_stage::page_bytes(std::int32_t block) const {
@@ -72,15 +104,19 @@ void layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) 
 
 void layer_stage::clear_state(std::int32_t slot) {
   if (state_ && slot < state_->slots()) state_->clear(slot);
+  if (ring_ && slot < ring_->slots()) ring_->clear(slot);
 }
 
 void layer_stage::save_state(std::int32_t slot, std::vector<std::byte>& out) {
+  if (ring_ && slot < ring_->slots()) ring_->save(slot, out);
   if (!state_ || slot >= state_->slots()) return;
   const auto* p = reinterpret_cast<const std::byte*>(state_->conv(layer_, slot));
   out.insert(out.end(), p, p + state_->layer_slot_bytes());
 }
 
 void layer_stage::load_state(std::int32_t slot, std::span<const std::byte> in) {
+  // A copy of another shape (never: snapshots are keyed by the model's fingerprint) starts over.
+  if (ring_ && slot < ring_->slots()) ring_->load(slot, in);
   if (!state_ || slot >= state_->slots()) return;
   // A copy of another shape (never: snapshots are keyed by the model's fingerprint) starts over.
   if (in.size() != state_->layer_slot_bytes()) {

@@ -402,13 +402,17 @@ void layer_forward(const layer_weights& w, const hparams& h, int il, const batch
   std::vector<seq_rows>& part = fa::slice(s);
   for (std::int32_t r0 = 0; r0 < batch.n_rows; r0 += s.max_rows()) {
     const std::int32_t r1 = std::min(batch.n_rows, r0 + s.max_rows());
-    part.clear();
-    for (const seq_rows& sq : batch.seqs) {
-      const std::int32_t b = std::max(r0, sq.first_row), e = std::min(r1, sq.first_row + sq.n_rows);
-      if (b < e) part.push_back({sq.blocks, sq.n_blocks, b - r0, e - b, sq.start_pos + (b - sq.first_row), sq.state_slot});
-    }
+    slice_rows(batch, r0, r1, part);
     batch_view sub{batch.tokens ? batch.tokens + r0 : nullptr, r1 - r0, part};
     layer_slice(w, h, il, sub, hidden + static_cast<std::int64_t>(r0) * h.n_embd, kv, s, pool, state);
+  }
+}
+
+void slice_rows(const batch_view& batch, std::int32_t r0, std::int32_t r1, std::vector<seq_rows>& part) {
+  part.clear();
+  for (const seq_rows& sq : batch.seqs) {
+    const std::int32_t b = std::max(r0, sq.first_row), e = std::min(r1, sq.first_row + sq.n_rows);
+    if (b < e) part.push_back({sq.blocks, sq.n_blocks, b - r0, e - b, sq.start_pos + (b - sq.first_row), sq.state_slot});
   }
 }
 

@@ -72,6 +72,10 @@ void layer_forward(const layer_weights& w, const hparams& h, int il, const batch
 void output_logits(const model_weights& w, const hparams& h, const float* hidden, std::span<const std::int32_t> rows,
                    float* logits, scratch& s, kernels::compute_pool& pool);
 
+/// Sets part to the runs of batch's sequences that fall in rows [r0, r1), their rows counted from
+/// r0 (the batch_view of rows [r0, r1) uses it as its seqs).
+void slice_rows(const batch_view& batch, std::int32_t r0, std::int32_t r1, std::vector<seq_rows>& part);
+
 /// The same three steps on a loaded model, with a per-thread scratch that grows to the largest
 /// batch seen (for callers that keep no scratch of their own).
 void embed(const model& m, const std::int32_t* tokens, std::int32_t n, float* hidden);

@@ -108,6 +108,16 @@ struct hparams {
     const auto i = static_cast<std::size_t>(il);
     return sliding_window > 0 && il >= 0 && i < sliding_layers.size() && sliding_layers[i];
   }
+  /// Whether layer il keeps per-sequence state that cannot be cut back to an earlier position (a
+  /// recurrent layer's state, a sliding-window layer's window): such layers write no KV pages of
+  /// the shared blocks, and a sequence resumes only from a frozen boundary snapshot of them.
+  bool keeps_state(int il) const { return recurrent(il) || sliding(il); }
+  /// Whether any layer keeps such state.
+  bool has_state() const {
+    for (int il = 0; il < n_layer; ++il)
+      if (keeps_state(il)) return true;
+    return false;
+  }
   /// The rotary base and scale of layer il.
   float rope_base(int il) const { return sliding(il) ? rope_freq_base_swa : rope_freq_base; }
   float rope_scale(int il) const { return sliding(il) ? rope_freq_scale_swa : rope_freq_scale; }
