@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Multi-turn agent workload on a recurrent hybrid (qwen35): time to first token per turn with
+"""Multi-turn agent workload on a model with non-sliceable state (a recurrent hybrid such as
+qwen35, or a sliding-window model such as Gemma 3 with --model): time to first token per turn with
 frozen boundary snapshots on and off, and on llama.cpp's server, in one run.
 
 An agent's conversation: a shared system prompt of --system tokens (tool definitions and the like,
@@ -7,7 +8,8 @@ which an earlier conversation left cached: it is sent once before the turns and 
 --turns turns; each turn sends the whole conversation so far plus --grow new tokens and generates
 --gen tokens, which the next turn's prompt repeats. Prompts are token ids (xorshift32, --seed), sent
 to the completions endpoint streamed, and TTFT is the time to the first streamed piece. Then a
-second turn at --long tokens against the same prompt cold.
+second turn at --long tokens against the same prompt cold, and (--restart, on by default) the same
+after a restart of a `--cache-mode tiered` server, its snapshots read back from the SSD tier.
 
 Servers: `strata serve --cache-mode hot` (snapshots on) and `--cache-mode off` (snapshots off),
 each started by this script on a free port with --strata; and llama.cpp's llama-server (--llama-server,
@@ -21,7 +23,7 @@ Without --model it synthesizes the qwen35 it was measured on (8 layers, every 4t
 hidden 512, q8_0, GPT-2 vocabulary from ../shared) into the system's temporary folder.
 
 Options (defaults): --turns (10) --system (4000) --grow (100) --gen (16) --long (8000) --seed (7)
---threads (2) --vocab-from (300) --vocab-to (30000)
+--threads (2) --vocab-from (300) --vocab-to (30000) --restart (1; 0: skip the restart run)
 """
 import argparse
 import json
@@ -41,7 +43,7 @@ parser.add_argument("--strata", required=True)
 parser.add_argument("--model", default="")
 parser.add_argument("--llama-server", default="")
 for name, default in [("turns", 10), ("system", 4000), ("grow", 100), ("gen", 16), ("long", 8000), ("seed", 7),
-                      ("threads", 2), ("vocab-from", 300), ("vocab-to", 30000)]:
+                      ("threads", 2), ("vocab-from", 300), ("vocab-to", 30000), ("restart", 1)]:
     parser.add_argument(f"--{name}", type=int, default=default)
 opt = parser.parse_args()
 print(f"hybrid_agent: seed {opt.seed}", file=sys.stderr)
@@ -103,7 +105,7 @@ def strata(cache_mode: str, cache_dir: str) -> Server:
 def llama(port: int, ctx: int) -> Server:
     return Server([opt.llama_server, "-m", opt.model, "--port", str(port), "--host", "127.0.0.1", "-c", str(ctx),
                    "-t", str(opt.threads), "-np", "1"],
-                  re.compile(r"server is listening|HTTP server listening"), lambda m: f"http://127.0.0.1:{port}")
+                  re.compile(r"server is listening|HTTP server listening|llama_server: listening"), lambda m: f"http://127.0.0.1:{port}")
 
 
 def first_token(url: str, tokens: list[int], gen: int, llama_api: bool) -> tuple[float, list[int]]:
@@ -156,7 +158,26 @@ def second_turn(url: str, llama_api: bool) -> tuple[float, float]:
     return cold, warm
 
 
+def second_turn_after_restart(cache_dir: str) -> tuple[float, float]:
+    """second_turn's TTFTs with a restart of a tiered server between the cold turn and the next."""
+    global _state
+    _state = (opt.seed & 0xFFFFFFFF) or 1
+    first = rand_tokens(opt.long)
+    s = strata("tiered", cache_dir)
+    try:
+        cold, reply = first_token(s.url, first, opt.gen, False)
+    finally:
+        s.stop()
+    s = strata("tiered", cache_dir)
+    try:
+        warm, _ = first_token(s.url, first + reply + rand_tokens(32), opt.gen, False)
+    finally:
+        s.stop()
+    return cold, warm
+
+
 results = {}
+restart = None
 with tempfile.TemporaryDirectory() as cache_dir:
     for name, mode in [("snapshots on", "hot"), ("snapshots off", "off")]:
         s = strata(mode, cache_dir)
@@ -164,6 +185,8 @@ with tempfile.TemporaryDirectory() as cache_dir:
             results[name] = {"turns": conversation(s.url, False), "second_turn": second_turn(s.url, False)}
         finally:
             s.stop()
+    if opt.restart:
+        restart = second_turn_after_restart(cache_dir)
 if opt.llama_server:
     ctx = max(opt.system + opt.turns * (opt.grow + opt.gen), opt.long + opt.gen + 64) + 256
     s = llama(18000 + os.getpid() % 1000, ctx)
@@ -185,10 +208,15 @@ for n in names:
     cold, warm = results[n]["second_turn"]
     print(f"{n}: second turn at {opt.long} tokens: cold {cold * 1000:.1f} ms, warm {warm * 1000:.1f} ms "
           f"({100 * warm / cold:.1f}% of cold)")
+if restart:
+    print(f"snapshots on, tiered, restarted between the turns: second turn at {opt.long} tokens: cold "
+          f"{restart[0] * 1000:.1f} ms, warm {restart[1] * 1000:.1f} ms ({100 * restart[1] / restart[0]:.1f}% of cold)")
 summary = {"total_ttft_ms": {n: round(totals[n] * 1000, 1) for n in names},
            "on_over_off": round(totals["snapshots off"] / totals["snapshots on"], 2),
            "second_turn_pct_of_cold": {n: round(100 * results[n]["second_turn"][1] / results[n]["second_turn"][0], 2)
                                        for n in names}}
+if restart:
+    summary["second_turn_after_restart_pct_of_cold"] = round(100 * restart[1] / restart[0], 2)
 if "llama.cpp" in totals:
     summary["llamacpp_over_on"] = round(totals["llama.cpp"] / totals["snapshots on"], 2)
 print(json.dumps(summary))

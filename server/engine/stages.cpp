@@ -115,8 +115,7 @@ void layer_stage::save_state(std::int32_t slot, std::vector<std::byte>& out) {
 }
 
 void layer_stage::load_state(std::int32_t slot, std::span<const std::byte> in) {
-  // A copy of another shape (never: snapshots are keyed by the model's fingerprint) starts over.
-  if (ring_ && slot < ring_->slots()) ring_->load(slot, in);
+  if (ring_ && slot < ring_->slots()) ring_->load(slot, in);  // a copy of another shape clears the slot
   if (!state_ || slot >= state_->slots()) return;
   // A copy of another shape (never: snapshots are keyed by the model's fingerprint) starts over.
   if (in.size() != state_->layer_slot_bytes()) {
