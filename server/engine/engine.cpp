@@ -264,14 +264,14 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     d.model = fingerprint_;
     d.block_tokens = page_tokens_;
     d.ttl = std::chrono::duration_cast<std::chrono::seconds>(cfg_.cluster.directory_ttl);
-    if (!model_->hp.has_recurrent()) {
+    if (!model_->hp.has_state()) {
       d.value_max = cfg_.cluster.redis_value_max;
       d.block_bytes = pool_cfg_.block_bytes;
     }
     directory_ = system.spawn<directory::directory_actor>("directory", actors::supervision::stop_system, d,
                                                           directory::directory_metrics::create(registry));
     sc.block_watchers.push_back(*directory_);
-    if (!model_->hp.has_recurrent()) {  // a model with snapshots resumes only where one is: not fetched
+    if (!model_->hp.has_state()) {  // a model with snapshots resumes only where one is: not fetched
       kv_fetch::fetch_options f;
       f.model = fingerprint_;
       if (!cfg_.server.api_keys.empty()) f.api_key = cfg_.server.api_keys.front().key;

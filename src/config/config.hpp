@@ -85,7 +85,7 @@ struct cache_section {
   /// until reclaim_high is free, so that new requests find free pages. 0 turns it off.
   double reclaim_low = 0.02;
   double reclaim_high = 0.05;
-  /// Models with state beyond their attention KV (recurrent layers): a frozen snapshot of it is
+  /// Models with state beyond their attention KV (recurrent or sliding-window layers): a frozen snapshot of it is
   /// taken every snapshot_every blocks of a sequence, and at the end of each prompt (0: only
   /// there). A request resumes only from such a boundary. README says how the default was chosen.
   int snapshot_every = 16;
