@@ -8,13 +8,14 @@ which an earlier conversation left cached: it is sent once before the turns and 
 --turns turns; each turn sends the whole conversation so far plus --grow new tokens and generates
 --gen tokens, which the next turn's prompt repeats. Prompts are token ids (xorshift32, --seed), sent
 to the completions endpoint streamed, and TTFT is the time to the first streamed piece. Then a
-second turn at --long tokens against the same prompt cold, and (--restart, on by default) the same
-after a restart of a `--cache-mode tiered` server, its snapshots read back from the SSD tier.
+second turn at --long tokens against the same prompt cold. Last, the same after a restart: a cold
+--long-token prompt on `strata serve --cache-mode tiered`, the server stopped and started again on
+the same --cache-dir, then the second turn, whose snapshot and blocks come back from the SSD tier.
 
 Servers: `strata serve --cache-mode hot` (snapshots on) and `--cache-mode off` (snapshots off),
 each started by this script on a free port with --strata; and llama.cpp's llama-server (--llama-server,
-when given: it keeps its own few checkpoints per slot) with `--cache-prompt`. Prints one line per
-turn and engine, the totals, and one JSON line.
+when given: one slot, its default context checkpoints per slot, the prompt cached). Prints one line
+per turn and engine, the totals, the second turns and one JSON line.
 
     .venv/bin/python bench/hybrid_agent.py --strata build/bench/strata [--model M.gguf] \
         [--llama-server "$(bench/llamacpp.sh)/llama-server"]
@@ -71,22 +72,31 @@ def rand_tokens(n: int) -> list[int]:
 class Server:
     """A server process on a free port, stopped with SIGTERM."""
 
-    def __init__(self, args: list[str], ready: re.Pattern, url_of):
+    def __init__(self, args: list[str], ready: re.Pattern | None, url_of):
+        """`ready` matches the log line that names the port (its match goes to `url_of`); without it
+        the port is known (url_of(None)) and the server is ready when /health answers 200."""
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = None if ready else url_of(None)
         deadline = time.time() + 300
-        while time.time() < deadline:
+        while time.time() < deadline and not (self.url and self.healthy()):
             self.log.seek(0)
-            m = ready.search(self.log.read().decode(errors="replace"))
+            m = ready.search(self.log.read().decode(errors="replace")) if ready else None
             if m:
                 self.url = url_of(m)
-                break
             if self.proc.poll() is not None:
                 self.log.seek(0)
                 sys.exit(f"hybrid_agent: {args[0]} exited:\n{self.log.read().decode(errors='replace')[-3000:]}")
             time.sleep(0.2)
-        while httpx.get(f"{self.url}/health", timeout=10).status_code != 200:
-            time.sleep(0.2)
+        if not (self.url and self.healthy()):
+            self.stop()
+            sys.exit(f"hybrid_agent: {args[0]} did not become ready")
+
+    def healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/health", timeout=10).status_code == 200
+        except httpx.TransportError:
+            return False
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
@@ -105,7 +115,7 @@ def strata(cache_mode: str, cache_dir: str) -> Server:
 def llama(port: int, ctx: int) -> Server:
     return Server([opt.llama_server, "-m", opt.model, "--port", str(port), "--host", "127.0.0.1", "-c", str(ctx),
                    "-t", str(opt.threads), "-np", "1"],
-                  re.compile(r"server is listening|HTTP server listening|llama_server: listening"), lambda m: f"http://127.0.0.1:{port}")
+                  None, lambda m: f"http://127.0.0.1:{port}")
 
 
 def first_token(url: str, tokens: list[int], gen: int, llama_api: bool) -> tuple[float, list[int]]:
@@ -158,10 +168,9 @@ def second_turn(url: str, llama_api: bool) -> tuple[float, float]:
     return cold, warm
 
 
-def second_turn_after_restart(cache_dir: str) -> tuple[float, float]:
-    """second_turn's TTFTs with a restart of a tiered server between the cold turn and the next."""
-    global _state
-    _state = (opt.seed & 0xFFFFFFFF) or 1
+def second_turn_after_restart(cache_dir: str) -> tuple[float, float, dict]:
+    """TTFT of a --long-token prompt cold on a tiered strata, and of the next turn on a strata started
+    again on the same cache folder; with the restarted server's snapshot counters."""
     first = rand_tokens(opt.long)
     s = strata("tiered", cache_dir)
     try:
@@ -171,9 +180,10 @@ def second_turn_after_restart(cache_dir: str) -> tuple[float, float]:
     s = strata("tiered", cache_dir)
     try:
         warm, _ = first_token(s.url, first + reply + rand_tokens(32), opt.gen, False)
+        snapshots = httpx.get(f"{s.url}/admin/api/stats", timeout=30).json().get("snapshots", {})
     finally:
         s.stop()
-    return cold, warm
+    return cold, warm, snapshots
 
 
 results = {}
@@ -185,7 +195,8 @@ with tempfile.TemporaryDirectory() as cache_dir:
             results[name] = {"turns": conversation(s.url, False), "second_turn": second_turn(s.url, False)}
         finally:
             s.stop()
-    if opt.restart:
+if opt.restart:
+    with tempfile.TemporaryDirectory() as cache_dir:
         restart = second_turn_after_restart(cache_dir)
 if opt.llama_server:
     ctx = max(opt.system + opt.turns * (opt.grow + opt.gen), opt.long + opt.gen + 64) + 256
@@ -209,14 +220,16 @@ for n in names:
     print(f"{n}: second turn at {opt.long} tokens: cold {cold * 1000:.1f} ms, warm {warm * 1000:.1f} ms "
           f"({100 * warm / cold:.1f}% of cold)")
 if restart:
-    print(f"snapshots on, tiered, restarted between the turns: second turn at {opt.long} tokens: cold "
-          f"{restart[0] * 1000:.1f} ms, warm {restart[1] * 1000:.1f} ms ({100 * restart[1] / restart[0]:.1f}% of cold)")
+    print(f"snapshots on (tiered), after a restart: second turn at {opt.long} tokens: cold {restart[0] * 1000:.1f} ms, "
+          f"warm {restart[1] * 1000:.1f} ms ({100 * restart[1] / restart[0]:.1f}% of cold); snapshots {restart[2]}")
 summary = {"total_ttft_ms": {n: round(totals[n] * 1000, 1) for n in names},
            "on_over_off": round(totals["snapshots off"] / totals["snapshots on"], 2),
            "second_turn_pct_of_cold": {n: round(100 * results[n]["second_turn"][1] / results[n]["second_turn"][0], 2)
                                        for n in names}}
 if restart:
-    summary["second_turn_after_restart_pct_of_cold"] = round(100 * restart[1] / restart[0], 2)
+    summary["after_restart"] = {"cold_ms": round(restart[0] * 1000, 1), "warm_ms": round(restart[1] * 1000, 1),
+                                "pct_of_cold": round(100 * restart[1] / restart[0], 2),
+                                "snapshot_restores": restart[2].get("restores")}
 if "llama.cpp" in totals:
     summary["llamacpp_over_on"] = round(totals["llama.cpp"] / totals["snapshots on"], 2)
 print(json.dumps(summary))
