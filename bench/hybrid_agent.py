@@ -21,7 +21,8 @@ per turn and engine, the totals, the second turns and one JSON line.
         [--llama-server "$(bench/llamacpp.sh)/llama-server"]
 
 Without --model it synthesizes the qwen35 it was measured on (8 layers, every 4th attending in full;
-hidden 512, q8_0, GPT-2 vocabulary from ../shared) into the system's temporary folder.
+hidden 512, q8_0, GPT-2 vocabulary from ../shared) into the system's temporary folder; with
+--arch granitehybrid, a Mamba-2 hybrid of the same shape.
 
 Options (defaults): --turns (10) --system (4000) --grow (100) --gen (16) --long (8000) --seed (7)
 --threads (2) --vocab-from (300) --vocab-to (30000) --restart (1; 0: skip the restart run)
@@ -42,6 +43,7 @@ parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abb
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--strata", required=True)
 parser.add_argument("--model", default="")
+parser.add_argument("--arch", default="qwen35", choices=["qwen35", "granitehybrid"])
 parser.add_argument("--llama-server", default="")
 for name, default in [("turns", 10), ("system", 4000), ("grow", 100), ("gen", 16), ("long", 8000), ("seed", 7),
                       ("threads", 2), ("vocab-from", 300), ("vocab-to", 30000), ("restart", 1)]:
@@ -49,9 +51,9 @@ for name, default in [("turns", 10), ("system", 4000), ("grow", 100), ("gen", 16
 opt = parser.parse_args()
 print(f"hybrid_agent: seed {opt.seed}", file=sys.stderr)
 if not opt.model:
-    opt.model = os.path.join(tempfile.gettempdir(), "strata-hybrid-agent-qwen35.gguf")
+    opt.model = os.path.join(tempfile.gettempdir(), f"strata-hybrid-agent-{opt.arch}.gguf")
     if not os.path.exists(opt.model):
-        subprocess.run([opt.strata, "synth", "--arch", "qwen35", "--layers", "8", "--hidden", "512", "--heads", "4",
+        subprocess.run([opt.strata, "synth", "--arch", opt.arch, "--layers", "8", "--hidden", "512", "--heads", "4",
                         "--kv-heads", "1", "--head-dim", "128", "--ffn", "1408", "--vocab",
                         "../shared/vocab/ggml-vocab-gpt-2.gguf", "--type", "q8_0", "--ctx", "16384", "--quiet",
                         "--out", opt.model], check=True)
