@@ -1,7 +1,7 @@
 #pragma once
 // The AVX-512 tile machinery of kernels_avx512.cpp and its tiles for the 32-value block types
-// (q8_0, q4_0, iq4_nl, q4_1, q5_0, q5_1): one template, pair_tile, over a small struct per block
-// layout. Included only by kernels_avx512.cpp inside its #pragma GCC target (after <immintrin.h>
+// (q8_0, q4_0, iq4_nl, mxfp4, q4_1, q5_0, q5_1): one template, pair_tile, over a small struct per
+// block layout. Included only by kernels_avx512.cpp inside its #pragma GCC target (after <immintrin.h>
 // and the kernels headers); everything here has internal linkage.
 
 #include <algorithm>
@@ -125,20 +125,47 @@ struct q4_0_pair {
   static __m512i levels(const std::byte* p, bool two) { return nibble_pair(p + 2, bytes, two); }
 };
 
-/// iq4_nl: vpshufb looks the nibbles up in k_iq4_nl_values + 128 (held in each 128-bit lane),
-/// unsigned levels 1..241 for vpdpbusd (whose 32-bit sums cannot saturate), and the + 128 comes
-/// back off as -128 * (sum of the activation block).
-struct iq4_nl_pair {
-  static constexpr std::size_t bytes = 18;
+/// Blocks of a scale and 16 quant bytes (the last 16 of the block) whose nibbles index 16 int8
+/// levels (iq4_nl, mxfp4): vpshufb looks the nibbles up in values + 128 (held in each 128-bit
+/// lane), unsigned levels for vpdpbusd (at most 255 x 127 x 4 per lane: its 32-bit sums cannot
+/// saturate), and the + 128 comes back off as -128 * (sum of the activation block).
+template <const std::int8_t* values, std::size_t block_bytes>
+struct table4_pair {
+  static constexpr std::size_t bytes = block_bytes;
   static constexpr int offset = -128;
   static constexpr bool signed_levels = false, has_mins = false;
   static __m512i levels(const std::byte* p, bool two) {
     // Adding 128 to an int8 level flips its top bit.
-    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k_iq4_nl_values)),
+    const __m512i table = _mm512_broadcast_i32x4(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values)),
                                                                _mm_set1_epi8(static_cast<char>(0x80))));
-    return _mm512_shuffle_epi8(table, nibble_pair(p + 2, bytes, two));
+    return _mm512_shuffle_epi8(table, nibble_pair(p + bytes - 16, bytes, two));
   }
 };
+
+/// iq4_nl: an f16 scale and the nibbles of k_iq4_nl_values.
+using iq4_nl_pair = table4_pair<k_iq4_nl_values, 18>;
+
+/// mxfp4: an e8m0 scale byte (e8m0_scale: halved, as k_mxfp4_values are the doubled e2m1
+/// levels) and the nibbles of k_mxfp4_values.
+struct mxfp4_pair : table4_pair<k_mxfp4_values, 17> {
+  static constexpr bool e8m0_scale = true;
+};
+
+/// The scales of the blocks at p and p + bytes (0 where !two), in lanes 0..7 and 8..15: an f16 d
+/// first in the block, or an e8m0 byte for formats that say e8m0_scale.
+template <class Format>
+[[gnu::always_inline]] inline __m512 pair_scales(const std::byte* p, bool two) {
+  if constexpr (requires { Format::e8m0_scale; }) {
+    const float s0 = e8m0_to_fp32_half(static_cast<std::uint8_t>(p[0]));
+    const float s1 = two ? e8m0_to_fp32_half(static_cast<std::uint8_t>(p[Format::bytes])) : 0.0f;
+    return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+  } else {
+    std::uint16_t h0, h1 = 0;
+    std::memcpy(&h0, p, 2);
+    if (two) std::memcpy(&h1, p + Format::bytes, 2);
+    return _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+  }
+}
 
 /// q5_0: q4_0 with the fifth bits adding 16 to their levels, and a -16 offset.
 struct q5_0_pair {
@@ -203,8 +230,8 @@ struct q5_1_pair {
   static __m512 mins16(const std::byte* p, std::int64_t left) { return q5_1_mins16(p, left); }
 };
 
-/// Weights of 32-value blocks (Format: one of the *_pair structs above, each block an f16 scale
-/// d first) against q8_32 activations, R weight rows x C activation rows, two blocks (64 values)
+/// Weights of 32-value blocks (Format: one of the *_pair structs above, each block a scale first,
+/// read by pair_scales) against q8_32 activations, R weight rows x C activation rows, two blocks (64 values)
 /// per step. Each (row, column) pair runs the same operations whatever R and C are (vpdpbusd of
 /// the levels, one scale per block, one f32 accumulator), so the GEMV (1 x 1) and the GEMM tiles
 /// give bit-identical results. Signed levels (q8_0) go in as |w| with x negated where w < 0. A
@@ -247,10 +274,7 @@ void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
         neg[r] = _mm512_movepi8_mask(u[r]);
         u[r] = _mm512_abs_epi8(u[r]);
       }
-      std::uint16_t h0, h1 = 0;
-      std::memcpy(&h0, p, 2);
-      if (two) std::memcpy(&h1, p + bytes, 2);
-      sw[r] = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+      sw[r] = pair_scales<Format>(p, two);
     }
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {

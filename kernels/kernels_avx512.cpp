@@ -398,7 +398,7 @@ void fill_table(kernel_table& t) {
   t.row_dot[dtype_slot(dtype::q5_0)] = tile_dot<pair_family<q5_0_pair>>;
   t.row_dot[dtype_slot(dtype::q5_1)] = tile_dot<pair_family<q5_1_pair>>;
   t.row_dot[dtype_slot(dtype::iq4_nl)] = tile_dot<pair_family<iq4_nl_pair>>;
-  t.row_dot[dtype_slot(dtype::mxfp4)] = x86_dot_mxfp4;  // the AVX2 row dot: no 512-bit tile yet
+  t.row_dot[dtype_slot(dtype::mxfp4)] = tile_dot<pair_family<mxfp4_pair>>;
   t.row_dot[dtype_slot(dtype::q8_0)] = tile_dot<pair_family<q8_0_pair>>;
   t.row_dot[dtype_slot(dtype::q4_k)] = tile_dot<k45_family<false>>;
   t.row_dot[dtype_slot(dtype::q5_k)] = tile_dot<k45_family<true>>;
@@ -408,7 +408,7 @@ void fill_table(kernel_table& t) {
   t.row_gemm[dtype_slot(dtype::q5_0)] = tile_gemm<pair_family<q5_0_pair>>;
   t.row_gemm[dtype_slot(dtype::q5_1)] = tile_gemm<pair_family<q5_1_pair>>;
   t.row_gemm[dtype_slot(dtype::iq4_nl)] = tile_gemm<pair_family<iq4_nl_pair>>;
-  t.row_gemm[dtype_slot(dtype::mxfp4)] = row_gemm_by_dots<x86_dot_mxfp4>;
+  t.row_gemm[dtype_slot(dtype::mxfp4)] = tile_gemm<pair_family<mxfp4_pair>>;
   t.row_gemm[dtype_slot(dtype::q8_0)] = tile_gemm<pair_family<q8_0_pair>, false>;
   t.row_gemm[dtype_slot(dtype::q4_k)] = tile_gemm<k45_family<false>>;
   t.row_gemm[dtype_slot(dtype::q5_k)] = tile_gemm<k45_family<true>>;

@@ -193,7 +193,7 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
       {{dtype::q4_k, 48}, {dtype::q6_k, 16}, {dtype::q5_k, 37}},
       {{dtype::q8_0, 64}, {dtype::q8_0, 45}},
       {{dtype::q4_1, 40}, {dtype::q4_0, 21}, {dtype::q4_1, 35}},
-      {{dtype::q5_0, 32}, {dtype::iq4_nl, 19}, {dtype::q5_1, 27}, {dtype::q5_0, 16}},
+      {{dtype::q5_0, 32}, {dtype::iq4_nl, 19}, {dtype::q5_1, 27}, {dtype::mxfp4, 23}, {dtype::q5_0, 16}},
       {{dtype::f16, 40}, {dtype::q4_0, 33}},
   };
   for (std::int64_t m : {1, 3, 24}) {
@@ -237,7 +237,7 @@ TEST(matmul, an_odd_number_of_32_value_blocks_matches_the_scalar_kernels) {
   const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   compute_pool pool(2);
-  for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl}) {
+  for (dtype t : {dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::q8_0, dtype::iq4_nl, dtype::mxfp4}) {
     for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
       if (!simd_level_enabled(level)) continue;
       for (std::int64_t m : {1, 3, 7}) {
