@@ -174,7 +174,7 @@ void register_all() {
   benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)->UseRealTime()->MinTime(1.0);
   benchmark::RegisterBenchmark("memcpy_bandwidth", bm_memcpy_bandwidth)->UseRealTime()->MinTime(1.0);
   const dtype types[] = {dtype::q8_0, dtype::q4_k, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1,
-                         dtype::iq4_nl, dtype::q5_k, dtype::q6_k, dtype::f16,  dtype::bf16, dtype::f32};
+                         dtype::iq4_nl, dtype::mxfp4, dtype::q5_k, dtype::q6_k, dtype::f16, dtype::bf16, dtype::f32};
   for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
     if (!simd_level_enabled(level)) continue;
     for (dtype t : types) {
