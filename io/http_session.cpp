@@ -344,7 +344,11 @@ net::awaitable<std::pair<bool, int>> http_session::write_stream(stream_reply& sr
     ec = outcome.index() == 0 ? std::get<0>(outcome) : beast::error_code(net::error::eof);
   }
   if (ec) {
-    spdlog::info("[{}] client went away mid-stream: {}", ctx.request_id, ec.message());
+    if (ec == net::error::connection_aborted) {
+      spdlog::info("[{}] stream cut by its producer; dropping the connection", ctx.request_id);
+    } else {
+      spdlog::info("[{}] client went away mid-stream: {}", ctx.request_id, ec.message());
+    }
     sr.queue->cancel();
     co_return std::pair{false, status};
   }
@@ -363,6 +367,7 @@ net::awaitable<beast::error_code> http_session::write_chunks(stream_reply& sr, r
     if (!part) part = co_await sr.queue->next(sr.keepalive, timed_out);
     if (!part && !timed_out) co_return beast::error_code{};
     if (part) usage += part->usage;
+    if (part && part->abort) co_return beast::error_code(net::error::connection_aborted);
     const std::string& data = part ? part->data : sr.keepalive_data;
     if (!data.empty()) {
       // A reader that takes longer than write_timeout for one chunk is treated as gone.

@@ -54,6 +54,9 @@ struct reply_part {
   std::uint64_t ended = 0;
   /// What the request used, carried by its last part.
   request_usage usage;
+  /// The producer failed in the middle of a stream (a proxied replica died): the connection is
+  /// dropped without ending the body, so the client sees its stream cut, not complete.
+  bool abort = false;
 };
 
 class reply_queue;
