@@ -88,7 +88,8 @@ class NetnsRedis:
             self.procs[k] = subprocess.Popen(
                 [*hosts.prefix(k), "redis-server", "--port", "7000", "--bind", hosts.addr(k), "--cluster-enabled", "yes",
                  "--cluster-config-file", f"nodes-{k}.conf", "--cluster-node-timeout", "2000",
-                 "--cluster-require-full-coverage", "no", "--save", "", "--appendonly", "no", "--logfile", f"redis-{k}.log"],
+                 "--cluster-require-full-coverage", "no", "--save", "", "--appendonly", "no", "--logfile", f"redis-{k}.log",
+                 "--protected-mode", "no"],  # reached from the other hosts, on a network the test made
                 cwd=self.dir)
         try:
             for k in on:
