@@ -53,7 +53,10 @@ read_result read_all(std::uint16_t port) {
   return run_client([port](net::any_io_executor ex) -> net::awaitable<read_result> {
     read_result r;
     upstream_call call(ex);
-    r.start = co_await call.start({"127.0.0.1", std::to_string(port)}, http_request{http::verb::post, "/s", 11}, 5s, 5s);
+    // Named, not temporaries in the co_await: GCC 12 destroys such temporaries twice.
+    const upstream_address to{"127.0.0.1", std::to_string(port)};
+    http_request req{http::verb::post, "/s", 11};
+    r.start = co_await call.start(to, std::move(req), 5s, 5s);
     if (r.start) co_return r;
     r.chunked = call.chunked();
     std::string piece;

@@ -76,7 +76,8 @@ net::awaitable<void> replica_pool::health_loop(int i, std::chrono::milliseconds 
   for (;;) {
     timer.expires_after(interval);
     io::upstream_call call(ex);
-    auto ec = co_await call.start(at(i).address, io::http_request{io::http::verb::get, "/health", 11}, timeout, timeout);
+    io::http_request req{io::http::verb::get, "/health", 11};  // named: see upstream.test.cpp on temporaries
+    auto ec = co_await call.start(at(i).address, std::move(req), timeout, timeout);
     set_alive(i, !ec && call.head().result() == io::http::status::ok);
     call.close();
     auto [wait] = co_await timer.async_wait(net::as_tuple(net::use_awaitable));
