@@ -37,6 +37,7 @@ class replica_pool {
 
   std::size_t size() const { return replicas_.size(); }
   replica& at(int i) { return replicas_[static_cast<std::size_t>(i)]; }
+  const replica& at(int i) const { return replicas_[static_cast<std::size_t>(i)]; }
   /// The replica for a request whose chain has `holders` (replica_choice's rule), leaving out
   /// those in `tried`; -1 when none is alive.
   route::choice choose(const std::vector<std::vector<std::string>>& holders, const std::vector<int>& tried);

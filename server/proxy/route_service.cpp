@@ -22,7 +22,9 @@ namespace http = io::http;
 constexpr std::chrono::minutes stream_idle{10};
 
 struct route_service::exchange {
+  /// The request as the replica gets it (HTTP/1.1), and the client's HTTP version.
   io::http_request req;
+  unsigned version = 11;
   std::string path;
   policy how = policy::load;
   io::http::fields auth;
@@ -63,6 +65,16 @@ io::http_request upstream_request(const io::http_request& in) {
     if (!hop_by_hop(f.name())) out.set(f.name_string(), f.value());
   out.body() = in.body();
   return out;
+}
+
+/// The replica's response head as the client gets it: its status and end-to-end fields, and which
+/// replica answered.
+io::http_response head_of(const http::response_header<>& head, unsigned version, const std::string& replica) {
+  io::http_response res{head.result(), version};
+  for (const auto& f : head)
+    if (!hop_by_hop(f.name())) res.set(f.name_string(), f.value());
+  res.set("x-strata-replica", replica);
+  return res;
 }
 
 /// Whether the body asks for a stream ("stream": true).
@@ -115,7 +127,7 @@ io::http_response route_service::health(const io::http_request& req) const {
   boost::json::array replicas;
   bool any = false;
   for (std::size_t i = 0; i < pool_.size(); ++i) {
-    const auto& r = const_cast<replica_pool&>(pool_).at(static_cast<int>(i));
+    const auto& r = pool_.at(static_cast<int>(i));
     any = any || r.alive;
     replicas.push_back(boost::json::object{{"url", r.url}, {"up", r.alive}, {"in_flight", r.in_flight}});
   }
@@ -129,6 +141,7 @@ io::handler_result route_service::forward(io::http_request& req, const io::reque
   x->how = p;
   x->auth = auth_headers(req);
   x->req = upstream_request(req);
+  x->version = req.version();
   if (p == policy::prefix && wants_stream(x->req.body()))
     return io::async_reply{[this, x, strand = ctx.executor] { return streamed(x, strand); }};
   // A whole response: the session watches the client meanwhile, and one who leaves cancels the
@@ -140,6 +153,12 @@ io::handler_result route_service::forward(io::http_request& req, const io::reque
   });
   net::co_spawn(ctx.executor, whole(x, queue->address()), net::detached);
   return io::deferred_reply{queue, opts_.response_timeout + std::chrono::seconds(10)};
+}
+
+void route_service::count_prefix(const route::choice& c) {
+  if (c.cached_blocks <= 0) return;
+  metrics_.prefix_hits->inc();
+  metrics_.prefix_blocks->inc(static_cast<std::uint64_t>(c.cached_blocks));
 }
 
 net::awaitable<bool> route_service::open(std::shared_ptr<exchange> x) {
@@ -161,17 +180,14 @@ net::awaitable<bool> route_service::open(std::shared_ptr<exchange> x) {
       std::string body;
       ec = co_await x->call->read_rest(body, opts_.response_timeout);
       if (!ec) {
-        x->failure = io::make_json(x->req.version(), http::status::not_found, std::move(body));
+        x->failure = io::make_json(x->version, http::status::not_found, std::move(body));
         pool_.ended(c.replica);
         x->call->close();
         continue;
       }
     }
     if (!ec) {
-      if (c.cached_blocks > 0) {
-        metrics_.prefix_hits->inc();
-        metrics_.prefix_blocks->inc(static_cast<std::uint64_t>(c.cached_blocks));
-      }
+      count_prefix(c);
       co_return true;
     }
     pool_.ended(c.replica);
@@ -182,7 +198,7 @@ net::awaitable<bool> route_service::open(std::shared_ptr<exchange> x) {
   }
   if (!x->failure) {
     metrics_.no_replica->inc();
-    x->failure = no_replica_error(x->req.version());
+    x->failure = no_replica_error(x->version);
   }
   co_return false;
 }
@@ -199,7 +215,7 @@ net::awaitable<void> route_service::whole(std::shared_ptr<exchange> x, io::reply
   if (ec && !x->cancelled) {
     spdlog::warn("replica {} failed in the middle of its response to {}: {}", pool_.at(x->replica).url, x->path, ec.message());
     pool_.failed(x->replica);
-    auto res = io::make_error(x->req.version(), http::status::bad_gateway, "the replica failed while it sent its response", "server_error",
+    auto res = io::make_error(x->version, http::status::bad_gateway, "the replica failed while it sent its response", "server_error",
                               "replica_failed");
     to.send({res.body(), 502});
     co_return;
@@ -216,21 +232,15 @@ net::awaitable<io::handler_result> route_service::streamed(std::shared_ptr<excha
     auto ec = co_await x->call->read_rest(body, opts_.response_timeout);
     x->call->close();
     pool_.ended(x->replica);
-    if (ec) co_return io::make_error(x->req.version(), http::status::bad_gateway, "the replica failed while it sent its response",
+    if (ec) co_return io::make_error(x->version, http::status::bad_gateway, "the replica failed while it sent its response",
                                      "server_error", "replica_failed");
-    io::http_response res{head.result(), x->req.version()};
-    for (const auto& f : head)
-      if (!hop_by_hop(f.name())) res.set(f.name_string(), f.value());
+    io::http_response res = head_of(head, x->version, pool_.at(x->replica).url);
     res.body() = std::move(body);
     res.prepare_payload();
-    res.set("x-strata-replica", pool_.at(x->replica).url);
     co_return res;
   }
   io::stream_reply sr;
-  sr.head = io::http_response{head.result(), x->req.version()};
-  for (const auto& f : head)
-    if (!hop_by_hop(f.name())) sr.head.set(f.name_string(), f.value());
-  sr.head.set("x-strata-replica", pool_.at(x->replica).url);
+  sr.head = head_of(head, x->version, pool_.at(x->replica).url);
   // The replica's own keep-alive comments come through; the router adds none.
   sr.keepalive = std::chrono::hours(24);
   sr.queue = io::reply_queue::create(strand);

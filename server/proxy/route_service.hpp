@@ -57,6 +57,8 @@ class route_service {
   io::handler_result forward(io::http_request& req, const io::request_context& ctx, policy p);
   io::handler_result websocket(io::http_request& req, const io::request_context& ctx);
   io::http_response health(const io::http_request& req) const;
+  /// Counts a request sent to a listed holder of its prefix.
+  void count_prefix(const route::choice& c);
   /// Sends the exchange's request to replicas in turn until one begins a response; false when
   /// none could (then x->failure says why, as a response).
   boost::asio::awaitable<bool> open(std::shared_ptr<exchange> x);

@@ -101,10 +101,7 @@ net::awaitable<void> route_service::proxy_websocket(std::shared_ptr<ws_link> lin
       pool_.failed(c.replica);
       continue;
     }
-    if (c.cached_blocks > 0) {
-      metrics_.prefix_hits->inc();
-      metrics_.prefix_blocks->inc(static_cast<std::uint64_t>(c.cached_blocks));
-    }
+    count_prefix(c);
     link->up = ws;
     link->replica = c.replica;
     pool_.started(c.replica);

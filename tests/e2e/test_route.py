@@ -1,8 +1,11 @@
 """`strata route` in front of three replicas that share a real three-master Redis cluster as their
 block directory: a conversation goes back to the replica that holds its prefix while others
-spread, streams (SSE and WebSocket) come through unchanged, a replica killed mid-load loses no
-request that had not begun streaming and changes no token, a killed Redis master only costs the
-prefix choice, and no replica at all is a clear 502."""
+spread, streams (SSE and WebSocket) come through unchanged, a stored response is found on the
+replica that made it, a replica killed mid-load loses no request that had not begun streaming and
+changes no token, a killed Redis master only costs the prefix choice, and no replica at all is a
+clear 502. Each runs twice: on loopback, and across hosts (each replica and Redis master in a
+network namespace of its own, tests/e2e/netns.py), where a partitioned replica is also routed
+around and still answers, computing locally, on its own host."""
 
 from __future__ import annotations
 
@@ -140,6 +143,20 @@ def test_streams_pass_through_unchanged(cluster):
     got = frames(router.base_url)
     assert json.loads(got[-1])["type"] == "done" and len(got) > 2, got
     assert [normalized(f) for f in got] == [normalized(f) for f in frames(replicas[0].base_url)]
+
+
+def test_a_stored_response_is_found_whichever_replica_made_it(cluster):
+    router = cluster.router
+    ids = []
+    for u in range(3):
+        r = post(router.base_url, {"model": "demo-qwen2-q8_0", "input": f"hello {u}", "max_output_tokens": 4}, "/v1/responses")
+        assert r.status_code == 200, r.text
+        ids.append(r.json()["id"])
+    for rid in ids:
+        r = httpx.get(f"{router.base_url}/v1/responses/{rid}", timeout=30)
+        assert r.status_code == 200 and r.json()["id"] == rid, r.text
+    r = httpx.get(f"{router.base_url}/v1/responses/resp_none", timeout=30)
+    assert r.status_code == 404, r.text
 
 
 def test_no_request_is_lost_or_changed_when_a_replica_is_killed_mid_load(cluster):
