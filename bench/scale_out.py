@@ -9,6 +9,9 @@ completions); then one JSON line. Goal: the router keeps >= 90 % of the single r
 
     .venv/bin/python bench/scale_out.py --bin build/strata --users 12 --turns 4 --doc-tokens 1500
 
+--doc-tokens counts for BPE vocabularies (a real --model); the demo model's byte vocabulary makes
+each word about twice as many tokens, so --doc-tokens 700 gives it prompts of about 1,500 tokens.
+
 Options (defaults): --bin (build/strata) --model (none: --demo; else a GGUF path) --users (12)
 --turns (4) --doc-tokens (1500) --max-tokens (16) --concurrency (users) --seed (1)
 --modes (router,round-robin,single)
