@@ -173,5 +173,67 @@ TEST(ops, elementwise_ops_combine_rows) {
   EXPECT_EQ(y[0], 2.5f);
 }
 
+TEST(ops, hadamard32_is_orthonormal_and_keeps_dot_products) {
+  std::mt19937 rng(test_seed());
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> a(96), b(96);
+  for (auto& x : a) x = g(rng);
+  for (auto& x : b) x = g(rng);
+  double dot = 0, na = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    dot += static_cast<double>(a[i]) * b[i];
+    na += static_cast<double>(a[i]) * a[i];
+  }
+  hadamard32(a.data(), 96);
+  hadamard32(b.data(), 96);
+  double dot2 = 0, na2 = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    dot2 += static_cast<double>(a[i]) * b[i];
+    na2 += static_cast<double>(a[i]) * a[i];
+  }
+  EXPECT_NEAR(dot2, dot, 1e-4 * (1 + std::fabs(dot)));
+  EXPECT_NEAR(na2, na, 1e-4 * na);
+  // One spike becomes 32 values of equal magnitude: exactly what a per-block scale likes.
+  std::vector<float> spike(32, 0.0f);
+  spike[5] = 8.0f;
+  hadamard32(spike.data(), 32);
+  for (float x : spike) EXPECT_NEAR(std::fabs(x), 8.0f / std::sqrt(32.0f), 1e-5);
+}
+
+TEST(ops, hadamard32_at_least_halves_q4_0_error_on_keys_with_outlier_channels) {
+  // Keys of trained models have a few channels far larger than the rest; a block's 4-bit scale
+  // then fits the outlier and crushes its neighbours. Rotating spreads the outlier over the block.
+  std::mt19937 rng(test_seed());
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  constexpr int dim = 128, n = 400;
+  const int outliers[] = {3, 40, 77, 101};
+  double err_plain = 0, err_rotated = 0;
+  std::vector<float> k(dim), q(dim), kr(dim), qr(dim), deq(dim);
+  std::vector<block_q4_0> blocks(dim / 32);
+  auto q4_dot = [&](const std::vector<float>& qq, const std::vector<float>& kk) {
+    quantize_row(dtype::q4_0, kk.data(), blocks.data(), dim);
+    dequantize_row(dtype::q4_0, blocks.data(), deq.data(), dim);
+    double d = 0;
+    for (int i = 0; i < dim; ++i) d += static_cast<double>(qq[static_cast<std::size_t>(i)]) * deq[static_cast<std::size_t>(i)];
+    return d;
+  };
+  for (int t = 0; t < n; ++t) {
+    for (auto& x : k) x = g(rng);
+    for (int c : outliers) k[static_cast<std::size_t>(c)] *= 20.0f;
+    for (auto& x : q) x = g(rng);
+    double exact = 0;
+    for (int i = 0; i < dim; ++i) exact += static_cast<double>(q[static_cast<std::size_t>(i)]) * k[static_cast<std::size_t>(i)];
+    err_plain += std::pow(q4_dot(q, k) - exact, 2);
+    kr = k;
+    qr = q;
+    hadamard32(kr.data(), dim);
+    hadamard32(qr.data(), dim);
+    err_rotated += std::pow(q4_dot(qr, kr) - exact, 2);
+  }
+  std::printf("q4_0 q.k mean squared error with 4 outlier channels of 128: plain %.3g, rotated %.3g (%.1fx less)\n",
+              err_plain / n, err_rotated / n, err_plain / err_rotated);
+  EXPECT_LE(err_rotated, 0.5 * err_plain);
+}
+
 }  // namespace
 }  // namespace strata::kernels
