@@ -179,6 +179,7 @@ class shared_model_test : public ::testing::TestWithParam<std::string> {
     auto m = model::model::load(path_);
     ASSERT_TRUE(m) << m.err().message;
     n_vocab_ = (*m)->hp.n_vocab;
+    keeps_state_ = (*m)->hp.has_state();
     const auto seed = test_seed();
     trace_.emplace(__FILE__, __LINE__, "seed " + std::to_string(seed));
     rng_.seed(seed);
@@ -186,6 +187,9 @@ class shared_model_test : public ::testing::TestWithParam<std::string> {
 
   std::string path_;
   std::int32_t n_vocab_ = 0;
+  /// Sliding-window (or recurrent) layers keep per-sequence state: such a model resumes only where
+  /// a frozen snapshot is (every cache.snapshot_every blocks and each prompt's last block boundary).
+  bool keeps_state_ = false;
   std::mt19937 rng_;
   std::optional<::testing::ScopedTrace> trace_;
 };

@@ -51,7 +51,12 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
         // that nothing was evicted. Conversations 0 and 3 share their first message, and so their
         // first reply: one may also find blocks that the other computed since.
         const int before = cold.at({c, t - 1}).prompt_tokens + k_reply - 1;
-        if (c == 0 || c == 3) EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        if (keeps_state_) {
+          // It resumes from the snapshot at the previous prompt's last block boundary (or a deeper one).
+          const int boundary = cold.at({c, t - 1}).prompt_tokens / k_block * k_block;
+          EXPECT_GE(b.cached_tokens, boundary) << "conversation " << c << " turn " << t;
+          EXPECT_LE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        } else if (c == 0 || c == 3) EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
         else EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
       } else if (c == 1) {
         EXPECT_EQ(b.cached_tokens, 0) << "q8_0 blocks matched f16 ones";
@@ -71,6 +76,9 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
 class chat_turn : public shared_model_test {};
 
 TEST_P(chat_turn, the_next_turn_reuses_every_token_it_shares_with_the_answer_as_generated) {
+  if (keeps_state_)
+    GTEST_SKIP() << "resumes only at snapshot boundaries, not inside a block: tests/e2e/test_sliding_window.py, "
+                    "test_hybrid_snapshots*.py and server/engine/stages.test.cpp cover models with per-sequence state";
   constexpr int n_conv = 6;
   // Conversation c's first prompt ends short_of(c) tokens before a block boundary (the reply of
   // k_reply tokens fills that block and goes on), and the second prompt keeps keep(c) < short_of(c)

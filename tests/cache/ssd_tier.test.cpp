@@ -73,6 +73,9 @@ int restored_first_turn(int prompt) {
 }
 
 TEST_P(ssd_tier, a_restarted_server_restores_prefixes_from_the_ssd_and_gives_the_same_tokens) {
+  if (keeps_state_)
+    GTEST_SKIP() << "resumes only at snapshot boundaries, not inside a block: tests/e2e/test_sliding_window.py, "
+                    "test_hybrid_snapshots*.py and server/engine/stages.test.cpp cover models with per-sequence state";
   constexpr int n_conv = 4, n_turns = 2;
   script user(n_conv);
   for (auto& conv : user) {
