@@ -197,10 +197,13 @@ def greedy_with_margins(base_url: str, tokens: list[int], bits: int) -> tuple[li
     return lp["tokens"], margins, (body["usage"].get("prompt_tokens_details") or {}).get("cached_tokens") or 0
 
 
-# Quantized weights round a matmul's activations by how many rows it has, so a prompt resumed from a
-# snapshot (computed in other chunks than from 0) gets logits a little apart: below this gap between
-# the two best tokens the other one may be drawn, and the comparison stops there.
-NEAR_TIE = 0.1
+# A prompt resumed from a snapshot is computed in other chunks than from 0, so its attention adds in
+# another order; the 8-bit rounding of every quantized matmul's activations carries such last-bit
+# differences on through the layers. Where strata's and llama.cpp's top-1 differ on the real models'
+# reference prompts (tests/golden/real, a difference of float order and rounding alone), llama.cpp's
+# gap between its two best tokens was up to 0.31 (SmolLM2) and 0.44 (Gemma 3). Below this gap the
+# other token may be drawn, and the comparison stops there.
+NEAR_TIE = 0.5
 
 
 @pytest.mark.skipif(not REAL_GEMMA3.exists(), reason="the real Gemma 3 is fetched by scripts/fetch-model.sh")
@@ -229,7 +232,7 @@ def test_the_real_gemma3_gives_the_same_tokens_with_the_cache_on_and_off(tmp_pat
         want_tokens, margins, _ = want[i % len(jobs)]
         for t, (a, b) in enumerate(zip(tokens, want_tokens)):
             if a != b:
-                assert margins[t] < NEAR_TIE, f"job {i} token {t}: {a!r} against {b!r} at a gap of {margins[t]} (seed {seed})"
+                assert margins[t] < NEAR_TIE, f"job {i} (kv_bits {jobs[i % len(jobs)][1]}) token {t}: {a!r} against {b!r} at a gap of {margins[t]} (seed {seed})"
                 break
             compared += 1
     assert compared >= len(got) * MAX_TOKENS // 2, f"only {compared} tokens before near ties (seed {seed})"
