@@ -31,13 +31,14 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 import httpx
+
+from server_process import Server, Xorshift32
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -57,67 +58,20 @@ if not opt.model:
                         "--kv-heads", "1", "--head-dim", "128", "--ffn", "1408", "--vocab",
                         "../shared/vocab/ggml-vocab-gpt-2.gguf", "--type", "q8_0", "--ctx", "16384", "--quiet",
                         "--out", opt.model], check=True)
-_state = (opt.seed & 0xFFFFFFFF) or 1
-
-
-def rand_tokens(n: int) -> list[int]:
-    global _state
-    out = []
-    for _ in range(n):
-        _state = (_state ^ (_state << 13)) & 0xFFFFFFFF
-        _state ^= _state >> 17
-        _state = (_state ^ (_state << 5)) & 0xFFFFFFFF
-        out.append(opt.vocab_from + _state % (opt.vocab_to - opt.vocab_from))
-    return out
-
-
-class Server:
-    """A server process on a free port, stopped with SIGTERM."""
-
-    def __init__(self, args: list[str], ready: re.Pattern | None, url_of):
-        """`ready` matches the log line that names the port (its match goes to `url_of`); without it
-        the port is known (url_of(None)) and the server is ready when /health answers 200."""
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = None if ready else url_of(None)
-        deadline = time.time() + 300
-        while time.time() < deadline and not (self.url and self.healthy()):
-            self.log.seek(0)
-            m = ready.search(self.log.read().decode(errors="replace")) if ready else None
-            if m:
-                self.url = url_of(m)
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                sys.exit(f"hybrid_agent: {args[0]} exited:\n{self.log.read().decode(errors='replace')[-3000:]}")
-            time.sleep(0.2)
-        if not (self.url and self.healthy()):
-            self.stop()
-            sys.exit(f"hybrid_agent: {args[0]} did not become ready")
-
-    def healthy(self) -> bool:
-        try:
-            return httpx.get(f"{self.url}/health", timeout=10).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+ids = Xorshift32(opt.seed, opt.vocab_from, opt.vocab_to)
+rand_tokens = ids.tokens
 
 
 def strata(cache_mode: str, cache_dir: str) -> Server:
     return Server([opt.strata, "serve", "--port", "0", "--model", opt.model, "--cache-mode", cache_mode,
                    "--cache-dir", cache_dir],
-                  re.compile(r"listening on http://127\.0\.0\.1:(\d+)"), lambda m: f"http://127.0.0.1:{m.group(1)}")
+                  re.compile(r"listening on http://127\.0\.0\.1:(\d+)"), lambda m: f"http://127.0.0.1:{m.group(1)}", timeout=300)
 
 
 def llama(port: int, ctx: int) -> Server:
     return Server([opt.llama_server, "-m", opt.model, "--port", str(port), "--host", "127.0.0.1", "-c", str(ctx),
                    "-t", str(opt.threads), "-np", "1"],
-                  None, lambda m: f"http://127.0.0.1:{port}")
+                  None, lambda m: f"http://127.0.0.1:{port}", timeout=300)
 
 
 def first_token(url: str, tokens: list[int], gen: int, llama_api: bool) -> tuple[float, list[int]]:
@@ -149,8 +103,7 @@ def rand_tokens_fixed(salt: int, n: int) -> list[int]:
 
 def conversation(url: str, llama_api: bool) -> list[float]:
     """The turns' TTFTs (seconds), after the system prompt was sent once."""
-    global _state
-    _state = (opt.seed & 0xFFFFFFFF) or 1
+    ids.reset()
     context = rand_tokens(opt.system)
     first_token(url, context + rand_tokens_fixed(1, 4), 1, llama_api)  # an earlier conversation
     out = []

@@ -21,13 +21,13 @@ import argparse
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 import httpx
+
+from server_process import Server, Xorshift32
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,53 +40,6 @@ for name, default in [("seed", 7), ("threads", 2), ("vocab-from", 300), ("vocab-
     parser.add_argument(f"--{name}", type=int, default=default)
 opt = parser.parse_args()
 print(f"swa_memory: seed {opt.seed}", file=sys.stderr)
-
-
-def rand_tokens(n: int) -> list[int]:
-    state, out = (opt.seed & 0xFFFFFFFF) or 1, []
-    for _ in range(n):
-        state = (state ^ (state << 13)) & 0xFFFFFFFF
-        state ^= state >> 17
-        state = (state ^ (state << 5)) & 0xFFFFFFFF
-        out.append(opt.vocab_from + state % (opt.vocab_to - opt.vocab_from))
-    return out
-
-
-class Server:
-    """A server process, ready once its log matches `ready` and /health answers; stopped with SIGTERM."""
-
-    def __init__(self, args: list[str], ready: re.Pattern, url_of):
-        self.log = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 600
-        while time.time() < deadline:
-            self.log.seek(0)
-            m = ready.search(self.log.read().decode(errors="replace"))
-            if m:
-                self.url = url_of(m)
-                break
-            if self.proc.poll() is not None:
-                self.log.seek(0)
-                sys.exit(f"swa_memory: {args[0]} exited:\n{self.log.read().decode(errors='replace')[-3000:]}")
-            time.sleep(0.2)
-        while httpx.get(f"{self.url}/health", timeout=10).status_code != 200:
-            time.sleep(0.2)
-
-    def memory_mib(self) -> tuple[float, float]:
-        """(VmRSS, VmHWM) in MiB."""
-        fields = {}
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                fields[key] = value.strip()
-        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def strata(ctx: int, cache_mode: str, conf_dir: str) -> Server:
@@ -102,7 +55,7 @@ def llama(ctx: int) -> Server:
     port = 18100 + os.getpid() % 1000
     return Server([opt.llama_server, "-m", opt.model, "--port", str(port), "--host", "127.0.0.1", "-c", str(ctx),
                    "-t", str(opt.threads), "-np", "1"],
-                  re.compile(r"server is listening|HTTP server listening|llama_server: listening"), lambda m: f"http://127.0.0.1:{port}")
+                  None, lambda m: f"http://127.0.0.1:{port}")
 
 
 def prefill(url: str, tokens: list[int], llama_api: bool) -> float:
@@ -124,7 +77,7 @@ def prefill(url: str, tokens: list[int], llama_api: bool) -> float:
 rows = []
 with tempfile.TemporaryDirectory() as tmp:
     for ctx in [int(c) for c in opt.contexts.split(",")]:
-        tokens = rand_tokens(ctx - 192)
+        tokens = Xorshift32(opt.seed, opt.vocab_from, opt.vocab_to).tokens(ctx - 192)
         runs = [(f"strata (cache {mode})", lambda mode=mode: strata(ctx, mode, tmp), False) for mode in opt.modes.split(",") if mode]
         if opt.llama_server:
             runs.append(("llama.cpp", lambda: llama(ctx), True))
