@@ -11,9 +11,10 @@ import random
 import shutil
 import subprocess
 import tempfile
-import time
 
 import pytest
+
+from redis_cluster import wait_redis
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -93,11 +94,11 @@ class NetnsRedis:
                 cwd=self.dir)
         try:
             for k in on:
-                self._wait(lambda: self.cli(k, "PING") == "PONG")
+                wait_redis(lambda: self.cli(k, "PING") == "PONG")
             subprocess.run(["redis-cli", "--cluster", "create", *[f"{hosts.addr(k)}:7000" for k in on], "--cluster-replicas", "0",
                             "--cluster-yes"], check=True, capture_output=True, timeout=60)
             for k in on:
-                self._wait(lambda: "cluster_state:ok" in self.cli(k, "CLUSTER", "INFO"))
+                wait_redis(lambda: "cluster_state:ok" in self.cli(k, "CLUSTER", "INFO"))
         except BaseException:
             self.stop()
             raise
@@ -105,13 +106,6 @@ class NetnsRedis:
     def cli(self, k: int, *args: str) -> str:
         return subprocess.run(["redis-cli", "-h", self.hosts.addr(k), "-p", "7000", *args], capture_output=True, text=True,
                               timeout=30).stdout.strip()
-
-    @staticmethod
-    def _wait(ready, timeout: float = 20) -> None:
-        end = time.time() + timeout
-        while not ready():
-            assert time.time() < end, "redis did not come up"
-            time.sleep(0.05)
 
     @property
     def seeds(self) -> str:

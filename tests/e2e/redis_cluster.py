@@ -36,6 +36,14 @@ def cli(port: int, *args: str) -> str:
     return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=30).stdout.strip()
 
 
+def wait_redis(ready, timeout: float = 20) -> None:
+    """Waits until ready() is true: a Redis server came up, or its cluster formed."""
+    end = time.time() + timeout
+    while not ready():
+        assert time.time() < end, "redis did not come up"
+        time.sleep(0.05)
+
+
 class RedisCluster:
     def __init__(self, masters: int = 3) -> None:
         if not shutil.which("redis-server") or not shutil.which("redis-cli"):
@@ -51,21 +59,14 @@ class RedisCluster:
                  "--logfile", f"redis-{p}.log"], cwd=self.dir)
         try:
             for p in self.ports:
-                self._wait(lambda: cli(p, "PING") == "PONG")
+                wait_redis(lambda: cli(p, "PING") == "PONG")
             subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
                             "--cluster-replicas", "0", "--cluster-yes"], check=True, capture_output=True, timeout=60)
             for p in self.ports:
-                self._wait(lambda: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"))
+                wait_redis(lambda: "cluster_state:ok" in cli(p, "CLUSTER", "INFO"))
         except BaseException:
             self.stop()  # no server outlives a cluster that did not come up
             raise
-
-    @staticmethod
-    def _wait(ready, timeout: float = 20) -> None:
-        end = time.time() + timeout
-        while not ready():
-            assert time.time() < end, "redis did not come up"
-            time.sleep(0.05)
 
     @property
     def seeds(self) -> str:
