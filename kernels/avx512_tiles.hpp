@@ -237,7 +237,7 @@ struct q5_1_pair {
 /// give bit-identical results. Signed levels (q8_0) go in as |w| with x negated where w < 0. A
 /// constant offset per level comes in as offset * (sum of the activation block), the starting
 /// value in the first lane of each block. Offsets m per block (has_mins) are a product of their
-/// own, sum over blocks of m times the activation block's scaled sum (act_row::s), 16 blocks
+/// own, sum over blocks of m times d_x * (sum of the activation block), taken first with 16 blocks
 /// to a vector: one FMA per 16 blocks, where adding each block's m term in the level loop took
 /// one per two.
 template <class Format, int R, int C>
@@ -252,7 +252,7 @@ void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
       __m512 t[C];
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c)
-        t[c] = _mm512_maskz_loadu_ps(mask, x[c].s + b);
+        t[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x[c].d + b), _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(mask, x[c].sums + b)));
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const __m512 m = Format::mins16(w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * bytes, nb - b);

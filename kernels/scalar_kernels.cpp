@@ -102,14 +102,14 @@ float dot_scaled(const void* w, const act_row& x, std::int64_t k) {
 }
 
 /// Blocks with a scale d and an offset m (q4_1, q5_1): sum (d q + m) a over a block is
-/// d sum(q a) + m sum(a); the activations' scaled sums per 32 (act_row::s) give the second term.
+/// d sum(q a) + m sum(a); the activation sums per 32 give the second term.
 template <class block, int (*level_dot)(const block&, const std::int8_t*)>
 float dot_with_min(const void* w, const act_row& x, std::int64_t k) {
   float sum = 0;
   for (std::int64_t b = 0; b < k / k_qk; ++b) {
     const auto blk = load_block<block>(w, b);
     const int s = level_dot(blk, x.qs + b * k_qk);
-    sum += fp16_to_fp32(blk.d) * x.d[b] * static_cast<float>(s) + fp16_to_fp32(blk.m) * x.s[b];
+    sum += x.d[b] * (fp16_to_fp32(blk.d) * static_cast<float>(s) + fp16_to_fp32(blk.m) * static_cast<float>(x.sums[b]));
   }
   return sum;
 }
@@ -231,7 +231,7 @@ void quantize_groups(const float* x, std::int64_t k, int group, int sum_group, s
     float amax = 0;
     for (int j = 0; j < group; ++j) amax = std::max(amax, std::fabs(xg[j]));
     const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    d[g] = group == 32 ? amax / 127.0f : amax > 0 ? 1.0f / inv : 0.0f;  // q8_0's scale, q8_K's
+    d[g] = amax / 127.0f;
     for (int j = 0; j < group; ++j) {
       int q = static_cast<int>(std::nearbyint(xg[j] * inv));
       qs[g * group + j] = static_cast<std::int8_t>(std::clamp(q, -127, 127));

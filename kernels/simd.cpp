@@ -14,17 +14,6 @@ namespace {
 
 std::size_t round64(std::size_t n) { return (n + 63) / 64 * 64; }
 
-/// x[0..n) to their nearest f16 values (ties to even), in place, with the level's conversions.
-void round_to_f16(const kernel_table& kt, float* x, std::int64_t n) {
-  constexpr std::int64_t chunk = 64;
-  std::uint16_t h[chunk];
-  for (std::int64_t i = 0; i < n; i += chunk) {
-    const std::int64_t m = std::min(chunk, n - i);
-    kt.f32_to_f16(x + i, h, m);
-    kt.f16_to_f32(h, x + i, m);
-  }
-}
-
 }  // namespace
 
 act_format act_format_for(dtype wt) {
@@ -41,7 +30,7 @@ std::size_t act_row_bytes(act_format fmt, std::int64_t k) {
   const auto n = static_cast<std::size_t>(k);
   switch (fmt) {
     case act_format::f32: return round64(n * 4);
-    case act_format::q8_32: return round64(n) + 3 * round64(n / 32 * 4);
+    case act_format::q8_32: return round64(n) + round64(n / 32 * 4) + round64(n / 32 * 4);
     case act_format::q8_256: return round64(n) + round64(n / 256 * 4) + round64(n / 16 * 4);
   }
   return 0;
@@ -88,15 +77,6 @@ act_row quantize_activations(const kernel_table& kt, act_format fmt, const float
       auto* sums = reinterpret_cast<std::int32_t*>(b + round64(n) + round64(n / static_cast<std::size_t>(group) * 4));
       kt.quantize_groups(x, k, group, sum_group, qs, d, sums);
       r.qs = qs, r.d = d, r.sums = sums;
-      if (fmt == act_format::q8_32) {
-        // q8_1's scaled sum from the f32 scale, then both to f16 as the blocks store them.
-        auto* s = reinterpret_cast<float*>(b + round64(n) + 2 * round64(n / 32 * 4));
-        const auto blocks = static_cast<std::int64_t>(n / 32);
-        for (std::int64_t i = 0; i < blocks; ++i) s[i] = d[i] * static_cast<float>(sums[i]);
-        round_to_f16(kt, d, blocks);
-        round_to_f16(kt, s, blocks);
-        r.s = s;
-      }
       return r;
     }
   }

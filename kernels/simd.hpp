@@ -25,34 +25,24 @@ enum class simd_level { scalar, avx2, avx512 };
 /// How activations are quantized for a weight type's row dot.
 enum class act_format {
   f32,     // not quantized (f32, f16, bf16 weights)
-  // GGUF's q8_0 / q8_1 blocks: int8 with one f16 scale per 32 values, sums per 32, and q8_1's
-  // f16 scaled sum (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4)
-  q8_32,
-  q8_256,  // GGUF's q8_K blocks: int8 with one f32 scale per 256 values, sums per 16 (q4_K, q5_K, q6_K weights)
+  q8_32,   // int8 with one f32 scale per 32 values, sums per 32 (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl, mxfp4)
+  q8_256,  // int8 with one f32 scale per 256 values, sums per 16 (q4_K, q5_K, q6_K weights)
 };
 act_format act_format_for(dtype wt);
 
 /// One activation row as the row dots read it. For act_format::f32 only `f` is set; otherwise
 /// x[j] ~ qs[j] * d[j / group] and sums[b] = sum of qs over the b-th run of sum_group values.
-/// q8_32 also has s[b] ~ d[b] * sums[b], the term the weights' block offsets (q4_1, q5_1) take.
-///
-/// The values are those of the GGUF activation blocks, so that a product is the one the GGUF
-/// block formulas give for the same weights, up to the order of float additions: q8_32 is q8_0
-/// / q8_1 (d = max|x| / 127 and s = d * sums[b], each rounded to f16; the levels are taken from
-/// the f32 d), q8_256 is q8_K (d = 1 / (127 / max|x|) in f32).
 struct act_row {
   const float* f = nullptr;
   const std::int8_t* qs = nullptr;
   const float* d = nullptr;
   const std::int32_t* sums = nullptr;
-  const float* s = nullptr;
 };
 
 /// Bytes one quantized activation row of k values takes in a buffer (64-byte multiple).
 std::size_t act_row_bytes(act_format fmt, std::int64_t k);
 /// Quantizes x[0..k) into buf (act_row_bytes(fmt, k) bytes, 64-byte aligned) and returns the view.
-/// k is a multiple of the format's group. Levels round(x * 127 / max|x|) to nearest even; the
-/// scales as act_row says.
+/// k is a multiple of the format's group. Round to nearest; the scale is max|x| / 127.
 act_row quantize_activations(act_format fmt, const float* x, std::int64_t k, void* buf);
 struct kernel_table;
 /// The same with a kernel level's quantizer (every level gives the same bytes).
@@ -105,9 +95,8 @@ struct kernel_table {
   void (*f32_to_f16)(const float* src, std::uint16_t* dst, std::int64_t n) = nullptr;
   /// y += a * x
   void (*axpy)(float a, const float* x, float* y, std::int64_t n) = nullptr;
-  /// Groups of `group` values (32 or 256) get levels round(x * 127 / max|x|) (to nearest even)
-  /// and one scale d = max|x| / 127 (group 32, not yet rounded to f16) or 1 / (127 / max|x|)
-  /// (group 256, q8_K's); sums of the levels per `sum_group` (16 or 32) values.
+  /// Groups of `group` values (32 or 256) get one scale d = max|x| / 127 and levels round(x / d);
+  /// sums of the levels per `sum_group` (16 or 32) values.
   void (*quantize_groups)(const float* x, std::int64_t k, int group, int sum_group, std::int8_t* qs, float* d,
                           std::int32_t* sums) = nullptr;
   /// In place: x * sigmoid(x), and GELU with the tanh approximation.

@@ -96,7 +96,7 @@ void x86_quantize_groups(const float* x, std::int64_t k, int group, int sum_grou
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4);
     const float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    d[g] = group == 32 ? amax / 127.0f : amax > 0 ? 1.0f / inv : 0.0f;  // q8_0's scale, q8_K's
+    d[g] = amax / 127.0f;
     const __m256 iv = _mm256_set1_ps(inv);
     for (int j = 0; j < group; j += 16) {
       __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(xg + j), iv));
@@ -179,7 +179,7 @@ inline __m256i q5_1_levels(const std::byte* b) { return q5_levels(b + 8, b + 4);
 
 /// Blocks of 32 unsigned levels: the levels times the activations in integers, times d. q4_0
 /// (bias 8) and q5_0 (bias 16) take the bias off as -bias d * (the block's activation sum); q4_1
-/// and q5_1 (with_min) add the offset m of each block (the f16 after d) times the scaled sum s.
+/// and q5_1 (with_min) add the offset m of each block (the f16 after d) times that sum.
 template <std::size_t bytes, __m256i (*levels)(const std::byte*), int bias, bool with_min = false>
 float x86_dot_levels(const void* w, const act_row& x, std::int64_t k) {
   const auto* b = static_cast<const std::byte*>(w);
@@ -191,7 +191,7 @@ float x86_dot_levels(const void* w, const act_row& x, std::int64_t k) {
     const float dx = x.d[i], s = half(b0) * dx;
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(s), acc);
     if constexpr (with_min) {
-      extra += half(b0 + 2) * x.s[i];
+      extra += half(b0 + 2) * dx * static_cast<float>(x.sums[i]);
     } else {
       extra -= s * static_cast<float>(bias * x.sums[i]);
     }

@@ -17,20 +17,12 @@ tokens. This runs `strata logits` on the same prompts and checks:
   first end-of-turn token (the answers the end-to-end tests check);
 - how many greedy continuations are identical over all 64 tokens is printed.
 
-Both engines round activations to 8 bits before every quantized matmul, into the same GGUF
-activation blocks (q8_0 / q8_1 for 32-value weight blocks, q8_K for the K-quants), so one
-matmul on the same input gives the same integer sums and scales in both, and the results differ
-only by the order of float additions. That last-bit difference does not stay small: wherever it moves a value
-across a rounding boundary of the next 8-bit quantization, that level changes by one step, and over
-30 layers the two roundings drift apart. strata against itself with only the order of additions
-changed (STRATA_ISA=avx2 against avx512, SmolLM2, these prompts) agrees at 97.5% of the positions,
-greedy identical on 9 of 35, mean KL 0.005: as far apart as strata and llama.cpp (97.9%, 6 of 35,
-0.004). Against an exact float64 forward pass of the same weights (the Q4_1 blocks dequantized),
-on the first 8 prompts, llama.cpp's top-1 agrees at 96.4% of the positions with a mean KL of
-0.0041 and strata's at 97.4% with 0.0042. So the thresholds here hold what any two engines that
-add in different orders reach; agreement at 99% of positions would take llama.cpp's own order of
-float operations (and its f16 attention accumulator, which prompts under 64 tokens and decode
-steps take, and its f16 GELU table), not more accuracy.
+Both engines round activations to 8 bits before every quantized matmul, each in its own way, so
+they agree closely but not exactly. Against an exact float64 forward pass of the same weights
+(the Q4_1 blocks dequantized), on the first 8 prompts, llama.cpp's top-1 agrees at 96.4% of the
+positions with a mean KL of 0.0041 and strata's at 97.4% with 0.0042: each is as far from the
+exact result as from the other, and where the two best tokens are that close, greedy continuations
+part.
 """
 
 from __future__ import annotations
