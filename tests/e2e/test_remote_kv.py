@@ -83,13 +83,19 @@ def shared_keys(a, first_turn_messages, second) -> list[str]:
     return keys[:n]
 
 
-def test_a_second_turn_on_another_replica_fetches_the_first_turns_blocks_and_answers_the_same(launch, redis_cluster, no_values):  # noqa: F811
-    a = replica(launch, redis_cluster, *no_values)
-    b = replica(launch, redis_cluster, *no_values)
-    first = chat(a, FIRST)
-    second = second_turn(first)
+def first_turn_on_a(launch, redis_cluster, *args):
+    """Two replicas A and B; the first turn on A, listed in the directory. Returns A, B, the second
+    turn's messages and the directory keys both turns share."""
+    a = replica(launch, redis_cluster, *args)
+    b = replica(launch, redis_cluster, *args)
+    second = second_turn(chat(a, FIRST))
     keys = shared_keys(a, FIRST, second)
     wait_listed(redis_cluster, keys, a.base_url)
+    return a, b, second, keys
+
+
+def test_a_second_turn_on_another_replica_fetches_the_first_turns_blocks_and_answers_the_same(launch, redis_cluster, no_values):  # noqa: F811
+    a, b, second, keys = first_turn_on_a(launch, redis_cluster, *no_values)
 
     on_b = chat(b, second)
     cached = on_b["usage"]["prompt_tokens_details"]["cached_tokens"]
@@ -112,12 +118,7 @@ def test_a_second_turn_on_another_replica_fetches_the_first_turns_blocks_and_ans
 
 
 def test_with_the_holder_killed_the_other_replica_computes_the_turn_itself(launch, redis_cluster, no_values):  # noqa: F811
-    a = replica(launch, redis_cluster, *no_values)
-    b = replica(launch, redis_cluster, *no_values)
-    first = chat(a, FIRST)
-    second = second_turn(first)
-    keys = shared_keys(a, FIRST, second)
-    wait_listed(redis_cluster, keys, a.base_url)
+    a, b, second, keys = first_turn_on_a(launch, redis_cluster, *no_values)
     expected = chat(a, second)["choices"][0]["message"]["content"]
     a.kill9()  # still listed: its entries outlive it by the TTL
 
@@ -148,12 +149,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("where", ["header", "payload"])
 def test_a_corrupted_record_is_a_miss_and_the_turn_is_computed_correctly(launch, redis_cluster, no_values, where):  # noqa: F811
-    a = replica(launch, redis_cluster, *no_values)
-    b = replica(launch, redis_cluster, *no_values)
-    first = chat(a, FIRST)
-    second = second_turn(first)
-    keys = shared_keys(a, FIRST, second)
-    wait_listed(redis_cluster, keys, a.base_url)
+    a, b, second, keys = first_turn_on_a(launch, redis_cluster, *no_values)
     expected = chat(a, second)["choices"][0]["message"]["content"]
     records = {}
     for k in keys:
@@ -188,12 +184,7 @@ def value_key(key: str) -> str:
 
 def test_small_records_are_kept_in_redis_and_read_from_there_even_with_the_holder_gone(launch, redis_cluster):  # noqa: F811
     # The tiny model's blocks (16 KiB of KV, 20 KiB with the header) are under the 64 KiB default.
-    a = replica(launch, redis_cluster)
-    b = replica(launch, redis_cluster)
-    first = chat(a, FIRST)
-    second = second_turn(first)
-    keys = shared_keys(a, FIRST, second)
-    wait_listed(redis_cluster, keys, a.base_url)
+    a, b, second, keys = first_turn_on_a(launch, redis_cluster)
     end = time.time() + 15
     while not all(cli(redis_cluster.ports[0], "-c", "EXISTS", value_key(k)) == "1" for k in keys):
         assert time.time() < end, "the records are not in Redis"
