@@ -110,6 +110,7 @@ response_meta completions_service::meta_of(const generation_request& r, std::str
   response_meta meta{r.chat, {std::move(id), now_seconds(), engine_.model_id(), {}}, static_cast<int>(ids.size()), r.logprobs,
                      r.include_usage, engine_.tok_ptr(), ids, engine_.scheduler(), r.output};
   meta.per_prompt = r.n;
+  meta.token_ids = r.token_ids;
   if (!r.echo) return meta;
   // Each prompt's text, decoded where it was given as ids.
   if (!r.prompt_texts.empty()) {

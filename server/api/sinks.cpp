@@ -192,6 +192,7 @@ void full_sink::on_token(const sched::token_event& e) {
   if (c.parser) c.take(c.parser->feed(parser_text(meta_, e)));
   else c.text += e.text;
   if (meta_.logprobs && e.token >= 0) c.logprobs.push_back(logprob_of(*meta_.tok, e));
+  if (meta_.token_ids && e.token >= 0) c.ids.push_back(e.token);
 }
 
 void full_sink::on_done(const sched::request_done& d) {
@@ -217,6 +218,7 @@ void full_sink::on_done(const sched::request_done& d) {
       auto& c = choices_[i];
       const std::string& echo = echo_of(meta_, static_cast<int>(i));
       out.push_back({static_cast<int>(i), echo + c.text, meta_.logprobs, std::move(c.logprobs), static_cast<std::int64_t>(echo.size()), c.finish});
+      if (meta_.token_ids) out.back().token_ids = std::move(c.ids);
     }
     body = schema::write_text_completion(meta_.head, out, usage_);
   }

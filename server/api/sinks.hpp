@@ -40,6 +40,8 @@ struct response_meta {
   int per_prompt = 1;
   /// Completions with `echo`: each prompt's text, which precedes its choices' text; empty: none.
   std::vector<std::string> echo;
+  /// Completions with `return_token_ids`: each choice lists the ids it generated.
+  bool token_ids = false;
 };
 
 /// One choice's reader of its output (when meta.output is set).
@@ -94,6 +96,7 @@ class full_sink final : public stream_sink {
   struct choice_state {
     std::string text;
     std::vector<schema::token_logprob> logprobs;
+    std::vector<std::int32_t> ids;
     std::string finish = "stop";
     std::optional<chat::tool_parser> parser;
     std::string reasoning;

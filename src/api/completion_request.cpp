@@ -91,6 +91,12 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
       req.echo = echo.value_or(false);
       return std::nullopt;
     }
+    if (key == "return_token_ids") {
+      std::optional<bool> ids;
+      if (auto e = read_bool(v, key, ids)) return e;
+      req.return_token_ids = ids.value_or(false);
+      return std::nullopt;
+    }
     if (key == "suffix") {
       std::optional<std::string> suffix;
       if (auto e = read_string(v, key, suffix)) return e;
@@ -105,6 +111,8 @@ api_result<completion_request> parse_completion_request(std::string_view body, c
   auto params = sampling.finish();
   if (!params) return std::move(params).err();
   req.sampling = std::move(params).value();
+  if (req.return_token_ids && req.sampling.stream)
+    return invalid_request("return_token_ids", "return_token_ids is given with non-streamed completions only");
   const std::size_t prompts = std::max(req.prompt_texts.size(), req.prompt_tokens.size());
   if (prompts * static_cast<std::size_t>(req.sampling.n) > 2 * k_max_prompts)
     return invalid_request("n", "prompts times n may be at most " + std::to_string(2 * k_max_prompts) + ", got " +

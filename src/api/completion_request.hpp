@@ -26,6 +26,9 @@ struct completion_request {
   std::vector<std::vector<std::int32_t>> prompt_tokens;
   /// The prompt's text precedes each choice's.
   bool echo = false;
+  /// Each choice also lists the ids of the tokens it generated (`token_ids`), as vLLM's
+  /// `return_token_ids` does; not streamed.
+  bool return_token_ids = false;
   sampling_params sampling;
 };
 

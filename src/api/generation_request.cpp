@@ -55,6 +55,7 @@ std::optional<api_error> parse_generation_request(std::string_view body, bool ch
     out.model = std::move(r->model);
     out.prompt_texts = std::move(r->prompt_texts);
     out.echo = r->echo;
+    out.token_ids = r->return_token_ids;
     for (auto& ids : r->prompt_tokens) {
       if (out.prompt_tokens.empty()) out.prompt_tokens = std::move(ids);
       else out.more_prompts.push_back(std::move(ids));

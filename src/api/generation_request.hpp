@@ -59,6 +59,8 @@ struct generation_request {
   std::vector<std::vector<std::int32_t>> more_prompts;
   /// Completions: each prompt's text precedes its choices' (`echo`).
   bool echo = false;
+  /// Completions: each choice lists its generated token ids (`return_token_ids`).
+  bool token_ids = false;
 };
 
 /// A seed for a request that gave none: every unseeded request draws differently.

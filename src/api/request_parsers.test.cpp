@@ -65,6 +65,19 @@ TEST(completion_request, takes_echo_and_refuses_a_suffix_clearly) {
   EXPECT_EQ(suffix.err().param, "suffix");
 }
 
+TEST(completion_request, takes_return_token_ids_without_stream_only) {
+  auto ids = parse_completion_request(with(R"("return_token_ids":true)"));
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_TRUE(ids->return_token_ids);
+  EXPECT_FALSE(parse_completion_request(with(R"("echo":true)"))->return_token_ids);
+  auto streamed = parse_completion_request(with(R"("return_token_ids":true,"stream":true)"));
+  ASSERT_FALSE(streamed.has_value());
+  EXPECT_EQ(streamed.err().param, "return_token_ids");
+  auto wrong = parse_completion_request(with(R"("return_token_ids":"yes")"));
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.err().param, "return_token_ids");
+}
+
 TEST(completion_request, reads_logprobs_as_a_count) {
   auto r = parse_completion_request(with(R"("logprobs":3,"stream":true,"stream_options":{"include_usage":true})"));
   ASSERT_TRUE(r.has_value());

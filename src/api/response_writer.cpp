@@ -242,6 +242,11 @@ std::string write_text_completion(const response_head& head, const std::vector<t
     w.begin_object().member("text", c.text).key("index").number(std::int64_t{c.index}).key("logprobs");
     if (c.has_logprobs) write_text_logprobs(w, c.logprobs, c.text_offset_start);
     else w.null();
+    if (c.token_ids) {
+      w.key("token_ids").begin_array();
+      for (auto id : *c.token_ids) w.number(std::int64_t{id});
+      w.end_array();
+    }
     w.member("finish_reason", c.finish_reason).end_object();
   }
   return finish_completion(w, head, usage);

@@ -82,6 +82,8 @@ struct text_choice {
   /// The offset of the first token in `text_offset` (the prompt's length when it is echoed).
   std::int64_t text_offset_start = 0;
   std::string finish_reason = "stop";
+  /// The ids of the tokens it generated, written as `token_ids` when given.
+  std::optional<std::vector<std::int32_t>> token_ids;
 };
 
 /// One model of /v1/models.

@@ -100,6 +100,10 @@ TEST(response_writer, writes_text_completions_and_their_logprobs) {
   EXPECT_EQ(lp.at("text_offset"), (json::array{4, 5}));
   EXPECT_DOUBLE_EQ(lp.at("top_logprobs").at(0).at("b").to_number<double>(), -2);
   EXPECT_DOUBLE_EQ(lp.at("token_logprobs").at(1).to_number<double>(), -0.1);
+  EXPECT_FALSE(ch.contains("token_ids"));
+  t.token_ids = std::vector<std::int32_t>{7, 9};
+  auto with_ids = parsed(write_text_completion(response_head{"cmpl-1", 1, "m", ""}, {t}, {1, 2, 0}));
+  EXPECT_EQ(with_ids.at("choices").at(0).at("token_ids"), (json::array{7, 9}));
   auto chunk = parsed(write_text_chunk(head, 0, "x", nullptr, 0, std::string_view("stop"), true));
   EXPECT_EQ(chunk.at("choices").at(0).at("finish_reason").as_string(), "stop");
   EXPECT_TRUE(chunk.at("usage").is_null());
