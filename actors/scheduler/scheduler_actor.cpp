@@ -165,7 +165,8 @@ void scheduler_actor::handle(step_done d) {
   persist(std::move(d.saved));
   // After the commit: a snapshot hangs on the block ending at its boundary, published by now.
   for (auto& st : d.states) {
-    if (const sequence* s = planner_.find(st.seq)) cache_.add_snapshot(st.seq, s->tokens, st.end, std::move(st.state));
+    if (const sequence* s = planner_.find(st.seq))
+      cache_.add_snapshot(st.seq, s->tokens, st.end, std::move(st.state), cache_.options().snapshots.in_reply(st.end, s->n_prompt));
   }
   persist_snapshots();
 

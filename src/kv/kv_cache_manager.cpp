@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace strata::kv {
 
@@ -101,8 +102,11 @@ void kv_cache_manager::publish(std::uint64_t seq, std::span<const std::int32_t> 
 void kv_cache_manager::release(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
-  publish_tail(it->second, tokens, n_computed);
-  for (auto b : it->second.blocks) pool_.release(b);
+  seq_state& s = it->second;
+  if (s.reply && opts_.prefix_cache && opts_.snapshots.on && s.reply_blocks <= s.n_published)
+    keep_snapshot(s, s.reply_blocks, *std::exchange(s.reply, std::nullopt));
+  publish_tail(s, tokens, n_computed);
+  for (auto b : s.blocks) pool_.release(b);
   seqs_.erase(it);
   sweep_snapshots();
 }

@@ -209,7 +209,10 @@ class kv_cache_manager {
   /// Snapshots (cache_options::snapshots): keeps the state seq had after position end - 1 (a
   /// block boundary it computed and published) under the hash of the block ending there, its
   /// bytes attached to that block. Dropped when one is kept there already or the block is gone.
-  void add_snapshot(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t end, state_snapshot s);
+  /// One `in_reply` (snapshot_policy::in_reply) stays with the sequence instead, replacing the
+  /// one before it, and is kept so when the sequence lets go of its blocks.
+  void add_snapshot(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t end, state_snapshot s,
+                    bool in_reply = false);
   /// The snapshot seq's match resumed from, a copy of its own, taken once (the layers load it
   /// into the sequence's slot with its first step); empty when it starts from position 0.
   std::optional<state_snapshot> take_resume(std::uint64_t seq);
@@ -255,6 +258,10 @@ class kv_cache_manager {
     /// tokens it spares.
     std::optional<state_snapshot> resume;
     std::int32_t resume_tokens = 0;
+    /// The latest snapshot taken in the reply, at the end of full block reply_blocks; kept in the
+    /// cache when the sequence lets go (its bytes count against no budget until then).
+    std::optional<state_snapshot> reply;
+    std::int32_t reply_blocks = 0;
     /// A restore order that ends at a snapshot: from the SSD (its key is the order's last), or a
     /// copy from RAM taken when the order was made.
     bool restore_snapshot = false;
@@ -314,6 +321,9 @@ class kv_cache_manager {
   std::int32_t resume_point(seq_state& s, std::int32_t full);
   /// Forgets the snapshots whose blocks the pool dropped.
   void sweep_snapshots();
+  /// Keeps snap as the snapshot at the end of s's full block i (1-based), its bytes attached to
+  /// that block, and sends it to the SSD tier where there is one.
+  void keep_snapshot(seq_state& s, std::int32_t i, state_snapshot snap);
   /// restore() from the SSD, without snapshots (see there).
   bool restore_from_ssd(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks);
   /// restore() from other replicas: every full block after what s holds, up to max_remote_blocks.

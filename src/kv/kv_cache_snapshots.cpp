@@ -19,13 +19,22 @@ std::int32_t kv_cache_manager::resume_point(seq_state& s, std::int32_t full) {
 }
 
 void kv_cache_manager::add_snapshot(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t end,
-                                    state_snapshot snap) {
+                                    state_snapshot snap, bool in_reply) {
   auto it = seqs_.find(seq);
   if (!opts_.prefix_cache || !opts_.snapshots.on || it == seqs_.end() || end % opts_.block_tokens != 0) return;
   seq_state& s = it->second;
   const std::int32_t i = end / opts_.block_tokens;
   if (i <= 0 || i > s.n_published) return;  // its block is not published: nothing to hang it on
   extend_hashes(s, tokens, i);
+  if (in_reply) {
+    s.reply = std::move(snap);
+    s.reply_blocks = i;
+    return;
+  }
+  keep_snapshot(s, i, std::move(snap));
+}
+
+void kv_cache_manager::keep_snapshot(seq_state& s, std::int32_t i, state_snapshot snap) {
   const block_hash& h = s.hashes[static_cast<std::size_t>(i - 1)];
   if (snaps_.contains(h)) return;
   const std::int64_t bytes = snap.bytes();
@@ -33,7 +42,7 @@ void kv_cache_manager::add_snapshot(std::uint64_t seq, std::span<const std::int3
   if (!pool_.attach(h, bytes)) {
     snaps_.erase(h);
   } else if (opts_.ssd && !snaps_on_ssd_.contains(h) && snaps_persisting_.insert(h).second) {
-    snap_saves_.push_back({h, parent_of(s, static_cast<std::size_t>(i - 1)), end, encode_snapshot(*snaps_.find(h))});
+    snap_saves_.push_back({h, parent_of(s, static_cast<std::size_t>(i - 1)), i * opts_.block_tokens, encode_snapshot(*snaps_.find(h))});
   }
   sweep_snapshots();  // attaching may have evicted older cached blocks, and their snapshots
 }

@@ -47,8 +47,9 @@ inline block_hash snapshot_key(const block_hash& h) {
   return k;
 }
 
-/// Where snapshots are taken: at every `every`-th block boundary of a sequence, and at the last
-/// block boundary of its prompt (so the next chat turn, which repeats the prompt, resumes there).
+/// Where snapshots are taken: at every `every`-th block boundary of a sequence, at the last block
+/// boundary of its prompt (so the next chat turn, which repeats the prompt, resumes there), and at
+/// the last block boundary of its reply (see in_reply).
 struct snapshot_policy {
   /// The model keeps state that cannot be sliced: a sequence resumes only from a snapshot.
   bool on = false;
@@ -59,7 +60,15 @@ struct snapshot_policy {
   /// Whether a sequence with n_prompt prompt tokens takes a snapshot after position end - 1.
   bool at(std::int32_t end, std::int32_t n_prompt) const {
     if (!on || end <= 0 || end % block_tokens != 0) return false;
-    return (every > 0 && (end / block_tokens) % every == 0) || end == n_prompt / block_tokens * block_tokens;
+    return (every > 0 && (end / block_tokens) % every == 0) || end == n_prompt / block_tokens * block_tokens ||
+           in_reply(end, n_prompt);
+  }
+  /// Whether the snapshot after position end - 1 falls in the reply (past the prompt), off the
+  /// every-th boundaries. Of those a sequence keeps only its latest, and the cache takes it when
+  /// the sequence lets go: the next chat turn, which repeats the reply, resumes at the reply's last
+  /// boundary instead of recomputing the reply from the prompt's end.
+  bool in_reply(std::int32_t end, std::int32_t n_prompt) const {
+    return on && end > n_prompt && end % block_tokens == 0 && !(every > 0 && (end / block_tokens) % every == 0);
   }
   /// The first snapshot point after `from` (a chunk starting there ends there at the latest).
   std::int32_t next_after(std::int32_t from, std::int32_t n_prompt) const {

@@ -63,6 +63,14 @@ TEST(snapshot_policy, snapshots_fall_every_n_blocks_and_at_the_prompts_last_boun
   EXPECT_EQ(p.next_after(8, 30), 16);
   EXPECT_EQ(p.next_after(25, 30), 28);
   EXPECT_EQ(p.next_after(28, 30), 32);
+  // In the reply (past the prompt's 30 tokens) every boundary is one, those off the every-th
+  // kept only until the sequence's next.
+  EXPECT_TRUE(p.at(36, 30));
+  EXPECT_TRUE(p.in_reply(36, 30));
+  EXPECT_TRUE(p.at(40, 30));
+  EXPECT_FALSE(p.in_reply(40, 30));  // every second block: a snapshot like the prompt's
+  EXPECT_FALSE(p.in_reply(28, 30));
+  EXPECT_FALSE(p.at(37, 30));
   snapshot_policy only_prompt{.on = true, .block_tokens = 4, .every = 0};
   EXPECT_FALSE(only_prompt.at(8, 30));
   EXPECT_EQ(only_prompt.next_after(0, 30), 28);
@@ -88,6 +96,47 @@ TEST(snapshot_index, a_sequence_resumes_at_the_deepest_boundary_with_a_snapshot_
   EXPECT_EQ(m.snapshot_figures().hit_tokens, 24u);
   // The blocks after the resume point are the sequence's own again: nothing it writes is shared.
   for (std::size_t i = 6; i < m.blocks(2).size(); ++i) EXPECT_EQ(m.pool().refcount(m.blocks(2)[i]), 1);
+}
+
+TEST(snapshot_index, a_sequence_keeps_only_its_replys_latest_snapshot_and_the_next_turn_resumes_there) {
+  kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
+  // A prompt of 10 tokens (its last boundary at 8), then a reply computed up to 27 tokens.
+  const tokens_t first = iota_tokens(27);
+  m.match(1, kv_format::f16, first);
+  ASSERT_EQ(m.cover(1, 27), 27);
+  m.publish(1, first, 27);
+  m.add_snapshot(1, first, 8, snap(10, std::byte{2}));
+  for (std::int32_t end : {12, 16, 20, 24}) m.add_snapshot(1, first, end, snap(10, static_cast<std::byte>(end / k_block)), true);
+  // Until the sequence lets go, only the prompt's snapshot is in the cache.
+  EXPECT_EQ(m.snapshot_figures().count, 1);
+  m.release(1, first, 27);
+  EXPECT_EQ(m.snapshot_figures().count, 2);
+  EXPECT_EQ(m.snapshot_figures().bytes, 20);
+  // The next turn repeats the reply: it resumes at the reply's last boundary (24), not at 8.
+  tokens_t next = first;
+  next.push_back(77);
+  EXPECT_EQ(m.match(2, kv_format::f16, next), 24);
+  ASSERT_EQ(m.cover(2, 28), 28);
+  auto resume = m.take_resume(2);
+  ASSERT_TRUE(resume);
+  EXPECT_EQ(resume->layers.at(0).at(0), std::byte{6});
+  // The reply's earlier boundaries were never kept: a prompt that parts at 21 resumes at 8.
+  tokens_t parted(first.begin(), first.begin() + 21);
+  parted.push_back(99);
+  EXPECT_EQ(m.match(3, kv_format::f16, parted), 8);
+}
+
+TEST(snapshot_index, a_reply_snapshot_is_not_kept_when_the_prefix_cache_was_turned_off_meanwhile) {
+  kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
+  const tokens_t first = iota_tokens(27);
+  m.match(1, kv_format::f16, first);
+  ASSERT_EQ(m.cover(1, 27), 27);
+  m.publish(1, first, 27);
+  m.add_snapshot(1, first, 24, snap(10, std::byte{6}), true);
+  m.set_mode(false, false);
+  m.release(1, first, 27);
+  EXPECT_EQ(m.snapshot_figures().count, 0);
+  EXPECT_EQ(m.pool().in_use(), 0);
 }
 
 TEST(snapshot_index, without_a_snapshot_nothing_is_reused_and_no_cached_block_is_held) {

@@ -94,24 +94,29 @@ def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_ev
     assert stats["snapshots"]["count"] > 0 and stats["snapshot_bytes"] > 0
 
 
+@pytest.mark.parametrize("reply_tokens", [24, 400])
 @pytest.mark.parametrize("arch", ARCHS)
-def test_a_second_turn_reuses_at_least_95_percent_of_what_a_pure_attention_model_would(tmp_path: Path, launch, arch: str):
+def test_a_second_turn_reuses_at_least_95_percent_of_what_a_pure_attention_model_would(tmp_path: Path, launch, arch: str,
+                                                                                     reply_tokens: int):
+    # A long reply is repeated by the next prompt too: the turn resumes at the reply's last
+    # boundary, not at the previous prompt's end.
     model = synth(tmp_path, arch)
     server = launch(["--model", str(model), "--config", str(config(tmp_path))])
     rng = random.Random(7)
     first = "User: " + " ".join(rng.choice(["tell", "me", "about", "the", "sea", "and", "its", "waves"]) for _ in range(1500))
     t1 = tokenize(server.base_url, first)
     assert len(t1) > 1000
-    reply, cached1 = complete(server.base_url, t1, 16, max_tokens=24)
-    assert cached1 == 0
-    second = first + reply + "\nUser: and then what happened?\nAssistant:"
-    t2 = tokenize(server.base_url, second)
-    # What a pure-attention cache could reuse: every token the second prompt shares with the first
-    # turn's prompt and answer, short of the last one.
-    shared = tokenize(server.base_url, first + reply)
-    pure = 0
-    while pure < min(len(shared), len(t2) - 1) and shared[pure] == t2[pure]:
-        pure += 1
+    r = httpx.post(f"{server.base_url}/v1/completions", timeout=300,
+                   json={"prompt": t1, "max_tokens": reply_tokens, "temperature": 0, "ignore_eos": True, "return_token_ids": True})
+    assert r.status_code == 200, r.text
+    assert (r.json()["usage"].get("prompt_tokens_details") or {}).get("cached_tokens", 0) == 0
+    reply = r.json()["choices"][0]["token_ids"]
+    assert len(reply) == reply_tokens
+    # The next turn repeats the prompt and the reply as they were generated, then a new question.
+    t2 = t1 + reply + tokenize(server.base_url, "\nUser: and then what happened?\nAssistant:")
+    # A pure-attention cache reuses every computed token: the prompt and the reply but its last
+    # token, which was sampled and never fed back.
+    pure = len(t1) + len(reply) - 1
     _, cached2 = complete(server.base_url, t2, 16)
     server.stop()
     assert cached2 >= 0.95 * pure, f"cached {cached2} of {len(t2)}; a pure-attention cache: {pure}"
