@@ -13,8 +13,14 @@
 #   - the figures on a synthesized Llama-3-8B-shaped Q4_K_M model: prefill of 512 and 4096
 #     tokens, and single-stream decode after each (STRATA_GPU_BENCH=0 skips them).
 #
+# With STRATA_GPU_ANCHOR too (the llama.cpp source tarball that `bench/gpu_anchor.sh pack` writes),
+# the llama.cpp anchor: llama.cpp built there with CUDA, both engines on the same synthesized
+# Llama-3-8B and Qwen3-4B shapes (bench/gpu_anchor.sh), under "anchor".
+#
 #   bench/gpu.sh [out-dir]     out-dir defaults to $OUT, else build-cuda
 #   STRATA_CUDA_BUILD=dir      the build tree (default build-cuda)
+#   STRATA_GPU_LAYERS=0        skips the layers; STRATA_GPU_KERNELS=0 skips the kernels' build,
+#                              checks and bench (to fit one part of it into a call)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 build=${STRATA_CUDA_BUILD:-build-cuda}
@@ -23,10 +29,32 @@ mkdir -p "$out"
 
 # The layers first: they need no build here (the carried strata).
 layers_rc=0
-if [ -n "${STRATA_BIN:-}" ]; then
+if [ -n "${STRATA_BIN:-}" ] && [ "${STRATA_GPU_LAYERS:-1}" != 0 ]; then
   bench/gpu_layers.sh "$out" >"$out/layers.log" 2>&1
   layers_rc=$?
   tail -30 "$out/layers.log"
+fi
+anchor_rc=0
+if [ -n "${STRATA_BIN:-}" ] && [ -n "${STRATA_GPU_ANCHOR:-}" ]; then
+  bench/gpu_anchor.sh run "$out" >"$out/anchor.log" 2>&1
+  anchor_rc=$?
+  grep -v '^ ' "$out/anchor.log" | tail -40
+fi
+layers_rc=$((layers_rc | anchor_rc))
+if [ "${STRATA_GPU_KERNELS:-1}" = 0 ]; then
+  python3 - "$out" <<'PY'
+import json, sys
+out, result = sys.argv[1], {}
+for key in ("layers", "anchor"):
+    try:
+        result[key] = json.load(open(f"{out}/{key}.json"))
+    except OSError:
+        pass
+json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
+PY
+  rm -f "$out/layers.json" "$out/anchor.json"
+  (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
+  exit "$layers_rc"
 fi
 
 start=$(date +%s)
@@ -56,12 +84,13 @@ result = {"build_seconds": build_s,
           "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
           "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
           "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
-try:
-    result["layers"] = json.load(open(f"{out}/layers.json"))
-except OSError:
-    pass
+for key in ("layers", "anchor"):
+    try:
+        result[key] = json.load(open(f"{out}/{key}.json"))
+    except OSError:
+        pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-rm -f "$out/bench.json" "$out/layers.json"
+rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json"
 (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
 [ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$layers_rc" = 0 ]

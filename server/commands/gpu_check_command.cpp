@@ -1,11 +1,12 @@
 // `strata gpu-check --model M [--prompt N] [--gen G] [--seed S] [--bench 512,4096] [--bench-gen G]
-// [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
+// [--bench-batch 64x1024+128] [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
 // (--device cuda) on the same tokens and compares their logits: one sequence's prefill and
 // decode (the decode fed the CPU's greedy token, so that both paths see the same sequence), three
 // sequences decoding in one batch, and a sequence's KV pages saved and loaded, and copied, on the
 // GPU (the copies must continue bit for bit as the original). With --bench, times the GPU path:
 // prefill of each prompt length in one step, and single-stream decode after it, as tokens/s and
-// as a share of the memory bandwidth (weights read once per decoded token). Exit code 1 when a
+// as a share of the memory bandwidth (weights read once per decoded token); --bench-batch times
+// many sequences prefilled and then decoding together. Exit code 1 when a
 // comparison fails. --golden also compares the GPU's logits with a reference dump of exact float
 // math (../shared/golden), within the tolerance its manifest gives.
 
@@ -33,7 +34,7 @@ namespace strata::commands {
 namespace {
 
 struct gpu_check_options {
-  std::string model, json, bench, golden;
+  std::string model, json, bench, golden, bench_batch;
   double golden_max_abs = 0.01, golden_mean_abs = 0.002;
   int prompt = 64;
   int gen = 16;
@@ -265,9 +266,9 @@ boost::json::array bench(path& gpu, planner& pl, const model::model& m, const gp
   std::stringstream ss(o.bench);
   for (std::string item; std::getline(ss, item, ',');) lengths.push_back(std::stoi(item));
   const std::int32_t n_vocab = m.hp.n_vocab;
-  {  // warm-up: the kernels' first launches, and the scratch grown for the longest prompt
+  {  // warm-up: the kernels' first launches, and the scratch grown for prompts up to 4,096 tokens
     sequence w{99};
-    gpu.step(pl.layout({{&w, random_tokens(rng, n_vocab, *std::max_element(lengths.begin(), lengths.end()))}}));
+    gpu.step(pl.layout({{&w, random_tokens(rng, n_vocab, std::min(4096, *std::max_element(lengths.begin(), lengths.end())))}}));
     for (int i = 0; i < 4; ++i) gpu.step(pl.layout({{&w, {1}}}));
   }
   for (int n : lengths) {
@@ -296,6 +297,48 @@ boost::json::array bench(path& gpu, planner& pl, const model::model& m, const gp
   return out;
 }
 
+/// "64x1024+128": sequences, prompt tokens, generated tokens.
+struct batch_spec {
+  int seqs = 0, prompt = 0, gen = 0;
+  static batch_spec parse(const std::string& s) {
+    batch_spec b;
+    if (std::sscanf(s.c_str(), "%dx%d+%d", &b.seqs, &b.prompt, &b.gen) != 3 || b.seqs <= 0 || b.prompt <= 0 || b.gen <= 0) return {};
+    return b;
+  }
+  std::int32_t tokens() const { return seqs * (prompt + gen); }
+};
+
+/// Many sequences at once, as llama-batched-bench runs them: every prompt prefilled (4,096 rows a
+/// step, whole prompts), then all sequences decoding together, one row each per step.
+boost::json::object bench_batch(path& gpu, planner& pl, std::int32_t n_vocab, const batch_spec& b, std::mt19937& rng) {
+  std::vector<sequence> seqs(static_cast<std::size_t>(b.seqs));
+  for (std::size_t i = 0; i < seqs.size(); ++i) seqs[i].id = 5000 + i;
+  std::vector<std::int32_t> next(seqs.size());
+  const std::size_t per_step = static_cast<std::size_t>(std::max(1, 4096 / b.prompt));
+  auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < seqs.size(); i += per_step) {
+    std::vector<std::pair<sequence*, std::vector<std::int32_t>>> parts;
+    for (std::size_t j = i; j < std::min(seqs.size(), i + per_step); ++j) parts.push_back({&seqs[j], random_tokens(rng, n_vocab, b.prompt)});
+    const auto lg = gpu.step(pl.layout(std::move(parts)));
+    for (std::size_t j = i; j < std::min(seqs.size(), i + per_step); ++j) next[j] = argmax(lg.data() + (j - i) * n_vocab, n_vocab);
+  }
+  const double prefill_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  for (int g = 0; g < b.gen; ++g) {
+    std::vector<std::pair<sequence*, std::vector<std::int32_t>>> parts;
+    for (std::size_t j = 0; j < seqs.size(); ++j) parts.push_back({&seqs[j], {next[j]}});
+    const auto lg = gpu.step(pl.layout(std::move(parts)));
+    for (std::size_t j = 0; j < seqs.size(); ++j) next[j] = argmax(lg.data() + j * n_vocab, n_vocab);
+  }
+  const double decode_s = seconds_since(t0);
+  const double prefill_tok = static_cast<double>(b.seqs) * b.prompt, decode_tok = static_cast<double>(b.seqs) * b.gen;
+  std::printf("%d sequences of %d + %d: prefill %.0f tok/s, decode %.0f tok/s together, %.0f tok/s in all\n", b.seqs, b.prompt, b.gen,
+              prefill_tok / prefill_s, decode_tok / decode_s, (prefill_tok + decode_tok) / (prefill_s + decode_s));
+  return {{"sequences", b.seqs}, {"prompt", b.prompt}, {"gen", b.gen}, {"prefill_s", prefill_s}, {"decode_s", decode_s},
+          {"prefill_tok_s", prefill_tok / prefill_s}, {"decode_tok_s", decode_tok / decode_s},
+          {"tok_s", (prefill_tok + decode_tok) / (prefill_s + decode_s)}};
+}
+
 int run(const gpu_check_options& o) {
   auto loaded = model::model::load(o.model);
   if (!loaded) {
@@ -313,6 +356,12 @@ int run(const gpu_check_options& o) {
     longest = std::max(longest, std::stoi(item));
   }
   tokens += longest + 8;  // the bench's warm-up
+  const batch_spec batch = batch_spec::parse(o.bench_batch);
+  if (!o.bench_batch.empty() && batch.seqs == 0) {
+    std::fprintf(stderr, "strata gpu-check: --bench-batch wants SEQSxPROMPT+GEN, e.g. 64x1024+128\n");
+    return 2;
+  }
+  tokens += batch.tokens() + batch.seqs * pl.page_tokens;  // each sequence's last page partly used
   kv::block_space space{{tokens / pl.page_tokens + 64, 0, 0}};
   auto stages = engine::make_gpu_stages(m, space, pl.page_tokens);
   if (!stages) {
@@ -344,6 +393,7 @@ int run(const gpu_check_options& o) {
     ok = ok && golden_ok;
   }
   if (!o.bench.empty()) result["bench"] = bench(gpu, pl, *m, o, rng);
+  if (batch.seqs > 0) result["bench_batch"] = bench_batch(gpu, pl, n_vocab, batch, rng);
   result["passed"] = ok;
   if (!o.json.empty()) std::ofstream(o.json) << boost::json::serialize(result) << "\n";
   std::printf("%s\n", ok ? "passed" : "FAILED");
@@ -365,6 +415,7 @@ const bool registered = register_command("gpu-check", "Compare the GPU path's lo
   sub.add_option("--golden-mean-abs", o->golden_mean_abs, "Its tolerance: mean |gpu - ref| over them")->capture_default_str();
   sub.add_option("--bench", o->bench, "Prompt lengths to time, e.g. 512,4096 (GPU only)");
   sub.add_option("--bench-gen", o->bench_gen, "Decode steps timed after each prompt")->capture_default_str();
+  sub.add_option("--bench-batch", o->bench_batch, "Sequences decoding together, e.g. 64x1024+128 (sequences x prompt + generated)");
   sub.add_flag("--no-cpu", o->no_cpu, "Skip the comparison with the CPU (bench only)");
   sub.add_option("--json", o->json, "Write the results as JSON here");
   return std::function<int()>([o] { return run(*o); });
