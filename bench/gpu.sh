@@ -15,7 +15,9 @@
 #
 # With STRATA_GPU_ANCHOR too (the llama.cpp source tarball that `bench/gpu_anchor.sh pack` writes),
 # the llama.cpp anchor: llama.cpp built there with CUDA, both engines on the same synthesized
-# Llama-3-8B and Qwen3-4B shapes (bench/gpu_anchor.sh), under "anchor".
+# Llama-3-8B and Qwen3-4B shapes (bench/gpu_anchor.sh), under "anchor". With STRATA_BIN_BEFORE
+# (an older strata), both builds' decode on the 8B shape, alternating (bench/gpu_decode_ab.sh),
+# under "decode_ab".
 #
 #   bench/gpu.sh [out-dir]     out-dir defaults to $OUT, else build-cuda
 #   STRATA_CUDA_BUILD=dir      the build tree (default build-cuda)
@@ -40,19 +42,22 @@ if [ -n "${STRATA_BIN:-}" ] && [ -n "${STRATA_GPU_ANCHOR:-}" ]; then
   anchor_rc=$?
   grep -v '^ ' "$out/anchor.log" | tail -40
 fi
+if [ -n "${STRATA_BIN:-}" ] && [ -n "${STRATA_BIN_BEFORE:-}" ]; then
+  bench/gpu_decode_ab.sh "$STRATA_BIN_BEFORE" "$STRATA_BIN" "$out" || anchor_rc=1
+fi
 layers_rc=$((layers_rc | anchor_rc))
 if [ "${STRATA_GPU_KERNELS:-1}" = 0 ]; then
   python3 - "$out" <<'PY'
 import json, sys
 out, result = sys.argv[1], {}
-for key in ("layers", "anchor"):
+for key in ("layers", "anchor", "decode_ab"):
     try:
         result[key] = json.load(open(f"{out}/{key}.json"))
     except OSError:
         pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-  rm -f "$out/layers.json" "$out/anchor.json"
+  rm -f "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
   (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
   exit "$layers_rc"
 fi
@@ -84,13 +89,13 @@ result = {"build_seconds": build_s,
           "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
           "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
           "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
-for key in ("layers", "anchor"):
+for key in ("layers", "anchor", "decode_ab"):
     try:
         result[key] = json.load(open(f"{out}/{key}.json"))
     except OSError:
         pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json"
+rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
 (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
 [ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$layers_rc" = 0 ]

@@ -1,5 +1,5 @@
 #pragma once
-// What the CUDA kernel checks (check.cpp, check_attention.cpp) share: the verdicts, the random
+// What the CUDA kernel checks (check.cpp, check_attention.cpp, check_fused.cpp) share: the verdicts, the random
 // inputs and device copies. The checks are a plain program, with no test framework, so that they
 // build on the GPU machine from kernels/ alone.
 
@@ -70,5 +70,6 @@ inline std::string fmt(const char* f, double a, double b = 0) {
 }
 
 void check_attention(verdicts& v, std::mt19937& rng);
+void check_fused(verdicts& v, std::mt19937& rng);
 
 }  // namespace strata::kernels::cuda::checks

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <stdexcept>
 
+#include "kernels/cuda/fused.hpp"
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/kv_store.hpp"
 #include "kernels/cuda/ops.hpp"
@@ -190,9 +191,18 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   ra.freq_scale = h.rope_scale(layer_);
   ra.n_rot = h.n_rot;
   ra.neox = h.rope_neox;
-  cu::rope(q, n, h.n_head, h.head_dim, ra, s);
-  cu::rope(k, n, h.n_head_kv, h.head_dim, ra, s);
-  cu::store_kv_f16(k, v, n, kvd, st.slots.as<std::int32_t>(), k_.data(), v_.data(), s);
+  cu::rope_kv_args rk;
+  rk.q = q;
+  rk.k = k;
+  rk.v = v;
+  rk.n = n;
+  rk.n_head = h.n_head;
+  rk.n_head_kv = h.n_head_kv;
+  rk.head_dim = h.head_dim;
+  rk.slots = st.slots.as<std::int32_t>();
+  rk.k_pages = k_.data();
+  rk.v_pages = v_.data();
+  cu::rope_store_kv(rk, ra, s);
 
   // Every row over its sequence's pages (a prefill's rows each as a decode row of its own).
   const cu::kv_pages_f16 pages{k_.data(), v_.data(), ctx_->page_tokens(), h.n_head_kv, h.head_dim};
@@ -214,15 +224,25 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
 
   prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
   project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s);
-  cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
 
-  // Feed-forward block.
+  // Feed-forward block; decode rows take the residual add with the norm, and SwiGLU with the
+  // rounding of its output, in one launch each.
   float* g = sc.gate.as<float>();
   float* u = sc.up.as<float>();
-  norm_input(x, ffn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
+  const bool decode = n <= cu::k_matvec_max_batch;
+  if (decode) {
+    cu::add_rms_norm_quantize(x, out, ffn_norm_.as<float>(), cur, n, d, h.norm_eps, sc.xq_embd, s);
+  } else {
+    cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
+    norm_input(x, ffn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
+  }
   project({{&gate_, g}, {&up_, u}}, cur, sc.xq_embd, sc.x16, n, s);
-  cu::swiglu(g, u, g, static_cast<std::int64_t>(n) * ff, s);
-  prepare_input(g, n, ff, sc.xq_ff, sc.x16, s);
+  if (decode) {
+    cu::swiglu_quantize(g, u, n, ff, sc.xq_ff, s);
+  } else {
+    cu::swiglu(g, u, g, static_cast<std::int64_t>(n) * ff, s);
+    prepare_input(g, n, ff, sc.xq_ff, sc.x16, s);
+  }
   project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s);
   cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
 

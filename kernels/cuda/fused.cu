@@ -1,0 +1,124 @@
+// Fused layer steps (fused.hpp). Each kernel repeats the arithmetic of the kernels it replaces in
+// the same order, so the results match them bit for bit (checked by check_fused.cpp).
+
+#include <cuda_fp16.h>
+
+#include <stdexcept>
+
+#include "kernels/cuda/device.hpp"
+#include "kernels/cuda/fused.hpp"
+#include "kernels/cuda/quantize_block.cuh"
+
+namespace strata::kernels::cuda {
+namespace {
+
+constexpr int k_threads = 1024;  // as ops.cu's norms: a decode row is one block
+
+/// One row: x += r, then normalized and quantized per 32 values, as rms_norm_quantize_kernel.
+/// Thread t touches values t, t + 1024, ... in both passes, so it reads back its own sums.
+__global__ void __launch_bounds__(k_threads)
+    add_rms_norm_quantize_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
+                                 int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  const std::size_t row = blockIdx.x;
+  float* xr = x + row * dim;
+  const float* rr = r + row * dim;
+  float ss = 0.0f;
+  for (int i = static_cast<int>(threadIdx.x); i < dim; i += k_threads) {
+    const float v = xr[i] + rr[i];
+    xr[i] = v;
+    ss += v * v;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
+  __shared__ float part[k_threads / 32];
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float total = 0.0f;
+#pragma unroll
+  for (int i = 0; i < k_threads / 32; ++i) total += part[i];
+  const float s = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += k_threads / 32) {
+    const int i = 32 * b + lane;
+    const float v = w ? xr[i] * s * w[i] : xr[i] * s;
+    if (y) y[row * dim + i] = v;
+    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
+  }
+}
+
+/// One block per (row, head), q heads first, then kv heads; thread i turns pair i as rope_kernel,
+/// and a kv head's block then writes its k and v values as store_kv_kernel.
+__global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
+  const int t = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
+  const bool is_q = head < a.n_head;
+  const int hk = head - a.n_head;
+  float* v = is_q ? a.q + (static_cast<long long>(t) * a.n_head + head) * a.head_dim
+                  : a.k + (static_cast<long long>(t) * a.n_head_kv + hk) * a.head_dim;
+  const int half = ra.n_rot / 2;
+  for (int i = static_cast<int>(threadIdx.x); i < half; i += static_cast<int>(blockDim.x)) {
+    const float p = static_cast<float>(ra.pos[t]) * ra.freq_scale;
+    float theta = p * ra.inv_freq[i];
+    if (ra.factors) theta /= ra.factors[i];
+    float s, c;
+    sincosf(theta, &s, &c);
+    const int ia = ra.neox ? i : 2 * i, ib = ra.neox ? i + half : 2 * i + 1;
+    const float x0 = v[ia], x1 = v[ib];
+    v[ia] = x0 * c - x1 * s;
+    v[ib] = x0 * s + x1 * c;
+  }
+  if (is_q) return;
+  __syncthreads();
+  const int dim = a.n_head_kv * a.head_dim;
+  const long long src = static_cast<long long>(t) * dim + static_cast<long long>(hk) * a.head_dim;
+  const long long dst = static_cast<long long>(a.slots[t]) * dim + static_cast<long long>(hk) * a.head_dim;
+  auto* kp = static_cast<__half*>(a.k_pages);
+  auto* vp = static_cast<__half*>(a.v_pages);
+  for (int c = static_cast<int>(threadIdx.x); c < a.head_dim; c += static_cast<int>(blockDim.x)) {
+    kp[dst + c] = __float2half_rn(a.k[src + c]);
+    vp[dst + c] = __float2half_rn(a.v[src + c]);
+  }
+}
+
+/// A warp per 32 values: silu(g) * u as swiglu_kernel, written back and quantized as quantize_act.
+__global__ void swiglu_quantize_kernel(float* __restrict__ g, const float* __restrict__ u, int blocks, std::int8_t* __restrict__ q,
+                                       float2* __restrict__ ds) {
+  const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  if (blk >= blocks) return;
+  const std::size_t i = static_cast<std::size_t>(blk) * 32 + lane;
+  const float gv = g[i];
+  const float y = gv / (1.0f + expf(-gv)) * u[i];
+  g[i] = y;
+  quantize_block(y, lane, q + static_cast<std::size_t>(blk) * 32, ds + blk);
+}
+
+}  // namespace
+
+void add_rms_norm_quantize(float* x, const float* r, const float* weight, float* y, int n, int dim, float eps, act_q8& xq,
+                           cudaStream_t stream) {
+  if (n <= 0) return;
+  if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("add_rms_norm_quantize: rows or length differ from the buffer's");
+  add_rms_norm_quantize_kernel<<<n, k_threads, 0, stream>>>(x, r, weight, y, dim, eps, xq.q.as<std::int8_t>(), xq.ds.as<float2>());
+  check_launch("add_rms_norm_quantize");
+}
+
+void rope_store_kv(const rope_kv_args& a, const rope_args& rope, cudaStream_t stream) {
+  if (a.n <= 0) return;
+  if (a.n_head <= 0 || a.n_head_kv <= 0 || a.head_dim <= 0 || rope.n_rot > a.head_dim)
+    throw std::invalid_argument("rope_store_kv: heads or n_rot out of range");
+  const dim3 grid(static_cast<unsigned>(a.n), static_cast<unsigned>(a.n_head + a.n_head_kv));
+  const int threads = a.head_dim / 2 < 32 ? 32 : a.head_dim / 2;
+  rope_store_kv_kernel<<<grid, threads, 0, stream>>>(a, rope);
+  check_launch("rope_store_kv");
+}
+
+void swiglu_quantize(float* g, const float* u, int n, int dim, act_q8& xq, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (n > xq.max_rows || dim != xq.k || dim % 32 != 0) throw std::invalid_argument("swiglu_quantize: rows or length differ from the buffer's");
+  const int blocks = dim / 32 * n;
+  constexpr int per_cta = 8;
+  swiglu_quantize_kernel<<<(blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream>>>(g, u, blocks, xq.q.as<std::int8_t>(),
+                                                                                       xq.ds.as<float2>());
+  check_launch("swiglu_quantize");
+}
+
+}  // namespace strata::kernels::cuda
