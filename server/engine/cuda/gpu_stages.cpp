@@ -153,7 +153,7 @@ std::size_t gpu_layer_stage::page_offset(std::int32_t block) const { return stat
 
 void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
   const auto& h = m_->hp;
-  const std::int32_t n = layout.n_rows(), d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
+  const std::int32_t n = layout.n_rows(), d = h.n_embd;
   if (n == 0) return;
   for (const auto& sq : layout.seqs)
     for (std::int32_t b : sq.blocks)
@@ -166,6 +166,39 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   cudaStream_t s = ctx_->stream();
   step_state& st = ctx_->step(layout, hidden);
   scratch& sc = ctx_->reserve(n);
+  ensure(sc.workspace, cu::decode_attention_workspace(pages(), attention_rows(st, sc)));
+  // Decode rows run as a graph (step_graph.hpp); nothing below allocates or waits.
+  if (n <= cu::k_matvec_max_batch && graphs_enabled())
+    graph_.run(s, [&](cudaStream_t gs) { queue(st, sc, gs); });
+  else
+    queue(st, sc, s);
+  if (last_) ctx_->finish_step(layout, hidden);
+}
+
+cu::kv_pages_f16 gpu_layer_stage::pages() const {
+  return {k_.data(), v_.data(), ctx_->page_tokens(), m_->hp.n_head_kv, m_->hp.head_dim};
+}
+
+cu::decode_rows gpu_layer_stage::attention_rows(const step_state& st, scratch& sc) const {
+  const auto& h = m_->hp;
+  cu::decode_rows rows;
+  rows.q = sc.q.as<float>();
+  rows.out = sc.attn.as<float>();
+  rows.n_seq = st.n_rows;
+  rows.n_head = h.n_head;
+  rows.blocks = st.blocks.as<std::int32_t>();
+  rows.blocks_stride = st.blocks_stride;
+  rows.first = st.first.as<std::int32_t>();
+  rows.last = st.last.as<std::int32_t>();
+  rows.max_positions = st.max_positions;
+  rows.scale = h.attn_scale;
+  rows.softcap = h.attn_softcap;
+  return rows;
+}
+
+void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
+  const auto& h = m_->hp;
+  const std::int32_t n = st.n_rows, d = h.n_embd, qd = h.q_dim(), kvd = h.kv_dim(), ff = h.n_ff;
   float* x = st.hidden.as<float>();
   float* cur = sc.cur.as<float>();
   float* q = sc.q.as<float>();
@@ -205,22 +238,7 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   cu::rope_store_kv(rk, ra, s);
 
   // Every row over its sequence's pages (a prefill's rows each as a decode row of its own).
-  const cu::kv_pages_f16 pages{k_.data(), v_.data(), ctx_->page_tokens(), h.n_head_kv, h.head_dim};
-  cu::decode_rows rows;
-  rows.q = q;
-  rows.out = attn;
-  rows.n_seq = n;
-  rows.n_head = h.n_head;
-  rows.blocks = st.blocks.as<std::int32_t>();
-  rows.blocks_stride = st.blocks_stride;
-  rows.first = st.first.as<std::int32_t>();
-  rows.last = st.last.as<std::int32_t>();
-  rows.max_positions = st.max_positions;
-  rows.scale = h.attn_scale;
-  rows.softcap = h.attn_softcap;
-  const std::size_t ws = cu::decode_attention_workspace(pages, rows);
-  ensure(sc.workspace, ws);
-  cu::decode_attention(pages, rows, sc.workspace.data(), sc.workspace.bytes(), s);
+  cu::decode_attention(pages(), attention_rows(st, sc), sc.workspace.data(), sc.workspace.bytes(), s);
 
   prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
   project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s);
@@ -245,8 +263,6 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   }
   project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s);
   cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
-
-  if (last_) ctx_->finish_step(layout, hidden);
 }
 
 void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {

@@ -4,8 +4,9 @@
 // their GGUF types, its KV pages live in device memory (f16, with the CPU's block ids and page
 // layout, so save_pages / load_pages / copy_pages move the same bytes as the CPU path's), and
 // run() queues the layer's kernels: matvecs for up to k_matvec_max_batch rows, the tensor-core
-// GEMM for more, paged attention for every row. The hidden states stay on the device from the
-// first layer to the last (gpu_context).
+// GEMM for more, paged attention for every row; decode rows' kernels as a CUDA graph
+// (step_graph). The hidden states stay on the device from the first layer to the last
+// (gpu_context).
 
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/matvec.hpp"
 #include "server/engine/cuda/gpu_context.hpp"
+#include "server/engine/cuda/step_graph.hpp"
 #include "src/kv/kv_format.hpp"
 #include "src/model/model.hpp"
 
@@ -43,6 +45,11 @@ class gpu_layer_stage final : public pipeline::layer_compute {
   std::size_t page_bytes() const;
   std::size_t page_offset(std::int32_t block) const;
   bool holds(std::int32_t block) const { return block >= 0 && block < n_pages_; }
+  /// This layer's KV pages, and the step's rows as the attention kernel takes them.
+  cu::kv_pages_f16 pages() const;
+  cu::decode_rows attention_rows(const step_state& st, scratch& sc) const;
+  /// Queues the layer's kernels for the step on s; allocates nothing and never waits.
+  void queue(const step_state& st, scratch& sc, cudaStream_t s);
 
   std::shared_ptr<const model::model> m_;
   int layer_;
@@ -52,6 +59,7 @@ class gpu_layer_stage final : public pipeline::layer_compute {
   cu::device_buffer attn_norm_, ffn_norm_, bq_, bk_, bv_, q_norm_, k_norm_, inv_freq_, rope_factors_;
   cu::device_buffer k_, v_;  // n_pages_ f16 pages each
   std::int32_t n_pages_ = 0;
+  step_graph graph_;  // the decode rows' kernels
 };
 
 class gpu_output_stage final : public pipeline::output_compute {
