@@ -46,10 +46,23 @@ if [ -n "${STRATA_BIN:-}" ] && [ -n "${STRATA_BIN_BEFORE:-}" ]; then
   bench/gpu_decode_ab.sh "$STRATA_BIN_BEFORE" "$STRATA_BIN" "$out" || anchor_rc=1
 fi
 layers_rc=$((layers_rc | anchor_rc))
-if [ "${STRATA_GPU_KERNELS:-1}" = 0 ]; then
-  python3 - "$out" <<'PY'
-import json, sys
+
+# gpu.json: the kernels' results (when given: build seconds and the three exit codes) and the
+# parts' JSON files; the logs go into logs.tgz.
+finish() {
+  python3 - "$out" "$@" <<'PY'
+import json, re, sys
 out, result = sys.argv[1], {}
+def tally(path):
+    text = open(path).read()
+    m = re.search(r"(\d+) passed, (\d+) failed \(seed (\d+)\)", text)
+    return {"passed": int(m[1]), "failed": int(m[2]), "seed": int(m[3])} if m else {"error": text[-500:]}
+if len(sys.argv) > 2:
+    build_s, check_rc, memcheck_rc, bench_rc = map(int, sys.argv[2:])
+    result = {"build_seconds": build_s,
+              "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
+              "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
+              "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
 for key in ("layers", "anchor", "decode_ab"):
     try:
         result[key] = json.load(open(f"{out}/{key}.json"))
@@ -57,8 +70,11 @@ for key in ("layers", "anchor", "decode_ab"):
         pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-  rm -f "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
+  rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
   (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
+}
+if [ "${STRATA_GPU_KERNELS:-1}" = 0 ]; then
+  finish
   exit "$layers_rc"
 fi
 
@@ -78,24 +94,5 @@ echo "checks: exit $check_rc; under memcheck: exit $memcheck_rc ($(tail -1 "$out
 "$build/strata_cuda_bench" "$out/bench.json"
 bench_rc=$?
 
-python3 - "$out" "$build_s" "$check_rc" "$memcheck_rc" "$bench_rc" <<'PY'
-import json, re, sys
-out, build_s, check_rc, memcheck_rc, bench_rc = sys.argv[1], *map(int, sys.argv[2:])
-def tally(path):
-    text = open(path).read()
-    m = re.search(r"(\d+) passed, (\d+) failed \(seed (\d+)\)", text)
-    return {"passed": int(m[1]), "failed": int(m[2]), "seed": int(m[3])} if m else {"error": text[-500:]}
-result = {"build_seconds": build_s,
-          "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
-          "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
-          "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
-for key in ("layers", "anchor", "decode_ab"):
-    try:
-        result[key] = json.load(open(f"{out}/{key}.json"))
-    except OSError:
-        pass
-json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
-PY
-rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
-(cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
+finish "$build_s" "$check_rc" "$memcheck_rc" "$bench_rc"
 [ "$check_rc" = 0 ] && [ "$memcheck_rc" = 0 ] && [ "$bench_rc" = 0 ] && [ "$layers_rc" = 0 ]
