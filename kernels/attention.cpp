@@ -44,6 +44,12 @@ void merge_attention(const float* const* outs, const float* const* lses, int n_p
   }
 }
 
+void fold_attention(float* out, float* lse, const float* part, const float* part_lse, int n_head, int head_dim) {
+  const float* outs[] = {out, part};
+  const float* lses[] = {lse, part_lse};
+  merge_attention(outs, lses, 2, n_head, head_dim, out, lse);
+}
+
 attention_fn attention_for(simd_level level) {
   switch (level) {
     case simd_level::scalar: return scalar::attention;

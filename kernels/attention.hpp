@@ -74,6 +74,24 @@ using attention_fn = void (*)(const attention_shape& s, const kv_page_view& kv, 
 void merge_attention(const float* const* outs, const float* const* lses, int n_parts, int n_head, int head_dim, float* out,
                      float* lse = nullptr);
 
+/// Positions per span, at least: see attention_span.
+constexpr std::int32_t k_attention_span_positions = 256;
+
+/// The span of a row's positions that the kernels attend as a unit: whole pages, at least
+/// k_attention_span_positions positions, aligned to multiples of its length. A row's result is
+/// defined as its results over each span it meets (online softmax over aligned tiles, from a fresh
+/// state), folded in position order by fold_attention; so it is the same bits whether the row is
+/// attended in one call, beside any other rows, or span by span on several workers and folded.
+inline std::int32_t attention_span(const kv_page_view& kv) {
+  const std::int32_t pages = k_attention_span_positions / kv.page_tokens;
+  return (pages > 1 ? pages : 1) * kv.page_tokens;
+}
+
+/// Folds one part (a row's result over a later range, with its log-sum-exps) into what came
+/// before: out and lse become their merge (merge_attention of the two). An out of zeros with lse
+/// -inf is the empty start, and folding a part into it gives that part exactly.
+void fold_attention(float* out, float* lse, const float* part, const float* part_lse, int n_head, int head_dim);
+
 /// The variant for a SIMD level (the caller checks simd_level_enabled).
 attention_fn attention_for(simd_level level);
 

@@ -55,6 +55,9 @@ inline float exp_scores(float* p, int n, float shift) {
 /// values, `stride` bytes apart. Math works on f32: static float dot(const float* a, const float* b,
 /// int n) and static void axpy(float a, const float* x, float* acc, int n) (acc += a * x).
 ///
+/// A row's result is its spans' results (attention_span) folded in order: each span is attended
+/// by online softmax from a fresh state, a tile at a time, tiles on a fixed grid of positions.
+///
 /// A pass takes the query heads of one kv head (up to all of its group) for as many rows as fit in
 /// k_attention_queries pairs, and walks the union of their position ranges a tile at a time. Each
 /// tile of keys (then of values) is converted once and read by every pair; a row skips the tiles it
@@ -76,6 +79,11 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
   alignas(64) float acc_buf[k_attention_queries * k_attention_max_head_dim];
   const int acc_stride = (hd + 15) / 16 * 16;
   auto acc = [&](int i) { return acc_buf + static_cast<std::ptrdiff_t>(i) * acc_stride; };
+  // Each pair's spans folded so far (fold_attention), and their log-sum-exps.
+  alignas(64) float tot_buf[k_attention_queries * k_attention_max_head_dim];
+  auto tot = [&](int i) { return tot_buf + static_cast<std::ptrdiff_t>(i) * acc_stride; };
+  float tot_lse[k_attention_queries];
+  const std::int32_t span = attention_span(kv);
   alignas(64) float p[k_attention_queries][k_attention_tile];
   alignas(64) float tile[k_attention_tile][k_attention_max_head_dim];
   float run_max[k_attention_queries], run_sum[k_attention_queries];
@@ -102,9 +110,28 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
       for (int i = 0; i < nr * nh; ++i) {
         run_max[i] = neg_inf;
         run_sum[i] = 0.0f;
-        for (int d = 0; d < hd; ++d) acc(i)[d] = 0.0f;
+        tot_lse[i] = neg_inf;
+        for (int d = 0; d < hd; ++d) acc(i)[d] = tot(i)[d] = 0.0f;
       }
-      for (std::int32_t t0 = lo; t0 <= hi;) {
+      // Ends the open span: each pair that attended some of it folds its result there (normalized,
+      // with its log-sum-exp) into its total and starts the next span afresh.
+      auto close_span = [&] {
+        for (int i = 0; i < nr * nh; ++i) {
+          if (run_max[i] == neg_inf) continue;
+          float* a = acc(i);
+          const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
+          for (int d = 0; d < hd; ++d) a[d] *= inv;
+          const float part_lse = run_sum[i] > 0.0f ? run_max[i] + __builtin_logf(run_sum[i]) : neg_inf;
+          fold_attention(tot(i), &tot_lse[i], a, &part_lse, 1, hd);
+          run_max[i] = neg_inf;
+          run_sum[i] = 0.0f;
+          for (int d = 0; d < hd; ++d) a[d] = 0.0f;
+        }
+      };
+      std::int32_t open_span = -1;
+      // Tiles lie on a fixed grid, k_attention_tile positions from each page's start, whatever the
+      // rows of the pass: a row's positions meet the same lanes and sums in any chunk.
+      for (std::int32_t t0 = lo - lo % kv.page_tokens % k_attention_tile; t0 <= hi;) {
         // A tile never crosses a page, so its rows are evenly spaced.
         const std::int32_t slot = t0 % kv.page_tokens;
         const int n = static_cast<int>(min_of(min_of(k_attention_tile, kv.page_tokens - slot), hi - t0 + 1));
@@ -114,6 +141,10 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
         if (!any) {
           t0 += n;
           continue;
+        }
+        if (t0 / span != open_span) {
+          close_span();
+          open_span = t0 / span;
         }
         const std::int64_t base = static_cast<std::int64_t>(kv.blocks[t0 / kv.page_tokens] - kv.block_offset) * kv.page_bytes +
                                   static_cast<std::int64_t>(slot) * kv.row_bytes + static_cast<std::int64_t>(kvh) * kv.head_bytes;
@@ -184,13 +215,13 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
         }
         t0 += n;
       }
+      close_span();
       for (int r = 0; r < nr; ++r) {
         for (int hh = 0; hh < nh; ++hh) {
           const int i = r * nh + hh;
           float* o = rs[r].out + static_cast<std::int64_t>(h0 + hh) * hd;
-          const float inv = run_sum[i] > 0.0f ? 1.0f / run_sum[i] : 0.0f;
-          for (int d = 0; d < hd; ++d) o[d] = acc(i)[d] * inv;
-          if (rs[r].lse) rs[r].lse[h0 + hh] = run_sum[i] > 0.0f ? run_max[i] + __builtin_logf(run_sum[i]) : neg_inf;
+          for (int d = 0; d < hd; ++d) o[d] = tot(i)[d];
+          if (rs[r].lse) rs[r].lse[h0 + hh] = tot_lse[i];
         }
       }
     }

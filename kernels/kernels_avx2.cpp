@@ -40,22 +40,22 @@ inline __m256 load_f16(const std::uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
 }
 
-template <__m256 (*load)(const std::uint16_t*), float (*one)(std::uint16_t)>
-float dot_half(const void* w, const act_row& x, std::int64_t k) {
-  const auto* h = static_cast<const std::uint16_t*>(w);
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+/// A float weight row (f32 in place, f16 or bf16 widened by `load`, `one` for the last values)
+/// against f32 activations: one running sum over 8-value pieces in order, its hsum256, then the
+/// values past the last whole piece; for k a multiple of 8 the very operations of micro's tiles
+/// for each output. Decode streams weights from memory, so the one FMA chain costs it little.
+template <class T, __m256 (*load)(const T*), float (*one)(T)>
+float row_dot_f(const void* w, const act_row& x, std::int64_t k) {
+  const auto* h = static_cast<const T*>(w);
+  __m256 s = _mm256_setzero_ps();
   std::int64_t i = 0;
-  for (; i + 16 <= k; i += 16) {
-    s0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(x.f + i), s0);
-    s1 = _mm256_fmadd_ps(load(h + i + 8), _mm256_loadu_ps(x.f + i + 8), s1);
-  }
-  for (; i + 8 <= k; i += 8) s0 = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(x.f + i), s0);
-  float t = hsum256(_mm256_add_ps(s0, s1));
+  for (; i + 8 <= k; i += 8) s = _mm256_fmadd_ps(load(h + i), _mm256_loadu_ps(x.f + i), s);
+  float t = hsum256(s);
   for (; i < k; ++i) t += one(h[i]) * x.f[i];
   return t;
 }
-
-float dot_f32(const void* w, const act_row& x, std::int64_t k) { return dot(static_cast<const float*>(w), x.f, k); }
+inline __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+inline float one_f32(float v) { return v; }
 
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   std::int64_t i = 0;
@@ -77,7 +77,9 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   for (; i < n; ++i) y[i] += a * x[i];
 }
 
-/// R weight rows x C activation rows with FMA; k a multiple of 8.
+/// R weight rows x C activation rows with FMA; k a multiple of 8. Each output is one running sum
+/// over the 8-value pieces in order and then hsum256: the operations of row_dot_f, so that a row
+/// gets the same bits from these tiles (prefill) as from the row dots (decode, small batches).
 template <int R, int C>
 void micro(const float* w, const float* x, std::int64_t k, float* y, std::int64_t ldy) {
   // Fully unrolled so that the accumulators stay in registers.
@@ -151,9 +153,9 @@ void fill_table(kernel_table& t) {
   t.quantize_groups = x86_quantize_groups;
   t.silu = x86_sigmoid_gate<false>;
   t.gelu = x86_sigmoid_gate<true>;
-  t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
-  t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16, one_f16>;
-  t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16, one_bf16>;
+  t.row_dot[dtype_slot(dtype::f32)] = row_dot_f<float, load_f32, one_f32>;
+  t.row_dot[dtype_slot(dtype::f16)] = row_dot_f<std::uint16_t, load_f16, one_f16>;
+  t.row_dot[dtype_slot(dtype::bf16)] = row_dot_f<std::uint16_t, load_bf16, one_bf16>;
   t.row_dot[dtype_slot(dtype::q4_0)] = x86_dot_q4_0;
   t.row_dot[dtype_slot(dtype::q4_1)] = x86_dot_q4_1;
   t.row_dot[dtype_slot(dtype::q5_0)] = x86_dot_q5_0;

@@ -42,23 +42,22 @@ inline __m512 load_bf16(__mmask16 m, const std::uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16));
 }
 
-template <__m512 (*load)(__mmask16, const std::uint16_t*)>
-float dot_half(const void* w, const act_row& x, std::int64_t k) {
-  const auto* h = static_cast<const std::uint16_t*>(w);
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-  std::int64_t i = 0;
-  for (; i + 32 <= k; i += 32) {
-    s0 = _mm512_fmadd_ps(load(0xFFFF, h + i), _mm512_loadu_ps(x.f + i), s0);
-    s1 = _mm512_fmadd_ps(load(0xFFFF, h + i + 16), _mm512_loadu_ps(x.f + i + 16), s1);
+/// A float weight row (f32 in place, f16 or bf16 widened by `load`) against f32 activations: one
+/// running sum over 16-value pieces in order (the last one masked), then its lane sum; the very
+/// operations of micro's tiles for each output. Decode streams weights from memory, so the one
+/// FMA chain costs it nothing.
+template <__m512 (*load)(__mmask16, const void*, std::int64_t)>
+float row_dot_f(const void* w, const act_row& x, std::int64_t k) {
+  __m512 s = _mm512_setzero_ps();
+  for (std::int64_t i = 0; i < k; i += 16) {
+    const __mmask16 m = tail_mask(k - i);
+    s = _mm512_fmadd_ps(load(m, w, i), _mm512_maskz_loadu_ps(m, x.f + i), s);
   }
-  for (; i < k; i += 16) {
-    __mmask16 m = tail_mask(k - i);
-    s0 = _mm512_fmadd_ps(load(m, h + i), _mm512_maskz_loadu_ps(m, x.f + i), s0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+  return _mm512_reduce_add_ps(s);
 }
-
-float dot_f32(const void* w, const act_row& x, std::int64_t k) { return dot(static_cast<const float*>(w), x.f, k); }
+inline __m512 piece_f32(__mmask16 m, const void* w, std::int64_t i) { return _mm512_maskz_loadu_ps(m, static_cast<const float*>(w) + i); }
+inline __m512 piece_f16(__mmask16 m, const void* w, std::int64_t i) { return load_f16(m, static_cast<const std::uint16_t*>(w) + i); }
+inline __m512 piece_bf16(__mmask16 m, const void* w, std::int64_t i) { return load_bf16(m, static_cast<const std::uint16_t*>(w) + i); }
 
 void f16_to_f32(const std::uint16_t* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += 16) {
@@ -82,18 +81,9 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   }
 }
 
-/// {sum a, sum b, sum c, sum d}
-inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0+a2 b0+b2 a1+a3 b1+b3
-  __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-  __m512 lo = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd)));
-  __m512 hi = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab), _mm512_castps_pd(cd)));
-  __m512 s = _mm512_add_ps(lo, hi);  // per 128-bit lane: a b c d
-  __m256 s2 = _mm256_add_ps(_mm512_castps512_ps256(s), _mm512_extractf32x8_ps(s, 1));
-  return _mm_add_ps(_mm256_castps256_ps128(s2), _mm256_extractf128_ps(s2, 1));
-}
-
-/// R weight rows x C activation rows with FMA; k a multiple of 16.
+/// R weight rows x C activation rows with FMA; k a multiple of 16. Each output is one running sum
+/// over the 16-value pieces in order and then its lane sum: the operations of row_dot_f, so that a
+/// row gets the same bits from these tiles (prefill) as from the row dots (decode, small batches).
 template <int R, int C>
 void micro(const float* w, const float* x, std::int64_t k, float* y, std::int64_t ldy) {
   // Fully unrolled so that the accumulators stay in registers.
@@ -114,13 +104,9 @@ void micro(const float* w, const float* x, std::int64_t k, float* y, std::int64_
     }
   }
 #pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) {
-    if constexpr (R == 4) {
-      _mm_storeu_ps(y + c * ldy, reduce4(acc[c][0], acc[c][1], acc[c][2], acc[c][3]));
-    } else {
-      for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[c][r]);
-    }
-  }
+  for (int c = 0; c < C; ++c)
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) y[c * ldy + r] = _mm512_reduce_add_ps(acc[c][r]);
 }
 
 using micro_fn = void (*)(const float*, const float*, std::int64_t, float*, std::int64_t);
@@ -390,9 +376,9 @@ void fill_table(kernel_table& t) {
   t.quantize_groups = x86_quantize_groups;
   t.silu = x86_sigmoid_gate<false>;
   t.gelu = x86_sigmoid_gate<true>;
-  t.row_dot[dtype_slot(dtype::f32)] = dot_f32;
-  t.row_dot[dtype_slot(dtype::f16)] = dot_half<load_f16>;
-  t.row_dot[dtype_slot(dtype::bf16)] = dot_half<load_bf16>;
+  t.row_dot[dtype_slot(dtype::f32)] = row_dot_f<piece_f32>;
+  t.row_dot[dtype_slot(dtype::f16)] = row_dot_f<piece_f16>;
+  t.row_dot[dtype_slot(dtype::bf16)] = row_dot_f<piece_bf16>;
   t.row_dot[dtype_slot(dtype::q4_0)] = tile_dot<pair_family<q4_0_pair>>;
   t.row_dot[dtype_slot(dtype::q4_1)] = tile_dot<pair_family<q4_1_pair>>;
   t.row_dot[dtype_slot(dtype::q5_0)] = tile_dot<pair_family<q5_0_pair>>;

@@ -23,8 +23,8 @@ constexpr std::int64_t k_gemm_min_m = 16;
 ///    products; for m > 1 blocks of 16 weight rows go through the row GEMM kernels.
 ///  - f32/f16/bf16 W: X stays f32; small m uses row dots, m >= k_gemm_min_m expands 16 weight rows
 ///    at a time to f32 and runs a register-blocked FMA kernel.
-/// Every m computes the same sums up to the order of float additions, so a row's result does not
-/// depend on the batch it is in beyond rounding. Scratch buffers are per thread and grow on first
+/// Every m runs the same operations for each output (the FMA tiles those of the row dots), so a
+/// row's result is the same bits whatever batch it is in (kernels/batch_invariance.test.cpp). Scratch buffers are per thread and grow on first
 /// use only.
 ///  - q8_0 W with `packed` (repack_q8_0_x16 of its first rows / 16 groups, then the rows % 16
 ///    left over in the GGUF layout; made where kernel_table::q8_0_x16 exists): the groups go

@@ -9,8 +9,8 @@
 //    f32/f16/bf16 weights take f32 activations.
 //  - row GEMMs (large m): the same products, blocked so that each decoded weight serves several
 //    activation rows (and each activation several weight rows). f32/f16/bf16 weights are
-//    expanded to f32 tiles and multiplied with FMA. Both paths compute the same sums up to the
-//    order of float additions, so a sequence gets the same logits alone or in a batch.
+//    expanded to f32 tiles and multiplied with FMA. Both paths run the same operations for each
+//    output, so a row gets the same bits alone or in a batch of any size.
 
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +56,7 @@ using row_dot_fn = float (*)(const void* w, const act_row& x, std::int64_t k);
 using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k,
                              float* y, std::int64_t ldy);
 /// y[c * ldy + r] = sum_j w[r * k + j] * x[c * k + j] for r < nr, c < nc, all f32; k a multiple
-/// of 16.
+/// of 16. Each output takes the very operations of the level's f32 row dot.
 using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
 
 /// q8_0 weights repacked by repack_q8_0_x16 against activations interleaved by

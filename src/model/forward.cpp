@@ -167,55 +167,43 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
   return h.sliding(il) ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
 }
 
-/// One decode row over at least two pages per worker: the workers split its positions, each
-/// reading its range's pages (read_pages) and then attending every head over them, a chunk at a
-/// time, and the ranges' results merge. Each core then reads only its own range, and whole rows
-/// of it. Returns false (and does nothing) for any other batch. lse, when set, gets the row's
-/// log-sum-exp per head.
+/// One decode row over at least one attention span (kernels::attention_span) per worker: the
+/// workers take runs of its spans, each reading a span's pages (read_pages) and then attending
+/// every head over them, and the spans' results fold in position order. Each core then reads only
+/// its own range, and whole rows of it; and the row gets the very bits the kernel gives it in one
+/// call (a prefill chunk), which folds the same spans the same way. Returns false (and does
+/// nothing) for any other batch. lse, when set, gets the row's log-sum-exp per head.
 bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shape, int il, const batch_view& batch,
                           const float* q, float* attn, float* lse_out, const layer_kv& kv, kernels::compute_pool& pool) {
   const int parts = pool.size();
-  if (batch.n_rows != 1 || parts == 1 || parts > kernels::k_attention_merge_max_parts) return false;
+  if (batch.n_rows != 1 || parts == 1) return false;
   const seq_rows& sq = batch.seqs[0];
-  const std::int32_t pos = sq.start_pos, first = first_attended(h, il, pos);
-  const std::int32_t first_page = first / kv.page_tokens(), pages = pos / kv.page_tokens() - first_page + 1;
-  if (pages < 2 * parts) return false;
+  const kernels::kv_page_view view = page_view(h, kv, sq.blocks);
+  const std::int32_t pos = sq.start_pos, first = first_attended(h, il, pos), span = kernels::attention_span(view);
+  const std::int32_t first_span = first / span, spans = pos / span - first_span + 1;
+  if (spans < parts) return false;
   const std::int64_t qd = h.q_dim();
   thread_local std::vector<float> this_threads;
   std::vector<float>& buf = this_threads;  // the workers see the calling thread's buffer through this
-  buf.resize(static_cast<std::size_t>(parts * (qd + h.n_head)));
-  const kernels::kv_page_view view = page_view(h, kv, sq.blocks);
-  auto out_of = [&](int i) { return i == 0 ? attn : buf.data() + i * qd; };
-  auto lse_of = [&](int i) { return buf.data() + parts * qd + i * h.n_head; };
-  // A worker's range is taken in chunks that stay in its cache between their read and their use.
-  constexpr std::int64_t k_chunk_bytes = 256 << 10;  // K and V
-  const std::int64_t chunk_pages = std::max<std::int64_t>(1, k_chunk_bytes / (2 * view.page_bytes));
+  buf.resize(static_cast<std::size_t>(spans * (qd + h.n_head) + h.n_head));
+  auto out_of = [&](std::int64_t i) { return buf.data() + i * qd; };
+  auto lse_of = [&](std::int64_t i) { return buf.data() + spans * qd + i * h.n_head; };
   pool.run([&](int ith, int nth) {
-    std::int64_t b, e;  // pages, aligned so that no two workers read one page
-    kernels::compute_pool::split(pages, 1, ith, nth, b, e);
-    thread_local std::vector<float> chunk;  // this worker's result for a later chunk
-    chunk.resize(static_cast<std::size_t>(qd + h.n_head));
-    for (std::int64_t c = b; c < e; c += chunk_pages) {
-      const auto lo = std::max(first, static_cast<std::int32_t>((first_page + c) * kv.page_tokens()));
-      const auto hi = std::min(pos, static_cast<std::int32_t>((first_page + std::min(e, c + chunk_pages)) * kv.page_tokens() - 1));
+    std::int64_t b, e;
+    kernels::compute_pool::split(spans, 1, ith, nth, b, e);
+    for (std::int64_t c = b; c < e; ++c) {
+      const auto lo = std::max(first, static_cast<std::int32_t>((first_span + c) * span));
+      const auto hi = std::min(pos, static_cast<std::int32_t>((first_span + c + 1) * span - 1));
       read_pages(view, lo, hi);
-      const bool first_chunk = c == b;
-      float* out = first_chunk ? out_of(ith) : chunk.data();
-      float* lse = first_chunk ? lse_of(ith) : chunk.data() + qd;
-      const kernels::attention_row row{q, out, lo, hi, lse};
+      const kernels::attention_row row{q, out_of(c), lo, hi, lse_of(c)};
       kernels::attention(shape, view, &row, 1, 0, h.n_head);
-      if (first_chunk) continue;
-      const float* outs[] = {out_of(ith), out};
-      const float* lses[] = {lse_of(ith), lse};
-      kernels::merge_attention(outs, lses, 2, h.n_head, h.head_dim, out_of(ith), lse_of(ith));
     }
   });
-  std::array<const float*, kernels::k_attention_merge_max_parts> outs, lses;
-  for (int i = 0; i < parts; ++i) {
-    outs[static_cast<std::size_t>(i)] = out_of(i);
-    lses[static_cast<std::size_t>(i)] = lse_of(i);
-  }
-  kernels::merge_attention(outs.data(), lses.data(), parts, h.n_head, h.head_dim, attn, lse_out);
+  float* lse = lse_of(spans);
+  std::fill(attn, attn + qd, 0.0f);
+  std::fill(lse, lse + h.n_head, -INFINITY);
+  for (std::int64_t c = 0; c < spans; ++c) kernels::fold_attention(attn, lse, out_of(c), lse_of(c), h.n_head, h.head_dim);
+  if (lse_out) std::copy(lse, lse + h.n_head, lse_out);
   return true;
 }
 
