@@ -111,23 +111,4 @@ void convert_row_to_f16(const float* src, std::uint16_t* dst, std::int64_t n) {
 
 void convert_row_from_f16(const std::uint16_t* src, float* dst, std::int64_t n) { active_kernels().f16_to_f32(src, dst, n); }
 
-void hadamard32(float* x, std::int64_t n) {
-  // Sign pattern: the bits of a fixed constant (bit i set: value i is negated before the transform).
-  constexpr std::uint32_t signs = 0x9E3779B9u;
-  const float norm = 1.0f / std::sqrt(32.0f);
-  for (std::int64_t b = 0; b + 32 <= n; b += 32) {
-    float* v = x + b;
-    for (int i = 0; i < 32; ++i)
-      if (signs >> i & 1u) v[i] = -v[i];
-    for (int len = 1; len < 32; len <<= 1)
-      for (int i = 0; i < 32; i += len << 1)
-        for (int j = i; j < i + len; ++j) {
-          const float a = v[j], c = v[j + len];
-          v[j] = a + c;
-          v[j + len] = a - c;
-        }
-    for (int i = 0; i < 32; ++i) v[i] *= norm;
-  }
-}
-
 }  // namespace strata::kernels

@@ -39,12 +39,6 @@ void soft_cap(float* x, std::int64_t n, float cap);
 void mul(float* y, const float* a, const float* b, std::int64_t n);
 void add(float* y, const float* a, const float* b, std::int64_t n);
 void scale(float* x, std::int64_t n, float s);
-/// In place, every block of 32 values x (n a multiple of 32) becomes H D x / sqrt(32): D flips the
-/// signs of a fixed pattern, H is the 32-point Walsh-Hadamard transform. The map is orthonormal, so
-/// applying it to both queries and keys leaves every q.k unchanged, while it spreads a block's
-/// large values over all 32 of them: the block's 4-bit quantization scale then fits the values
-/// better (q4_0 KV).
-void hadamard32(float* x, std::int64_t n);
 /// f32 to f16 (round to nearest even) and back, for the KV cache.
 void convert_row_to_f16(const float* src, std::uint16_t* dst, std::int64_t n);
 void convert_row_from_f16(const std::uint16_t* src, float* dst, std::int64_t n);

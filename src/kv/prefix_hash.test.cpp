@@ -66,6 +66,40 @@ TEST(prefix_hash, every_part_of_the_namespace_separates_caches) {
   EXPECT_EQ(hasher.root(base).hex(), *roots.find(hasher.root(base).hex()));
 }
 
+/// The bytes a root hashes, written out here (tag, model, format, [q4_0 layout revision], block
+/// tokens, extra length, extra), so that the layout of a root is pinned down by the test.
+std::vector<std::byte> root_bytes(const cache_namespace& ns, bool with_revision) {
+  std::vector<std::byte> b;
+  auto put = [&](const void* p, std::size_t n) {
+    const auto* c = static_cast<const std::byte*>(p);
+    b.insert(b.end(), c, c + n);
+  };
+  const char tag[] = "strata.kv.root/1";
+  put(tag, sizeof tag);
+  put(ns.model.data(), sizeof ns.model);
+  const auto format = static_cast<std::uint8_t>(ns.format);
+  put(&format, 1);
+  if (with_revision) put(&k_q4_layout_revision, 1);
+  put(&ns.block_tokens, sizeof ns.block_tokens);
+  const std::uint64_t extra_len = ns.extra.size();
+  put(&extra_len, sizeof extra_len);
+  put(ns.extra.data(), ns.extra.size());
+  return b;
+}
+
+TEST(prefix_hash, a_q4_0_root_names_the_q4_layout_revision_so_older_q4_blocks_never_match) {
+  prefix_hasher hasher;
+  cache_namespace ns;
+  ns.model = {0x1234, 0x5678};
+  ns.extra = "tenant";
+  EXPECT_EQ(hasher.root(ns), hasher.sha256(root_bytes(ns, false))) << "f16 roots are unchanged";
+  ns.format = kv_format::q8_0;
+  EXPECT_EQ(hasher.root(ns), hasher.sha256(root_bytes(ns, false))) << "q8_0 roots are unchanged";
+  ns.format = kv_format::q4_0;
+  EXPECT_EQ(hasher.root(ns), hasher.sha256(root_bytes(ns, true)));
+  EXPECT_NE(hasher.root(ns), hasher.sha256(root_bytes(ns, false))) << "a revision-1 q4_0 root";
+}
+
 TEST(prefix_hash, different_salts_never_share_a_block_and_one_salt_gives_one_chain) {
   prefix_hasher hasher;
   cache_namespace ns;

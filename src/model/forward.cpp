@@ -17,6 +17,7 @@
 #include "src/model/for_rows.hpp"
 #include "src/model/mamba2_layer.hpp"
 #include "src/model/moe_ffn.hpp"
+#include "src/model/q4_kv.hpp"
 #include "src/model/recurrent_layer.hpp"
 
 namespace strata::model {
@@ -78,11 +79,12 @@ void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t 
 
 /// Biases, Q/K norms, RoPE (with layer il's base and scale), then the row's K and V into its page
 /// slot, in the page's format: f16, or quantized straight from f32 (no f16 copy of a quantized
-/// sequence's KV ever exists). For q4_0 pages, K and the sequence's queries are first rotated
-/// (kernels::hadamard32): q.k is unchanged and the keys quantize with less error. Rows [r0, r1) of
-/// the batch; each row writes only its own slot, so disjoint ranges can run at once.
+/// sequence's KV ever exists). For q4_0 pages the row's query, key and value are first smoothed
+/// and rotated (prepare_q4_row, with q4_smooth from q4_key_smoothing or null): q.k is unchanged
+/// and K and V quantize with less error. Rows [r0, r1) of the batch; each row writes only its own
+/// slot, so disjoint ranges can run at once.
 void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* q, float* k, float* v,
-                  layer_kv& kv, std::int64_t r0, std::int64_t r1) {
+                  layer_kv& kv, std::int64_t r0, std::int64_t r1, const float* q4_smooth) {
   const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
   float cs[kernels::k_attention_max_head_dim];  // n_rot <= head_dim (hparams checks both)
   const float rope_base = h.rope_base(il), rope_scale = h.rope_scale(il);
@@ -123,12 +125,8 @@ void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_
           kernels::quantize_row(kernels::dtype::q8_0, vr, kv.v(page, slot), kvd);
           break;
         case kv::kv_format::q4_0:
-          if (kv.rotate_q4()) {
-            kernels::hadamard32(qr, qd);
-            kernels::hadamard32(kr, kvd);
-          }
-          kernels::quantize_row(kernels::dtype::q4_0, kr, kv.k(page, slot), kvd);
-          kernels::quantize_row(kernels::dtype::q4_0, vr, kv.v(page, slot), kvd);
+          if (kv.rotate_q4()) prepare_q4_row(h, q4_smooth, qr, kr, vr);
+          quantize_q4_row(kr, vr, kvd, kv.k(page, slot), kv.v(page, slot));
           break;
       }
     }
@@ -286,10 +284,15 @@ void attention_block(const layer_weights& w, const hparams& h, int il, const bat
   } else {
     matmul_many(pool, {{&w.wq, q}, {&w.wk, k}, {&w.wv, v}}, cur, n);
   }
-  for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, il, batch, q, k, v, kv, b, e); });
+  float smooth[kernels::k_attention_max_head_dim];
+  const float* q4_smooth = q4_key_smoothing(w, h, smooth) ? smooth : nullptr;
+  for_rows(pool, n, qd + 2 * kvd, [&](std::int64_t b, std::int64_t e) { prepare_rows(w, h, il, batch, q, k, v, kv, b, e, q4_smooth); });
   thread_local std::vector<float> lse;  // with sinks: each row's log-sum-exp per head
   if (w.attn_sinks) lse.resize(static_cast<std::size_t>(n * h.n_head));
   attend_rows(h, il, batch, q, attn, w.attn_sinks ? lse.data() : nullptr, kv, pool);
+  if (kv.rotate_q4())
+    for (const seq_rows& sq : batch.seqs)
+      if (kv.format_of(sq.blocks[0]) == kv::kv_format::q4_0) finish_q4_rows(h, attn + sq.first_row * qd, sq.n_rows);
   if (w.attn_sinks) apply_attention_sinks(w.attn_sinks, h, lse.data(), attn, 0, n);
   if (h.attn_gated) apply_output_gate(attn, gate, n * qd);
   matmul(pool, w.wo, attn, n, out);
