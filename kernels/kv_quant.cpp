@@ -4,7 +4,6 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 
 namespace strata::kernels {
 namespace {
@@ -49,29 +48,34 @@ float largest_magnitude32(const float* x) {
   return max;
 }
 
-/// Each of 32 values' nearest level of scale d, in -8..7 (a tie rounds up, as quantize_row's
-/// q4_0 does), into l; returns the squared error.
-float fit_levels(const float* x, float d, int* l) {
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  float err = 0;
-  for (int j = 0; j < k_qk; ++j) {
-    // Shifted by 8.5 and clamped to [0, 15]: truncation then rounds.
-    l[j] = static_cast<int>(std::clamp(x[j] * id + 8.5f, 0.0f, 15.0f)) - 8;
-    const float e = x[j] - static_cast<float>(l[j]) * d;
-    err += e * e;
-  }
-  return err;
+/// Lanes of the running sums below: summing j % 8 apart keeps each loop free of a serial
+/// dependence, so the compiler vectorizes it (a single float sum it may not reorder).
+constexpr int k_lanes = 8;
+
+float lane_total(const float (&acc)[k_lanes]) {
+  float t = 0;
+  for (float a : acc) t += a;
+  return t;
 }
 
-/// The scale that minimises the squared error of 32 values for levels l (0 when all are 0),
-/// rounded to f16 as it will be stored.
-std::uint16_t least_squares_scale(const float* x, const int* l) {
-  float sxl = 0, sll = 0;
-  for (int j = 0; j < k_qk; ++j) {
-    sxl += x[j] * static_cast<float>(l[j]);
-    sll += static_cast<float>(l[j] * l[j]);
-  }
-  return fp32_to_fp16(sll > 0 ? sxl / sll : 0.0f);
+/// Each of 32 values' nearest level of scale d, in -8..7 (a tie rounds up, as quantize_row's
+/// q4_0 does), into l; returns sum x l and sum l^2 (what the least-squares scale of these levels,
+/// xl / ll, and its squared error, sum x^2 - xl^2 / ll, are made of).
+struct level_sums {
+  float xl, ll;
+};
+level_sums fit_levels(const float* x, float d, float* l) {
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  float xl[k_lanes] = {}, ll[k_lanes] = {};
+  for (int j0 = 0; j0 < k_qk; j0 += k_lanes)
+    for (int j = j0; j < j0 + k_lanes; ++j) {
+      // Shifted by 8.5 and clamped to [0, 15]: truncation then rounds.
+      const float t = std::min(std::max(x[j] * id + 8.5f, 0.0f), 15.0f);
+      l[j] = static_cast<float>(static_cast<int>(t)) - 8.0f;
+      xl[j - j0] += x[j] * l[j];
+      ll[j - j0] += l[j] * l[j];
+    }
+  return {lane_total(xl), lane_total(ll)};
 }
 
 /// Where the candidates of quantize_q4_0_fitted put the block's largest magnitude: level -(8 + s)
@@ -109,24 +113,23 @@ void unrotate_pieces(float* x, std::int64_t n, int width) {
 void quantize_q4_0_fitted(const float* x, block_q4_0* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n / k_qk; ++i, x += k_qk) {
     const float max = largest_magnitude32(x);
-    std::uint16_t best_d = 0;
-    int best[k_qk], l[k_qk];
-    std::fill(best, best + k_qk, 0);
-    float best_err = std::numeric_limits<float>::infinity();
+    float l[k_qk];
+    // The candidate whose levels, at their least-squares scale, leave the least error: the one
+    // with the largest xl^2 / ll.
+    float best_scale = 0, best_gain = 0;
     for (float step : k_fit_steps) {
       if (max == 0) break;
-      fit_levels(x, max / -(8.0f + step), l);
-      const std::uint16_t d = least_squares_scale(x, l);
-      const float err = fit_levels(x, fp16_to_fp32(d), l);
-      if (err < best_err) {
-        best_err = err;
-        best_d = d;
-        std::copy(l, l + k_qk, best);
+      const level_sums s = fit_levels(x, max / -(8.0f + step), l);
+      if (s.ll > 0 && s.xl * s.xl / s.ll > best_gain) {
+        best_gain = s.xl * s.xl / s.ll;
+        best_scale = s.xl / s.ll;
       }
     }
-    dst[i].d = best_d;
+    // Its scale as it is stored, and every value's nearest level under that.
+    dst[i].d = fp32_to_fp16(best_scale);
+    fit_levels(x, fp16_to_fp32(dst[i].d), l);
     for (int j = 0; j < k_qk / 2; ++j)
-      dst[i].qs[j] = static_cast<std::uint8_t>((best[j] + 8) | (best[j + k_qk / 2] + 8) << 4);
+      dst[i].qs[j] = static_cast<std::uint8_t>(static_cast<int>(l[j] + 8) | static_cast<int>(l[j + k_qk / 2] + 8) << 4);
   }
 }
 

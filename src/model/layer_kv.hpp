@@ -65,8 +65,8 @@ class layer_kv {
     return 2 * n;
   }
 
-  /// Whether q4_0 keys (and the queries that read them) are rotated before quantization; on by
-  /// default, off only to measure what the rotation buys.
+  /// Whether q4_0 keys and values (and the queries that read them) are smoothed and rotated before
+  /// quantization (src/model/q4_kv.hpp); on by default, off only to measure what that buys.
   bool rotate_q4() const { return rotate_q4_; }
   void set_rotate_q4(bool on) { rotate_q4_ = on; }
 

@@ -21,7 +21,7 @@ class session {
   session(std::shared_ptr<const model> m, kernels::compute_pool& pool, std::int32_t max_tokens,
           std::int32_t page_tokens = 32, std::int32_t max_batch = 512, kv::kv_format format = kv::kv_format::f16);
 
-  /// q4_0 KV without the rotation of keys and queries (to measure what the rotation buys).
+  /// q4_0 KV without the smoothing and rotations of src/model/q4_kv.hpp (to measure what they buy).
   void set_rotate_q4(bool on) {
     for (auto& l : kv_) l.set_rotate_q4(on);
   }
