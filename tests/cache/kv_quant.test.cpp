@@ -1,9 +1,9 @@
 // Quantized KV against f16 KV on every shared model: the mean KL divergence of the next-token
 // distribution over the long prompt of ../shared/golden/prompts.txt, for q8_0, q4_0 with the
-// rotation of keys and queries, and q4_0 without it.
+// smoothing and rotations of src/model/q4_kv.hpp, and q4_0 without them.
 //
 // The rotation spreads outlier channels of the keys over their quantization block (see
-// kernels/ops.test.cpp, where keys with outlier channels lose more than half their q4_0 error).
+// kernels/kv_quant.test.cpp, where keys with outlier channels lose more than half their q4_0 error).
 // The shared models have random weights: their keys are close to Gaussian in every channel, with
 // no outliers to spread, and a rotation of a Gaussian vector is as Gaussian as before; so on them
 // the rotation buys only a few percent. The first test checks that it never hurts there and
@@ -42,6 +42,9 @@ namespace {
 /// other prompts' tokenizations and SIMD levels.)
 constexpr double k_q8_max_kl = 5e-3;
 constexpr double k_q4_max_kl = 0.1;
+/// A KL divergence this small is no change at all (tiny-gemma2's q4_0 gives 1.6-1.8e-6 with the
+/// rotations or without, its q8_0 4e-9): below it, which of two is smaller is chance.
+constexpr double k_kl_floor = 1e-5;
 
 std::string long_prompt() {
   std::ifstream in(k_shared + "/golden/prompts.txt");
@@ -119,7 +122,7 @@ TEST_P(kv_quant, quantized_kv_stays_close_to_f16_and_the_rotation_never_hurts) {
   const kv_quant_kl kl = measure(k_shared + "/models/" + GetParam() + ".gguf");
   EXPECT_LT(kl.q8, k_q8_max_kl);
   EXPECT_LT(kl.q4, k_q4_max_kl);
-  EXPECT_LE(kl.q4, 1.02 * kl.q4_plain) << "the rotation made q4_0 worse";
+  EXPECT_LE(kl.q4, 1.02 * kl.q4_plain + k_kl_floor) << "the rotation made q4_0 worse";
 }
 
 /// Multiplies a row of n values of type t by `factor`: its values, or its blocks' scales.
