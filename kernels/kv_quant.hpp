@@ -2,13 +2,14 @@
 // What a q4_0 KV cache does to its rows so that 4 bits per value lose as little as they can.
 //
 // Keys and values of trained models have a few channels far larger than the rest; a 32-value
-// block's 4-bit scale then fits the outlier and crushes its neighbours. Before quantization every
-// head of K and of V is rotated by one fixed orthonormal map R (a random-sign diagonal, then the
-// Walsh-Hadamard transform over the whole head): an outlier spreads over all of the head's values
-// and each block comes out close to Gaussian. The queries are rotated by R too, so every q.k is
-// unchanged; the attention output, a weighted sum of rotated values, is R times the true one and
-// is turned back by R's transpose. Each block's scale is then fitted to its values (least squared
-// error over a few candidates) rather than taken from their largest magnitude.
+// block's 4-bit scale then fits the outlier and crushes its neighbours. Before quantization, K and
+// V are rotated by a fixed orthonormal map R (a pseudo-random sign diagonal, then the
+// Walsh-Hadamard transform, over pieces of 32 values or of a whole head): an outlier spreads over
+// its piece and each block comes out close to Gaussian. The queries are rotated as the keys are,
+// so every q.k is unchanged; the attention output, a weighted sum of rotated values, is R times
+// the true one and is turned back by R's transpose. Each block's scale is then fitted to its
+// values (least squared error over a few candidates) rather than taken from their largest
+// magnitude. src/model/q4_kv.hpp says which piece each of K, Q and V gets.
 //
 // The stored bytes are GGUF q4_0 blocks either way; only what they mean (rotated values) differs
 // from a plain q4_0 cache.
