@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/fused.hpp"
 #include "kernels/cuda/quantize_block.cuh"
@@ -28,15 +29,7 @@ __global__ void __launch_bounds__(k_threads)
     xr[i] = v;
     ss += v * v;
   }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
-  __shared__ float part[k_threads / 32];
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int i = 0; i < k_threads / 32; ++i) total += part[i];
-  const float s = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  const float s = 1.0f / sqrtf(block_sum<k_threads>(ss) / static_cast<float>(dim) + eps);
   const int lane = static_cast<int>(threadIdx.x % 32);
   for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += k_threads / 32) {
     const int i = 32 * b + lane;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/device.hpp"
+#include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda/quantize_block.cuh"
 
@@ -16,15 +17,7 @@ constexpr int k_norm_threads = 1024;  // a decode row is one block: 4 values a t
 __device__ float inv_rms(const float* xr, int dim, float eps) {
   float ss = 0.0f;
   for (int i = static_cast<int>(threadIdx.x); i < dim; i += k_norm_threads) ss += xr[i] * xr[i];
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xFFFFFFFFu, ss, o);
-  __shared__ float part[k_norm_threads / 32];
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = ss;
-  __syncthreads();
-  float total = 0.0f;
-#pragma unroll
-  for (int i = 0; i < k_norm_threads / 32; ++i) total += part[i];
-  return 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
+  return 1.0f / sqrtf(block_sum<k_norm_threads>(ss) / static_cast<float>(dim) + eps);
 }
 
 __global__ void __launch_bounds__(k_norm_threads)
