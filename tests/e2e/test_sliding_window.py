@@ -184,28 +184,11 @@ def test_200_distinct_prefixes_never_push_the_snapshots_past_the_hot_memory_budg
     assert 0 < peak <= budget
 
 
-def greedy_with_margins(base_url: str, tokens: list[int], bits: int) -> tuple[list[str], list[float], int]:
-    """A greedy completion's tokens, the gap between the two best logprobs at each, and the cached tokens."""
-    r = httpx.post(f"{base_url}/v1/completions", timeout=600,
-                   json={"prompt": tokens, "max_tokens": MAX_TOKENS, "temperature": 0, "ignore_eos": True,
-                         "kv_bits": bits, "logprobs": 2})
-    assert r.status_code == 200, r.text
-    body = r.json()
-    lp = body["choices"][0]["logprobs"]
-    margins = [sorted(top.values(), reverse=True)[0] - sorted(top.values(), reverse=True)[1] if len(top) > 1 else 1e9
-               for top in lp["top_logprobs"]]
-    return lp["tokens"], margins, (body["usage"].get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-
-
-# A prompt resumed from a snapshot is computed in other chunks than from 0, so its attention adds in
-# another order; the 8-bit rounding of every quantized matmul's activations carries such last-bit
-# differences on through the layers. Where strata's and llama.cpp's top-1 differ on the real models'
-# reference prompts (tests/golden/real, a difference of float order and rounding alone), llama.cpp's
-# gap between its two best tokens was up to 0.31 (SmolLM2) and 0.44 (Gemma 3). Below this gap the
-# other token may be drawn, and the comparison stops there.
-NEAR_TIE = 0.5
-
-
+# Prefill is batch-invariant (kernels/batch_invariance.test.cpp): a position's KV and logits are
+# the same bits whether it was computed in one chunk, after a prefix resumed from a snapshot, or
+# decoded, and whatever else shares its steps. So even on a real model, where the 8-bit rounding
+# of every quantized matmul's activations would carry a last-bit difference on to a near tie
+# between the two best tokens, the cache changes no token.
 @pytest.mark.skipif(not REAL_GEMMA3.exists(), reason="the real Gemma 3 is fetched by scripts/fetch-model.sh")
 def test_the_real_gemma3_gives_the_same_tokens_with_the_cache_on_and_off(tmp_path: Path, launch):
     seed = random.randrange(1 << 30)
@@ -215,24 +198,4 @@ def test_the_real_gemma3_gives_the_same_tokens_with_the_cache_on_and_off(tmp_pat
     token_lists = [tokenize(probe.base_url, p) for p in prompts(random.Random(seed), 1, (620, 680), per_stem=2)]
     probe.stop()
     assert max(len(t) for t in token_lists) > 600, "prompts pass the window"
-    jobs = [(t, bits) for bits in (16, 8, 4) for t in token_lists]
-    off = launch(["--model", str(REAL_GEMMA3), "--config", str(conf), "--cache-mode", "off"])
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        want = list(pool.map(lambda j: greedy_with_margins(off.base_url, *j), jobs))
-    off.stop()
-    on = launch(["--model", str(REAL_GEMMA3), "--config", str(conf), "--cache-mode", "hot", "--snapshot-every", "4"])
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        got = list(pool.map(lambda j: greedy_with_margins(on.base_url, *j), jobs))
-        got += list(pool.map(lambda j: greedy_with_margins(on.base_url, *j), jobs))
-    s = stats(on.base_url)
-    on.stop()
-    assert sum(cached for _, _, cached in got) > 0 and s["snapshots"]["restores"] > 0
-    compared = 0
-    for i, (tokens, _, _) in enumerate(got):
-        want_tokens, margins, _ = want[i % len(jobs)]
-        for t, (a, b) in enumerate(zip(tokens, want_tokens)):
-            if a != b:
-                assert margins[t] < NEAR_TIE, f"job {i} (kv_bits {jobs[i % len(jobs)][1]}) token {t}: {a!r} against {b!r} at a gap of {margins[t]} (seed {seed})"
-                break
-            compared += 1
-    assert compared >= len(got) * MAX_TOKENS // 2, f"only {compared} tokens before near ties (seed {seed})"
+    check_cache_on_and_off(launch, REAL_GEMMA3, conf, token_lists, seed, workers=3)
