@@ -39,15 +39,21 @@ pool_config bytes_pool(std::int64_t budget, std::int64_t cached) {
 /// A snapshot whose single layer holds `bytes` bytes of value `tag`.
 state_snapshot snap(std::size_t bytes, std::byte tag) { return state_snapshot{{std::vector<std::byte>(bytes, tag)}}; }
 
-/// A sequence that computes all of `tokens`, taking a snapshot of `bytes` at each boundary in
-/// `at` (tagged with the boundary's block count), then lets go.
-void run_with_snapshots(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens, const std::vector<std::int32_t>& at,
-                        std::size_t bytes = 10) {
+/// Sequence id matches `tokens`, covers them all and publishes them as computed.
+void compute_all(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens) {
   m.match(id, kv_format::f16, tokens);
   (void)m.take_resume(id);
   const auto n = static_cast<std::int32_t>(tokens.size());
   ASSERT_EQ(m.cover(id, n), n);
   m.publish(id, tokens, n);
+}
+
+/// A sequence that computes all of `tokens`, taking a snapshot of `bytes` at each boundary in
+/// `at` (tagged with the boundary's block count), then lets go.
+void run_with_snapshots(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens, const std::vector<std::int32_t>& at,
+                        std::size_t bytes = 10) {
+  compute_all(m, id, tokens);
+  const auto n = static_cast<std::int32_t>(tokens.size());
   for (auto end : at) m.add_snapshot(id, tokens, end, snap(bytes, static_cast<std::byte>(end / k_block)));
   m.release(id, tokens, n);
 }
@@ -102,9 +108,7 @@ TEST(snapshot_index, a_sequence_keeps_only_its_replys_latest_snapshot_and_the_ne
   kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
   // A prompt of 10 tokens (its last boundary at 8), then a reply computed up to 27 tokens.
   const tokens_t first = iota_tokens(27);
-  m.match(1, kv_format::f16, first);
-  ASSERT_EQ(m.cover(1, 27), 27);
-  m.publish(1, first, 27);
+  compute_all(m, 1, first);
   m.add_snapshot(1, first, 8, snap(10, std::byte{2}));
   for (std::int32_t end : {12, 16, 20, 24}) m.add_snapshot(1, first, end, snap(10, static_cast<std::byte>(end / k_block)), true);
   // Until the sequence lets go, only the prompt's snapshot is in the cache.
@@ -129,9 +133,7 @@ TEST(snapshot_index, a_sequence_keeps_only_its_replys_latest_snapshot_and_the_ne
 TEST(snapshot_index, a_reply_snapshot_is_not_kept_when_the_prefix_cache_was_turned_off_meanwhile) {
   kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
   const tokens_t first = iota_tokens(27);
-  m.match(1, kv_format::f16, first);
-  ASSERT_EQ(m.cover(1, 27), 27);
-  m.publish(1, first, 27);
+  compute_all(m, 1, first);
   m.add_snapshot(1, first, 24, snap(10, std::byte{6}), true);
   m.set_mode(false, false);
   m.release(1, first, 27);
