@@ -30,13 +30,7 @@ __global__ void __launch_bounds__(k_threads)
     ss += v * v;
   }
   const float s = 1.0f / sqrtf(block_sum<k_threads>(ss) / static_cast<float>(dim) + eps);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += k_threads / 32) {
-    const int i = 32 * b + lane;
-    const float v = w ? xr[i] * s * w[i] : xr[i] * s;
-    if (y) y[row * dim + i] = v;
-    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
-  }
+  scale_quantize_row<k_threads>(xr, s, w, y, row, dim, q, ds);
 }
 
 /// One block per (row, head), q heads first, then kv heads; thread i turns pair i as rope_kernel,

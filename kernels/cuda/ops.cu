@@ -35,13 +35,7 @@ __global__ void __launch_bounds__(k_norm_threads)
   const std::size_t row = blockIdx.x;
   const float* xr = x + row * dim;
   const float s = inv_rms(xr, dim, eps);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += k_norm_threads / 32) {
-    const int i = 32 * b + lane;
-    const float v = w ? xr[i] * s * w[i] : xr[i] * s;
-    if (y) y[row * dim + i] = v;
-    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
-  }
+  scale_quantize_row<k_norm_threads>(xr, s, w, y, row, dim, q, ds);
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* y, long long n) {

@@ -3,6 +3,7 @@
 // them: levels round(v * 127 / amax), the block's (d = amax / 127, d * sum of its levels). Shared
 // by quantize_act and rms_norm_quantize so that both give the same bytes.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace strata::kernels::cuda {
@@ -19,6 +20,22 @@ __device__ __forceinline__ void quantize_block(float v, int lane, std::int8_t* q
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
   const float d = amax / 127.0f;
   if (lane == 0) *ds = make_float2(d, d * static_cast<float>(sum));
+}
+
+/// The second pass of a norm over row `row` of dim values (xr: its values), a warp per block of
+/// 32: each value times s (and w where given) is written to y (where given) and rounded to 8 bits
+/// into q and ds. Shared by rms_norm_quantize and the fused add + norm, so that both give the same
+/// bytes.
+template <int Threads>
+__device__ __forceinline__ void scale_quantize_row(const float* xr, float s, const float* w, float* y, std::size_t row, int dim,
+                                                   std::int8_t* q, float2* ds) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  for (int b = static_cast<int>(threadIdx.x / 32); b < dim / 32; b += Threads / 32) {
+    const int i = 32 * b + lane;
+    const float v = w ? xr[i] * s * w[i] : xr[i] * s;
+    if (y) y[row * dim + i] = v;
+    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
+  }
 }
 
 }  // namespace strata::kernels::cuda
