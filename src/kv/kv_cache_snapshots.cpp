@@ -31,6 +31,7 @@ void kv_cache_manager::add_snapshot(std::uint64_t seq, std::span<const std::int3
     s.reply_blocks = i;
     return;
   }
+  if (s.reply && s.reply_blocks < i) s.reply.reset();  // a deeper resume point is kept: it would add nothing
   keep_snapshot(s, i, std::move(snap));
 }
 

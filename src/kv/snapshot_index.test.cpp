@@ -130,6 +130,17 @@ TEST(snapshot_index, a_sequence_keeps_only_its_replys_latest_snapshot_and_the_ne
   EXPECT_EQ(m.match(3, kv_format::f16, parted), 8);
 }
 
+TEST(snapshot_index, a_reply_snapshot_before_a_kept_boundary_is_dropped_as_adding_nothing) {
+  kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
+  const tokens_t first = iota_tokens(27);
+  compute_all(m, 1, first);
+  m.add_snapshot(1, first, 20, snap(10, std::byte{5}), true);
+  m.add_snapshot(1, first, 24, snap(10, std::byte{6}));  // e.g. an every-th boundary
+  m.release(1, first, 27);
+  EXPECT_EQ(m.snapshot_figures().count, 1);
+  EXPECT_EQ(m.snapshot_figures().bytes, 10);
+}
+
 TEST(snapshot_index, a_reply_snapshot_is_not_kept_when_the_prefix_cache_was_turned_off_meanwhile) {
   kv_cache_manager m(with_snapshots(0), bytes_pool(100000, 50000));
   const tokens_t first = iota_tokens(27);
