@@ -1,6 +1,12 @@
 """strata against llama.cpp on a real model: the same prompts, the same tokens, the same logits.
 
     check_real_model.py STRATA_BIN MODEL REFERENCE.llamacpp.json PROMPTS.txt [--same-answer N,...]
+    check_real_model.py --dumps REFERENCE.json OTHER.json
+
+The second form compares two dumps of the same prompts with the same measures, without running
+strata: e.g. llama.cpp with flash attention (the committed reference) against llama.cpp without it
+(`dump_logits MODEL PROMPTS OUT.json 20 64 2 no-flash-attn`, see bench/reference_dumps.sh), which
+shows how far the reference moves when only its own order of float operations changes.
 
 MODEL is a GGUF path, or a name that scripts/fetch-model.sh knows (it prints the path, fetching
 the model first if it is missing).
@@ -54,6 +60,9 @@ def kl_of(ref_pos: dict, got_pos: dict) -> float:
 
 
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--dumps":
+        with open(sys.argv[2]) as f, open(sys.argv[3]) as g:
+            return compare(json.load(f), json.load(g), set())
     strata, model, reference, prompts = sys.argv[1:5]
     if not model.endswith(".gguf"):
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -71,7 +80,12 @@ def main() -> int:
                         "--greedy", str(greedy_len), "--out", out], check=True)
         with open(out) as f:
             got = json.load(f)
+    return compare(ref, got, same_answer)
 
+
+def compare(ref: dict, got: dict, same_answer: set[int]) -> int:
+    """Prints the agreement of `got` with `ref` and returns 1 if it misses a threshold."""
+    greedy_len = len(ref["cases"][0]["greedy"])
     failures = []
     if len(got["cases"]) != len(ref["cases"]):
         failures.append(f"{len(got['cases'])} cases, the reference has {len(ref['cases'])}")
