@@ -16,6 +16,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/compute_pool.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
 
@@ -94,14 +95,13 @@ void bm_memcpy_bandwidth(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 
-/// The weights repacked for the level's packed kernel (q8_0 where it has one), else empty.
+/// The weights packed for the level's packed kernel of type t (pack_x16) where it has one, else
+/// empty.
 std::vector<std::byte> packed_copy(const kernel_table& kt, dtype t, const std::vector<std::byte>& w, std::int64_t rows,
                                    std::int64_t k, bool packed) {
-  if (!packed || t != dtype::q8_0 || !kt.q8_0_x16) return {};
+  if (!packed || !kt.packed_gemm[dtype_slot(t)]) return {};
   std::vector<std::byte> p(w.size());
-  repack_q8_0_x16(w.data(), rows / 16, k, p.data());
-  const std::size_t grouped = row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16);
-  std::copy(w.begin() + static_cast<std::ptrdiff_t>(grouped), w.end(), p.begin() + static_cast<std::ptrdiff_t>(grouped));
+  pack_x16(t, w.data(), rows, k, p.data());
   return p;
 }
 
@@ -181,10 +181,11 @@ void register_all() {
       const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t);
       benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t, false)->UseRealTime()->MinTime(1.0);
     }
-    if (kernels_for(level).q8_0_x16) {
-      const std::string suffix = std::string(simd_level_name(level)) + "/q8_0_x16";
-      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, dtype::q8_0, true)->UseRealTime()->MinTime(1.0);
-      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, dtype::q8_0, true)
+    for (dtype t : types) {
+      if (!kernels_for(level).packed_gemm[dtype_slot(t)]) continue;
+      const std::string suffix = std::string(simd_level_name(level)) + "/" + dtype_name(t) + "_x16";
+      benchmark::RegisterBenchmark(("gemv/" + suffix).c_str(), bm_gemv, level, t, true)->UseRealTime()->MinTime(1.0);
+      benchmark::RegisterBenchmark(("gemm_m512/" + suffix).c_str(), bm_gemm, level, t, true)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(1.0);

@@ -3,9 +3,9 @@
 // (decode, alone or beside other sequences); a prefix cached from one of these and recomputed by
 // another must give the same bits, or a KV format whose quantization has a discontinuous choice
 // (q4_0's fitted scales) turns last-bit differences into other codes. Each test computes the same
-// rows through every path (GEMV, GEMM tiles, packed q8_0, grouped experts; attention in chunks of
-// 1, 7 and 64 rows; one row over its spans apart and folded) on every SIMD level this CPU has, and
-// lists every place where the bits part before failing.
+// rows through every path (GEMV, GEMM tiles, packed 16-row groups, grouped experts; attention in
+// chunks of 1, 7 and 64 rows; one row over its spans apart and folded) on every SIMD level this
+// CPU has, and lists every place where the bits part before failing.
 
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
 #include "tests/support/test_seed.hpp"
@@ -55,7 +56,7 @@ struct mismatches {
 };
 
 struct weights {
-  std::vector<std::byte> w, packed;  // packed: q8_0 only, repack_q8_0_x16 groups then the rest
+  std::vector<std::byte> w, packed;  // packed: the packable types, pack_x16
   std::vector<float> x;
 };
 
@@ -69,19 +70,17 @@ weights make_weights(dtype t, std::int64_t rows, std::int64_t k, std::int64_t m,
   for (std::int64_t r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * k, p.w.data() + static_cast<std::size_t>(r) * stride, k);
   p.x.resize(static_cast<std::size_t>(m * k));
   for (auto& v : p.x) v = dist(gen);
-  if (t == dtype::q8_0) {
-    const std::size_t grouped = stride * static_cast<std::size_t>(rows / 16 * 16);
+  if (x16_packable(t)) {
     p.packed.resize(p.w.size());
-    repack_q8_0_x16(p.w.data(), rows / 16, k, p.packed.data());
-    std::memcpy(p.packed.data() + grouped, p.w.data() + grouped, p.w.size() - grouped);
+    pack_x16(t, p.w.data(), rows, k, p.packed.data());
   }
   return p;
 }
 
 /// Every weight type and level: 64 activation rows in one call against the same rows in calls of
 /// 1, 7 and 16 rows (GEMV, small and large GEMM tiles, the float FMA tiles from k_gemm_min_m), on
-/// one thread and two, with q8_0 also repacked; and rows of grouped experts (1, 7 and 20 rows per
-/// expert) against each row alone through its expert's matrix.
+/// one thread and two, with the packable types also packed (pack_x16); and rows of grouped experts
+/// (1, 7 and 20 rows per expert) against each row alone through its expert's matrix.
 TEST(batch_invariance, a_matmul_row_gets_the_same_bits_in_every_batch_size_and_path) {
   const unsigned seed = test_seed();
   std::mt19937 gen(seed);
@@ -95,7 +94,7 @@ TEST(batch_invariance, a_matmul_row_gets_the_same_bits_in_every_batch_size_and_p
     for (dtype t : k_types) {
       const weights p = make_weights(t, rows, k, m, gen);
       for (bool packed : {false, true}) {
-        if (packed && (t != dtype::q8_0 || kt.q8_0_x16 == nullptr)) continue;
+        if (packed && (!x16_packable(t) || kt.packed_gemm[dtype_slot(t)] == nullptr)) continue;
         const void* pk = packed ? p.packed.data() : nullptr;
         const std::string name = std::string(simd_level_name(level)) + " " + dtype_name(t) + (packed ? " packed" : "");
         std::vector<float> whole(static_cast<std::size_t>(m * rows));

@@ -17,6 +17,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")
 
+#include "kernels/avx512_packed.hpp"
 #include "kernels/avx512_tiles.hpp"
 #include "kernels/x86_row_dots.hpp"
 
@@ -292,56 +293,6 @@ struct q6_k_family {
   static constexpr tile_fn tile = q6_k_tile<R, C>;
 };
 
-/// One group of 16 repacked q8_0 rows (repack_q8_0_x16) against a tile of C interleaved activation
-/// rows (interleave_q8_x8): lane i of every vector is weight row i, so a block takes 8 vpdpbusd
-/// per activation row (4 bytes of it broadcast against 4 bytes of each of the 16 weight rows), one
-/// conversion and one FMA, and the 16 results are stored as they are. The tile is one stream read
-/// at fixed offsets, which leaves the general registers free (with C separate rows the pointers
-/// spilled). Each (row, column) runs the same operations whatever C is.
-template <int C>
-void q8_0_x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y, std::int64_t ldy) {
-  __m512 acc[C];
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b, g += k_q8_0_x16_block_bytes, xt += k_interleaved_row_block_bytes * C) {
-    const auto* q = reinterpret_cast<const std::int32_t*>(xt);
-    const std::int32_t* bias = q + 8 * C;
-    const auto* d = reinterpret_cast<const float*>(bias + C);
-    __m512i dot[C];
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) dot[c] = _mm512_set1_epi32(bias[c]);
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m512i w = _mm512_loadu_si512(g + 64 * s);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c) dot[c] = _mm512_dpbusd_epi32(dot[c], w, _mm512_set1_epi32(q[s * C + c]));
-    }
-    const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 512)));
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c)
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[c]), _mm512_mul_ps(sw, _mm512_set1_ps(d[c])), acc[c]);
-  }
-#pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
-}
-
-void q8_0_x16(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::byte* xt, int nc, std::int64_t k, float* y,
-              std::int64_t ldy) {
-  using tile = void (*)(const std::byte*, std::int64_t, const std::byte*, float*, std::int64_t);
-  static constexpr tile tiles[8] = {q8_0_x16_tile<1>, q8_0_x16_tile<2>, q8_0_x16_tile<3>, q8_0_x16_tile<4>,
-                                    q8_0_x16_tile<5>, q8_0_x16_tile<6>, q8_0_x16_tile<7>, q8_0_x16_tile<8>};
-  static_assert(k_interleave_rows == 8);
-  const std::int64_t nb = k / 32;
-  const std::size_t group_bytes = static_cast<std::size_t>(nb) * k_q8_0_x16_block_bytes;
-  // A group's weights (16 rows) stay in cache across all the columns.
-  for (std::int64_t g = g0; g < g1; ++g) {
-    for (int c = 0; c < nc; c += 8) {
-      const int cc = std::min(8, nc - c);
-      tiles[cc - 1](w + static_cast<std::size_t>(g) * group_bytes, nb, xt + interleaved_q8_x8_bytes(c, k), y + c * ldy + g * 16, ldy);
-    }
-  }
-}
-
 /// U loads of 64 bytes per iteration into U sums.
 template <int U>
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n) {
@@ -400,7 +351,12 @@ void fill_table(kernel_table& t) {
   t.row_gemm[dtype_slot(dtype::q5_k)] = tile_gemm<k45_family<true>>;
   t.row_gemm[dtype_slot(dtype::q6_k)] = tile_gemm<q6_k_family>;
   t.gemm_f32 = gemm_f32;
-  t.q8_0_x16 = q8_0_x16;
+  t.packed_gemm[dtype_slot(dtype::q8_0)] = x16_gemm<x16_q8_0>;
+  t.packed_gemm[dtype_slot(dtype::q4_0)] = x16_gemm<x16_q4_0>;
+  t.packed_gemm[dtype_slot(dtype::q4_1)] = x16_gemm<x16_q4_1>;
+  t.packed_gemm[dtype_slot(dtype::q5_0)] = x16_gemm<x16_q5_0>;
+  t.packed_gemm[dtype_slot(dtype::q5_1)] = x16_gemm<x16_q5_1>;
+  t.packed_gemm[dtype_slot(dtype::iq4_nl)] = x16_gemm<x16_iq4_nl>;
 }
 
 }  // namespace strata::kernels::avx512

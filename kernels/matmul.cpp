@@ -43,15 +43,15 @@ void gemm_f32_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::in
 }
 
 /// Rows [r0, r1) of W against the m prepared activation rows; all read from `packed` when it is
-/// given (r0 is then a multiple of 16): the whole groups of 16 through the packed kernel, against
-/// the same rows interleaved in `xt`, the rows left over through the row dots.
+/// given (r0 is then a multiple of 16): the whole groups of 16 through the type's packed kernel,
+/// against the same rows interleaved in `xt`, the rows left over through the row dots.
 void dot_rows(const kernel_table& kt, dtype wt, const std::byte* w, std::int64_t r0, std::int64_t r1,
               std::int64_t rows, std::int64_t k, const act_row* xs, std::int64_t m, float* y, const std::byte* packed,
               const std::byte* xt) {
   const std::size_t stride = row_bytes(wt, k);
   if (packed) {
     const std::int64_t g1 = std::min(r1, rows / 16 * 16) / 16;
-    if (r0 / 16 < g1) kt.q8_0_x16(packed, r0 / 16, g1, xt, static_cast<int>(m), k, y, rows);
+    if (r0 / 16 < g1) kt.packed_gemm[dtype_slot(wt)](packed, r0 / 16, g1, xt, static_cast<int>(m), k, y, rows);
     r0 = std::max(r0, g1 * 16);
     if (r0 >= r1) return;
     w = packed;  // the rows % 16 left over follow the groups, in the GGUF layout, at their own offsets
@@ -96,12 +96,12 @@ void for_row_runs(compute_pool& pool, std::int64_t rows, std::int64_t grain, Fn&
 struct prepared_x {
   std::vector<act_row> rows;
   std::vector<std::byte> data;
-  std::vector<std::byte> interleaved;  // for packed q8_0 weights
+  std::vector<std::byte> interleaved;  // for packed weights
 };
 
 /// The m activation rows of x (m x k) as the row dots read them: pointers to x itself for float
 /// formats, else quantized into px (on the pool's workers unless `single`), and with `interleave`
-/// also interleaved in tiles for packed q8_0 weights (their buffer returned in xt, else null).
+/// also interleaved in tiles for packed weights (their buffer returned in xt, else null).
 act_row* prepare_rows(compute_pool& pool, const kernel_table& kt, prepared_x& px, act_format fmt, const float* x, std::int64_t m,
                       std::int64_t k, bool single, bool interleave, std::byte*& xt) {
   act_row* xs = scratch(px.rows, static_cast<std::size_t>(m));
@@ -161,7 +161,7 @@ void matmul_many(compute_pool& pool, const kernel_table& kt, std::span<const mat
     return;
   }
   auto packed_of = [&](const matmul_out& o) {
-    return o.type == dtype::q8_0 && kt.q8_0_x16 ? static_cast<const std::byte*>(o.packed) : nullptr;
+    return kt.packed_gemm[dtype_slot(o.type)] ? static_cast<const std::byte*>(o.packed) : nullptr;
   };
   const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const matmul_out& o) { return packed_of(o) != nullptr; });
   std::byte* xt;  // the calling thread's buffers: the workers see them through these pointers

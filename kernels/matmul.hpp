@@ -26,9 +26,9 @@ constexpr std::int64_t k_gemm_min_m = 16;
 /// Every m runs the same operations for each output (the FMA tiles those of the row dots), so a
 /// row's result is the same bits whatever batch it is in (kernels/batch_invariance.test.cpp). Scratch buffers are per thread and grow on first
 /// use only.
-///  - q8_0 W with `packed` (repack_q8_0_x16 of its first rows / 16 groups, then the rows % 16
-///    left over in the GGUF layout; made where kernel_table::q8_0_x16 exists): the groups go
-///    through the packed kernel, the last rows through the row dots, all read from `packed`.
+///  - W with `packed` (pack_x16: its rows / 16 groups, then the rows % 16 left over in the GGUF
+///    layout; made where kernel_table::packed_gemm has the type): the groups go through the
+///    packed kernel, the last rows through the row dots, all read from `packed`, for every m.
 void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x,
             std::int64_t m, float* y, const void* packed = nullptr);
 /// The same with an explicit kernel level (tests and benchmarks compare levels with it).

@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
 #include "tests/support/test_seed.hpp"
@@ -136,41 +137,50 @@ TEST_P(matmul_types, a_row_gets_the_same_result_alone_or_in_a_batch) {
   }
 }
 
-/// q8_0 weights repacked in groups of 16 rows (with rows % 16 left over in the GGUF layout) give
-/// back every row exactly, the scalar kernels' products, the same result for a row alone or in a
-/// batch, and the same on one thread or two.
-TEST(matmul, packed_q8_0_matches_the_scalar_kernels_and_is_batch_invariant) {
-  if (!simd_level_enabled(simd_level::avx512) || !kernels_for(simd_level::avx512).q8_0_x16) GTEST_SKIP() << "no packed q8_0 kernel on this CPU";
+/// The packable types in groups of 16 rows (with rows % 16 left over in the GGUF layout) give back
+/// every row's bytes exactly, the scalar kernels' products, the same result for a row alone or in
+/// a batch of each tile width (1..8 rows, and runs past 64), and the same on one thread or two.
+TEST(matmul, packed_weights_match_the_scalar_kernels_and_are_batch_invariant) {
+  if (!simd_level_enabled(simd_level::avx512)) GTEST_SKIP() << "no packed kernels on this CPU";
   const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const kernel_table& kt = kernels_for(simd_level::avx512);
   compute_pool one(1), two(2);
-  for (std::int64_t rows : {16, 45, 133}) {
-    const std::int64_t k = 768, m = 21;
-    problem p = make_problem(dtype::q8_0, rows, k, m, gen);
-    // The groups, then the rows % 16 in the GGUF layout at their own offsets.
-    const std::size_t grouped = row_bytes(dtype::q8_0, k) * static_cast<std::size_t>(rows / 16 * 16);
-    std::vector<std::byte> packed(p.w.size());
-    repack_q8_0_x16(p.w.data(), rows / 16, k, packed.data());
-    std::memcpy(packed.data() + grouped, p.w.data() + grouped, p.w.size() - grouped);
-    std::vector<float> row(static_cast<std::size_t>(k)), want_row(row.size());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      dequantize_q8_0_x16_row(packed.data(), rows, r, k, row.data());
-      dequantize_row(dtype::q8_0, p.w.data() + static_cast<std::size_t>(r) * row_bytes(dtype::q8_0, k), want_row.data(), k);
-      ASSERT_EQ(row, want_row) << "row " << r << " of " << rows;
-    }
-    std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size()), single(want.size());
-    matmul(two, kernels_for(simd_level::scalar), dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, want.data());
-    matmul(two, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, got.data(), packed.data());
-    matmul(one, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data(), m, single.data(), packed.data());
-    EXPECT_EQ(got, single) << "rows " << rows << " seed " << seed;
-    for (std::size_t i = 0; i < got.size(); ++i)
-      ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar_tolerance * p.abs_dot[i] + 1e-6) << "rows " << rows << " at " << i << " seed " << seed;
-    std::vector<float> alone(static_cast<std::size_t>(rows));
-    for (std::int64_t i : {0, 9, 20}) {
-      matmul(two, kt, dtype::q8_0, p.w.data(), rows, k, p.x.data() + i * k, 1, alone.data(), packed.data());
-      for (std::int64_t r = 0; r < rows; ++r)
-        ASSERT_EQ(alone[r], got[i * rows + r]) << "rows " << rows << " row " << i << " weight row " << r << " seed " << seed;
+  for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::iq4_nl}) {
+    ASSERT_TRUE(x16_packable(t) && kt.packed_gemm[dtype_slot(t)]) << dtype_name(t);
+    for (std::int64_t rows : {16, 45, 133}) {
+      const std::int64_t k = 768, m = rows == 45 ? 75 : 21;
+      problem p = make_problem(t, rows, k, m, gen);
+      std::vector<std::byte> packed(p.w.size());
+      pack_x16(t, p.w.data(), rows, k, packed.data());
+      const std::size_t stride = row_bytes(t, k);
+      std::vector<std::byte> row(stride);
+      std::vector<float> values(static_cast<std::size_t>(k)), want_values(values.size());
+      for (std::int64_t r = 0; r < rows; ++r) {
+        unpack_x16_row(t, packed.data(), rows, r, k, row.data());
+        ASSERT_EQ(0, std::memcmp(row.data(), p.w.data() + static_cast<std::size_t>(r) * stride, stride))
+            << dtype_name(t) << " row " << r << " of " << rows;
+        dequantize_x16_row(t, packed.data(), rows, r, k, values.data());
+        dequantize_row(t, p.w.data() + static_cast<std::size_t>(r) * stride, want_values.data(), k);
+        ASSERT_EQ(values, want_values) << dtype_name(t) << " row " << r << " of " << rows;
+      }
+      std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size()), single(want.size());
+      matmul(two, kernels_for(simd_level::scalar), t, p.w.data(), rows, k, p.x.data(), m, want.data());
+      matmul(two, kt, t, p.w.data(), rows, k, p.x.data(), m, got.data(), packed.data());
+      matmul(one, kt, t, p.w.data(), rows, k, p.x.data(), m, single.data(), packed.data());
+      EXPECT_EQ(got, single) << dtype_name(t) << " rows " << rows << " seed " << seed;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], k_simd_vs_scalar_tolerance * p.abs_dot[i] + 1e-6)
+            << dtype_name(t) << " rows " << rows << " at " << i << " seed " << seed;
+      std::vector<float> part(static_cast<std::size_t>(8 * rows));
+      for (std::int64_t i : {std::int64_t{0}, std::int64_t{9}, m - 8}) {
+        for (std::int64_t n = 1; n <= 8 && i + n <= m; ++n) {
+          matmul(two, kt, t, p.w.data(), rows, k, p.x.data() + i * k, n, part.data(), packed.data());
+          for (std::int64_t j = 0; j < n * rows; ++j)
+            ASSERT_EQ(part[j], got[i * rows + j]) << dtype_name(t) << " rows " << rows << " from row " << i << " in " << n
+                                                  << " at " << j << " seed " << seed;
+        }
+      }
     }
   }
 }
@@ -182,7 +192,8 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
   compute_pool two(2);
   const std::int64_t k = 512;
   // Shared activations (K-quants together, q8_0 with and without packing, the 32-value types
-  // together), and a mix that cannot share (f16 beside q4_0) and so runs one by one.
+  // together, every other one of them packed), and a mix that cannot share (f16 beside q4_0) and
+  // so runs one by one.
   const std::vector<std::vector<std::pair<dtype, std::int64_t>>> sets = {
       {{dtype::q4_k, 48}, {dtype::q6_k, 16}, {dtype::q5_k, 37}},
       {{dtype::q8_0, 64}, {dtype::q8_0, 45}},
@@ -197,11 +208,9 @@ TEST(matmul, several_weights_on_one_input_give_each_exactly_what_matmul_gives_it
       for (const auto& [t, rows] : set) {
         ps.push_back(make_problem(t, rows, k, 1, gen));
         packed.emplace_back();
-        if (t == dtype::q8_0 && kt.q8_0_x16 && packed.size() == 1) {
+        if (kt.packed_gemm[dtype_slot(t)] && packed.size() % 2 == 1) {
           packed.back().resize(ps.back().w.size());
-          repack_q8_0_x16(ps.back().w.data(), rows / 16, k, packed.back().data());
-          const std::size_t grouped = row_bytes(t, k) * static_cast<std::size_t>(rows / 16 * 16);
-          std::memcpy(packed.back().data() + grouped, ps.back().w.data() + grouped, ps.back().w.size() - grouped);
+          pack_x16(t, ps.back().w.data(), rows, k, packed.back().data());
         }
       }
       std::vector<float> x(static_cast<std::size_t>(m * k));

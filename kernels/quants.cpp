@@ -524,43 +524,4 @@ void quantize_row(dtype t, const float* src, void* dst, std::int64_t n) {
   }
 }
 
-void repack_q8_0_x16(const void* src, std::int64_t groups, std::int64_t k, void* dst) {
-  const auto* in = static_cast<const block_q8_0*>(src);
-  auto* out = static_cast<std::byte*>(dst);
-  const std::int64_t nb = k / k_qk;
-  for (std::int64_t g = 0; g < groups; ++g) {
-    for (std::int64_t b = 0; b < nb; ++b, out += k_q8_0_x16_block_bytes) {
-      for (int r = 0; r < 16; ++r) {
-        const block_q8_0& blk = in[(g * 16 + r) * nb + b];
-        // Four levels at a time; adding 128 to each byte is flipping its top bit.
-        for (int s = 0; s < k_qk / 4; ++s) {
-          std::uint32_t four;
-          std::memcpy(&four, blk.qs + 4 * s, 4);
-          four ^= 0x80808080u;
-          std::memcpy(out + s * 64 + r * 4, &four, 4);
-        }
-        std::memcpy(out + 512 + 2 * r, &blk.d, 2);
-      }
-    }
-  }
-}
-
-void dequantize_q8_0_x16_row(const void* packed, std::int64_t rows, std::int64_t row, std::int64_t k, float* dst) {
-  const auto* p = static_cast<const std::byte*>(packed);
-  const std::size_t stride = row_bytes(dtype::q8_0, k);
-  if (row >= rows / 16 * 16) {
-    dequantize_row(dtype::q8_0, p + static_cast<std::size_t>(row) * stride, dst, k);
-    return;
-  }
-  const std::byte* g = p + static_cast<std::size_t>(row / 16) * 16 * stride;
-  const int r = static_cast<int>(row % 16);
-  for (std::int64_t b = 0; b < k / k_qk; ++b, g += k_q8_0_x16_block_bytes) {
-    std::uint16_t h;
-    std::memcpy(&h, g + 512 + 2 * r, 2);
-    const float d = fp16_to_fp32(h);
-    for (int j = 0; j < k_qk; ++j)
-      dst[b * k_qk + j] = d * static_cast<float>(static_cast<int>(std::to_integer<std::uint8_t>(g[(j / 4) * 64 + r * 4 + j % 4])) - 128);
-  }
-}
-
 }  // namespace strata::kernels

@@ -112,21 +112,4 @@ void dequantize_row(dtype t, const void* src, float* dst, std::int64_t n);
 /// takes the power of two that fits the block's largest magnitude and the nearest level.
 void quantize_row(dtype t, const float* src, void* dst, std::int64_t n);
 
-/// q8_0 rows interleaved 16 at a time, for kernels that compute 16 weight rows in the 16 lanes of
-/// one vector (kernel_table::q8_0_x16). For each group of 16 rows, block after block of 32 values:
-///
-///   | slice 0: bytes 0..3 of row 0, of row 1, ..., of row 15 | slice 1: bytes 4..7 ... | slice 7 |
-///   | the 16 rows' scales (f16) |
-///
-/// 544 bytes per group and block, as in q8_0. The levels are stored as w + 128 (unsigned), the
-/// operand vpdpbusd multiplies unsigned: sum (w + 128) x = sum w x + 128 sum x, and the kernel
-/// takes 128 sum x (the activation sums) back off.
-inline constexpr std::size_t k_q8_0_x16_block_bytes = 16 * 34;
-/// Repacks `groups` groups of 16 q8_0 rows of k values (the rows of src in order) into dst
-/// (groups * 16 * row_bytes(q8_0, k) bytes).
-void repack_q8_0_x16(const void* src, std::int64_t groups, std::int64_t k, void* dst);
-/// Row `row` of a q8_0 matrix of `rows` rows held as repack_q8_0_x16 groups followed by the rows
-/// % 16 left over in the GGUF layout, dequantized into dst (k values).
-void dequantize_q8_0_x16_row(const void* packed, std::int64_t rows, std::int64_t row, std::int64_t k, float* dst);
-
 }  // namespace strata::kernels

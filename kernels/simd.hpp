@@ -11,6 +11,8 @@
 //    activation rows (and each activation several weight rows). f32/f16/bf16 weights are
 //    expanded to f32 tiles and multiplied with FMA. Both paths run the same operations for each
 //    output, so a row gets the same bits alone or in a batch of any size.
+// Where a level has a packed kernel for a type (packed_gemm), matrices packed at load in 16-row
+// groups (kernels/packed_x16.hpp) take it for every m instead, decode included.
 
 #include <cstddef>
 #include <cstdint>
@@ -59,13 +61,14 @@ using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const 
 /// of 16. Each output takes the very operations of the level's f32 row dot.
 using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
 
-/// q8_0 weights repacked by repack_q8_0_x16 against activations interleaved by
+/// Weights packed by pack_x16 (kernels/packed_x16.hpp) against activations interleaved by
 /// interleave_q8_x8: y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for the groups g in
-/// [g0, g1), i < 16, c < nc.
+/// [g0, g1), i < 16, c < nc. Every m runs it (decode included), so a row gets the same bits alone
+/// or in a batch.
 using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::byte* xt, int nc,
                                 std::int64_t k, float* y, std::int64_t ldy);
 
-/// q8_32 activation rows for kernel_table::q8_0_x16, in tiles of up to 8 rows (the last tile
+/// q8_32 activation rows for kernel_table::packed_gemm, in tiles of up to 8 rows (the last tile
 /// takes what is left), so that a tile is one stream the kernel reads at fixed offsets. For a tile
 /// of C rows, block b (32 values) of all C rows takes k_interleaved_row_block_bytes * C bytes:
 ///
@@ -112,9 +115,9 @@ struct kernel_table {
   /// For the quantized types (the float slots stay null: they take gemm_f32).
   row_gemm_fn row_gemm[k_dtype_slots] = {};
   gemm_f32_fn gemm_f32 = nullptr;
-  /// q8_0 weights in 16-row groups (repack_q8_0_x16), every m; null where the level has none
-  /// (the weights then stay in their GGUF layout).
-  packed_gemm_fn q8_0_x16 = nullptr;
+  /// Weights of the 32-value block types in 16-row groups (pack_x16), every m, per dtype_slot;
+  /// null where the level has none for the type (the weights then stay in their GGUF layout).
+  packed_gemm_fn packed_gemm[k_dtype_slots] = {};
 };
 
 /// A row GEMM made of row dots, activation rows outermost (each stays in L1 across the weight

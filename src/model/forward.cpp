@@ -12,6 +12,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "src/model/attention_sinks.hpp"
 #include "src/model/for_rows.hpp"
@@ -374,7 +375,7 @@ void embed(const model_weights& w, const hparams& h, const std::int32_t* tokens,
     const std::int32_t t = std::clamp<std::int32_t>(tokens[i], 0, h.n_vocab - 1);
     float* row = hidden + static_cast<std::size_t>(i) * static_cast<std::size_t>(e.cols);
     if (e.packed) {
-      kernels::dequantize_q8_0_x16_row(e.packed, e.rows, t, e.cols, row);
+      kernels::dequantize_x16_row(e.type, e.packed, e.rows, t, e.cols, row);
     } else {
       kernels::dequantize_row(e.type, static_cast<const std::byte*>(e.data) + static_cast<std::size_t>(t) * stride, row, e.cols);
     }

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
 
@@ -71,18 +72,19 @@ void populate(const void* p, std::size_t n) {
   ::madvise(reinterpret_cast<void*>(begin), reinterpret_cast<std::uintptr_t>(p) + n - begin, MADV_POPULATE_READ);
 }
 
-/// Repacks the q8_0 product matrices of at least 16 rows for the CPU's packed kernel, when it has
-/// one, on every core: each copy holds the row groups, then the rows % 16 left over in the GGUF
-/// layout, and takes the place of the mapped matrix. The model then owns every weight it reads:
+/// Repacks the product matrices of at least 16 rows whose type has a packed kernel on this CPU
+/// (pack_x16: q8_0 and the 4- and 5-bit 32-value block types), on every core: each copy holds
+/// the row groups, then the rows % 16 left over in the GGUF layout, and takes the place of the
+/// mapped matrix. The model then owns every weight it reads:
 /// the other tensors are copied too, and a tied embedding table is read from the packed output.
 /// So the file's pages can all be dropped, and one copy of the weights stays resident rather
 /// than the copy plus whatever pages of the file small reads would map in.
 void pack_weights(model& m) {
-  if (!kernels::active_kernels().q8_0_x16) return;
+  const kernels::kernel_table& kt = kernels::active_kernels();
   auto& w = m.weights;
   std::vector<tensor_view*> todo, rest;
   for (tensor_view* t : product_matrices(w))
-    if (*t && t->type == kernels::dtype::q8_0 && t->rows >= 16) todo.push_back(t);
+    if (*t && kt.packed_gemm[kernels::dtype_slot(t->type)] && t->rows >= 16) todo.push_back(t);
   if (todo.empty()) return;
   const bool tied = w.token_embd.data == w.output.data;
   const bool output_packed = std::find(todo.begin(), todo.end(), &w.output) != todo.end();
@@ -108,9 +110,7 @@ void pack_weights(model& m) {
       const std::size_t bytes = tensor_bytes(t);
       populate(t.data, bytes);
       if (i < todo.size()) {
-        const std::size_t grouped = kernels::row_bytes(t.type, t.cols) * static_cast<std::size_t>(t.rows / 16 * 16);
-        kernels::repack_q8_0_x16(t.data, t.rows / 16, t.cols, dst);
-        std::memcpy(dst + grouped, static_cast<const std::byte*>(t.data) + grouped, bytes - grouped);
+        kernels::pack_x16(t.type, t.data, t.rows, t.cols, dst);
       } else {
         std::memcpy(dst, t.data, bytes);
       }

@@ -17,8 +17,8 @@ struct tensor_view {
   const void* data = nullptr;
   std::int64_t cols = 0;
   std::int64_t rows = 0;
-  /// The matrix repacked for the CPU's kernel (kernels::repack_q8_0_x16 of its rows / 16 groups,
-  /// then the rows % 16 left over in the GGUF layout), or null: matmul and embedding lookups read
+  /// The matrix repacked for the CPU's kernel (kernels::pack_x16: its rows / 16 groups, then the
+  /// rows % 16 left over in the GGUF layout), or null: matmul and embedding lookups read
   /// it from here instead of `data`.
   const void* packed = nullptr;
   explicit operator bool() const { return data != nullptr; }
