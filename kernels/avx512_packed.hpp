@@ -17,6 +17,8 @@ namespace {
 /// q8_0: the 8 slices are stored as they are used (levels + 128); the kernel starts each block's
 /// sum at -128 * (the activation block's sum), which interleave_q8_x8 stores as the bias.
 struct x16_q8_0 {
+  static constexpr act_format act = act_format::q8_32;
+  static constexpr int values = 32;
   static constexpr std::size_t block_bytes = 16 * 34, scales_at = 512;
   static constexpr int bias_shift = 0;
   static constexpr bool has_mins = false;
@@ -34,6 +36,8 @@ struct x16_q8_0 {
 /// block.
 template <std::size_t gguf_bytes, int shift, bool mins, bool fifth, const std::int8_t* table = nullptr>
 struct x16_nibbles {
+  static constexpr act_format act = act_format::q8_32;
+  static constexpr int values = 32;
   static constexpr std::size_t block_bytes = 16 * gguf_bytes, scales_at = fifth ? 320 : 256;
   static constexpr int bias_shift = shift;
   static constexpr bool has_mins = mins;
@@ -82,7 +86,7 @@ void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y
   __m512 acc[C];
 #pragma GCC unroll 8
   for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b, g += F::block_bytes, xt += k_interleaved_row_block_bytes * C) {
+  for (std::int64_t b = 0; b < nb; ++b, g += F::block_bytes, xt += interleaved_row_block_bytes(act_format::q8_32) * C) {
     const auto* q = reinterpret_cast<const std::int32_t*>(xt);
     const std::int32_t* bias = q + 8 * C;
     const auto* d = reinterpret_cast<const float*>(bias + C);
@@ -110,6 +114,134 @@ void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y
   for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
 }
 
+/// q4_K, 16 rows x C activation rows per super-block (k_x16_tile): sub-block s (32 values, qs
+/// vectors 8 (s / 2) .. + 7, low nibbles for even s, high for odd) takes 8 vpdpbusd into an exact
+/// int32 dot per row, times its 6-bit scale (vpmulld) into the super-block's integer sum; the mins
+/// go in first as an integer sum of their own (each 6-bit min times the activation sum of its 32
+/// values, through vpdpwssd on the low 16 bits), times dmin * d_x.
+struct x16_q4_k {
+  static constexpr act_format act = act_format::q8_256;
+  static constexpr int values = 256;
+  static constexpr std::size_t block_bytes = 16 * 144, d_at = 2240;
+  template <int C>
+  static void superblock(const std::byte* g, const std::int32_t* q, const std::int32_t* sums, const float* d, __m512 (&acc)[C],
+                         __m512i (&is)[C]) {
+    const __m512i low4 = _mm512_set1_epi8(0xF), byte = _mm512_set1_epi32(0xFF);
+    // The 6-bit scales and mins of sub-blocks 0..3 and 4..7, a byte each (k_scales_mins, 16 rows).
+    const __m512i u0 = _mm512_loadu_si512(g + 2048), u1 = _mm512_loadu_si512(g + 2112), u2 = _mm512_loadu_si512(g + 2176);
+    const __m512i six = _mm512_set1_epi32(0x3F3F3F3F), four = _mm512_set1_epi32(0x0F0F0F0F), top = _mm512_set1_epi32(0x30303030);
+    const __m512i sc[2] = {_mm512_and_si512(u0, six),
+                           _mm512_or_si512(_mm512_and_si512(u2, four), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top))};
+    const __m512i mn[2] = {_mm512_and_si512(u1, six), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), four),
+                                                                       _mm512_and_si512(_mm512_srli_epi32(u1, 2), top))};
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m512i m = _mm512_and_si512(_mm512_srli_epi32(mn[s / 4], 8 * (s % 4)), byte);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c)
+        is[c] = _mm512_dpwssd_epi32(is[c], m, _mm512_set1_epi32((sums[2 * s * C + c] + sums[(2 * s + 1) * C + c]) & 0xFFFF));
+    }
+    const __m512 dminw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2272)));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) {
+      acc[c] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(is[c]), _mm512_mul_ps(dminw, _mm512_set1_ps(d[c])), acc[c]);
+      is[c] = _mm512_setzero_si512();
+    }
+    for (int s = 0; s < 8; ++s) {
+      const __m512i scale = _mm512_and_si512(_mm512_srli_epi32(sc[s / 4], 8 * (s % 4)), byte);
+      __m512i u[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) {
+        const __m512i v = _mm512_loadu_si512(g + 64 * (8 * (s / 2) + j));
+        u[j] = _mm512_and_si512(s % 2 ? _mm512_srli_epi16(v, 4) : v, low4);
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        __m512i dot = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) dot = _mm512_dpbusd_epi32(dot, u[j], _mm512_set1_epi32(q[(8 * s + j) * C + c]));
+        is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
+      }
+    }
+  }
+};
+
+/// q6_K, 16 rows x C activation rows per super-block (k_x16_tile). Quarter qd (0..3) of half h is
+/// the 32 values from 128 h + 32 qd: the low (qd < 2) or high nibbles of ql vectors
+/// 16 h + 8 (qd % 2) + j, with bits 2 qd, 2 qd + 1 of qh vectors 8 h + j as bits 4 and 5. Each 16
+/// values (one int8 scale) take 4 vpdpbusd into an int32 dot that starts at -32 * (their
+/// activation sum), the levels' offset, and go into the super-block's integer sum times the scale
+/// (vpmulld).
+struct x16_q6_k {
+  static constexpr act_format act = act_format::q8_256;
+  static constexpr int values = 256;
+  static constexpr std::size_t block_bytes = 16 * 210, d_at = 3328;
+  template <int C>
+  static void superblock(const std::byte* g, const std::int32_t* q, const std::int32_t* sums, const float*, __m512 (&)[C],
+                         __m512i (&is)[C]) {
+    const __m512i low4 = _mm512_set1_epi8(0xF), three = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+      for (int qd = 0; qd < 4; ++qd) {
+#pragma GCC unroll 2
+        for (int t = 0; t < 2; ++t) {
+          const int sb = 8 * h + 2 * qd + t;  // the 16 values' scale
+          const __m512i scale = _mm512_srai_epi32(_mm512_slli_epi32(_mm512_loadu_si512(g + 3072 + 64 * (sb / 4)), 24 - 8 * (sb % 4)), 24);
+          __m512i u[4];
+#pragma GCC unroll 4
+          for (int jj = 0; jj < 4; ++jj) {
+            const int j = 4 * t + jj;
+            const __m512i l = _mm512_loadu_si512(g + 64 * (16 * h + 8 * (qd % 2) + j));
+            const __m512i hb = _mm512_loadu_si512(g + 2048 + 64 * (8 * h + j));
+            u[jj] = _mm512_or_si512(_mm512_and_si512(qd < 2 ? l : _mm512_srli_epi16(l, 4), low4),
+                                    _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(hb, 2 * qd), three), 4));
+          }
+#pragma GCC unroll 8
+          for (int c = 0; c < C; ++c) {
+            __m512i dot = _mm512_set1_epi32(-32 * sums[sb * C + c]);
+#pragma GCC unroll 4
+            for (int jj = 0; jj < 4; ++jj)
+              dot = _mm512_dpbusd_epi32(dot, u[jj], _mm512_set1_epi32(q[(32 * h + 8 * qd + 4 * t + jj) * C + c]));
+            is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
+          }
+        }
+      }
+    }
+  }
+};
+
+/// A K-quant layout's tile: per super-block, F::superblock sums each column's products into an
+/// int32 per row (exact, and in a fixed order) and adds any float terms of its own to acc; the
+/// sum goes in once, times d * d_x (the f16 d of the 16 rows at d_at). The interleaved activations
+/// hold each super-block's 64 words of levels, 16 sums and scale per row (interleave_q8_x8).
+template <class F, int C>
+void k_x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y, std::int64_t ldy) {
+  __m512 acc[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b, g += F::block_bytes, xt += interleaved_row_block_bytes(F::act) * C) {
+    const auto* q = reinterpret_cast<const std::int32_t*>(xt);
+    const std::int32_t* sums = q + 64 * C;
+    const auto* d = reinterpret_cast<const float*>(sums + 16 * C);
+    __m512i is[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) is[c] = _mm512_setzero_si512();
+    F::template superblock<C>(g, q, sums, d, acc, is);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + F::d_at)));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[c]), _mm512_mul_ps(dw, _mm512_set1_ps(d[c])), acc[c]);
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
+}
+
+/// The tile of a layout: its own where it has one (the K-quants), else x16_tile.
+template <class F, int C>
+void x16_any_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y, std::int64_t ldy) {
+  if constexpr (F::act == act_format::q8_256) k_x16_tile<F, C>(g, nb, xt, y, ldy);
+  else x16_tile<F, C>(g, nb, xt, y, ldy);
+}
+
 /// The packed_gemm of one layout: groups [g0, g1) against nc interleaved rows, in runs of 64
 /// activation rows (their tiles stay in cache while every group of the range passes them), each
 /// group's weights against the run's tiles of 8 rows.
@@ -117,18 +249,18 @@ template <class F>
 void x16_gemm(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::byte* xt, int nc, std::int64_t k, float* y,
               std::int64_t ldy) {
   using tile = void (*)(const std::byte*, std::int64_t, const std::byte*, float*, std::int64_t);
-  static constexpr tile tiles[8] = {x16_tile<F, 1>, x16_tile<F, 2>, x16_tile<F, 3>, x16_tile<F, 4>,
-                                    x16_tile<F, 5>, x16_tile<F, 6>, x16_tile<F, 7>, x16_tile<F, 8>};
+  static constexpr tile tiles[8] = {x16_any_tile<F, 1>, x16_any_tile<F, 2>, x16_any_tile<F, 3>, x16_any_tile<F, 4>,
+                                    x16_any_tile<F, 5>, x16_any_tile<F, 6>, x16_any_tile<F, 7>, x16_any_tile<F, 8>};
   static_assert(k_interleave_rows == 8);
   constexpr int run = 64;
-  const std::int64_t nb = k / 32;
+  const std::int64_t nb = k / F::values;
   const std::size_t group_bytes = static_cast<std::size_t>(nb) * F::block_bytes;
   for (int c0 = 0; c0 < nc; c0 += run) {
     const int c1 = std::min(nc, c0 + run);
     for (std::int64_t g = g0; g < g1; ++g) {
       for (int c = c0; c < c1; c += 8) {
         const int cc = std::min(8, c1 - c);
-        tiles[cc - 1](w + static_cast<std::size_t>(g) * group_bytes, nb, xt + interleaved_q8_x8_bytes(c, k), y + c * ldy + g * 16, ldy);
+        tiles[cc - 1](w + static_cast<std::size_t>(g) * group_bytes, nb, xt + interleaved_q8_x8_bytes(F::act, c, k), y + c * ldy + g * 16, ldy);
       }
     }
   }

@@ -114,11 +114,11 @@ act_row* prepare_rows(compute_pool& pool, const kernel_table& kt, prepared_x& px
   // One spare row of bytes lets the start be rounded up to 64.
   std::byte* data = scratch(px.data, per_row * static_cast<std::size_t>(m + 1));
   data += (64 - reinterpret_cast<std::uintptr_t>(data) % 64) % 64;
-  if (interleave) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(m, k));
+  if (interleave) xt = scratch(px.interleaved, interleaved_q8_x8_bytes(fmt, m, k));
   auto quantize = [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t i = b; i < e; ++i)
       xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
-    if (xt) interleave_q8_x8(xs, b, e, m, k, xt);
+    if (xt) interleave_q8_x8(fmt, xs, b, e, m, k, xt);
   };
   if (single || m < 4) {
     quantize(0, m);

@@ -36,21 +36,31 @@ std::size_t act_row_bytes(act_format fmt, std::int64_t k) {
   return 0;
 }
 
-void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt) {
-  const std::int64_t nb = k / 32;
+void interleave_q8_x8(act_format fmt, const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k,
+                      std::byte* xt) {
+  const bool k_quant = fmt == act_format::q8_256;
+  const int values = k_quant ? 256 : 32, words = values / 4;
+  const std::int64_t nb = k / values;
   for (std::int64_t r = r0; r < r1; ++r) {
     const std::int64_t c0 = r / k_interleave_rows * k_interleave_rows;
     const std::int64_t tile = std::min<std::int64_t>(k_interleave_rows, n - c0);
-    // Row r's words go to every tile-th word from its column on: 8 per block, then the bias and
-    // the scale.
-    auto* dst = reinterpret_cast<std::uint32_t*>(xt + interleaved_q8_x8_bytes(c0, k)) + (r - c0);
-    std::uint32_t words[8];
-    for (std::int64_t b = 0; b < nb; ++b, dst += k_interleaved_row_block_bytes / 4 * tile) {
-      std::memcpy(words, x[r].qs + 32 * b, 32);
-      for (int s = 0; s < 8; ++s) dst[s * tile] = words[s];
-      const std::int32_t bias = -128 * x[r].sums[b];
-      std::memcpy(dst + 8 * tile, &bias, 4);
-      std::memcpy(dst + 9 * tile, x[r].d + b, 4);
+    // Row r's words go to every tile-th word from its column on: the levels, then the bias (or
+    // the sums) and the scale.
+    auto* dst = reinterpret_cast<std::uint32_t*>(xt + interleaved_q8_x8_bytes(fmt, c0, k)) + (r - c0);
+    std::uint32_t level_words[64];
+    for (std::int64_t b = 0; b < nb; ++b, dst += interleaved_row_block_bytes(fmt) / 4 * tile) {
+      std::memcpy(level_words, x[r].qs + values * b, static_cast<std::size_t>(values));
+      for (int s = 0; s < words; ++s) dst[s * tile] = level_words[s];
+      std::uint32_t* after = dst + words * tile;
+      if (k_quant) {
+        for (int j = 0; j < 16; ++j) std::memcpy(after + j * tile, x[r].sums + 16 * b + j, 4);
+        after += 16 * tile;
+      } else {
+        const std::int32_t bias = -128 * x[r].sums[b];
+        std::memcpy(after, &bias, 4);
+        after += tile;
+      }
+      std::memcpy(after, x[r].d + b, 4);
     }
   }
 }

@@ -62,26 +62,31 @@ using row_gemm_fn = void (*)(const void* w, std::size_t w_stride, int nr, const 
 using gemm_f32_fn = void (*)(const float* w, const float* x, std::int64_t k, int nr, int nc, float* y, std::int64_t ldy);
 
 /// Weights packed by pack_x16 (kernels/packed_x16.hpp) against activations interleaved by
-/// interleave_q8_x8: y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for the groups g in
+/// interleave_q8_x8 (in the act_format_for the type): y[c * ldy + 16 g + i] = dot(W row 16 g + i, x[c]) for the groups g in
 /// [g0, g1), i < 16, c < nc. Every m runs it (decode included), so a row gets the same bits alone
 /// or in a batch.
 using packed_gemm_fn = void (*)(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::byte* xt, int nc,
                                 std::int64_t k, float* y, std::int64_t ldy);
 
-/// q8_32 activation rows for kernel_table::packed_gemm, in tiles of up to 8 rows (the last tile
-/// takes what is left), so that a tile is one stream the kernel reads at fixed offsets. For a tile
-/// of C rows, block b (32 values) of all C rows takes k_interleaved_row_block_bytes * C bytes:
+/// Quantized activation rows for kernel_table::packed_gemm, in tiles of up to 8 rows (the last
+/// tile takes what is left), so that a tile is one stream the kernel reads at fixed offsets. For a
+/// tile of C rows, each block of all C rows (32 values for q8_32, 256 for q8_256) takes
+/// interleaved_row_block_bytes(fmt) * C bytes:
 ///
-///   | int32 q[8][C]: q[s][c] = bytes 4s..4s+3 of row c's block | int32 -128 * sum of row c's block, [C] | f32 scale [C] |
+///   q8_32:  | int32 q[8][C]: q[s][c] = bytes 4s..4s+3 of row c's block | int32 -128 * sum of row c's block, [C] | f32 scale [C] |
+///   q8_256: | int32 q[64][C] | int32 sums[16][C]: row c's sums per 16 | f32 scale [C] |
 ///
-/// The tile of rows from c0 (a multiple of 8) starts at byte interleaved_q8_x8_bytes(c0, k).
+/// The tile of rows from c0 (a multiple of 8) starts at byte interleaved_q8_x8_bytes(fmt, c0, k).
 constexpr int k_interleave_rows = 8;
-constexpr std::int64_t k_interleaved_row_block_bytes = 40;  // one row's block: 8 words of levels, the bias, the scale
-inline std::size_t interleaved_q8_x8_bytes(std::int64_t rows, std::int64_t k) {
-  return static_cast<std::size_t>(k_interleaved_row_block_bytes * rows * (k / 32));
+constexpr std::int64_t interleaved_row_block_bytes(act_format fmt) {
+  return fmt == act_format::q8_256 ? 4 * (64 + 16 + 1) : 4 * (8 + 1 + 1);
 }
-/// Writes rows [r0, r1) of the n rows x (q8_32) into xt, laid out as above for n rows.
-void interleave_q8_x8(const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k, std::byte* xt);
+inline std::size_t interleaved_q8_x8_bytes(act_format fmt, std::int64_t rows, std::int64_t k) {
+  return static_cast<std::size_t>(interleaved_row_block_bytes(fmt) * rows * (k / (fmt == act_format::q8_256 ? 256 : 32)));
+}
+/// Writes rows [r0, r1) of the n rows x (q8_32 or q8_256) into xt, laid out as above for n rows.
+void interleave_q8_x8(act_format fmt, const act_row* x, std::int64_t r0, std::int64_t r1, std::int64_t n, std::int64_t k,
+                      std::byte* xt);
 
 /// Index of a dtype in kernel_table::row_dot.
 int dtype_slot(dtype t);
