@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
@@ -29,12 +30,12 @@ struct x16_q8_0 {
 };
 
 /// The 4-bit layouts: slice j is the low nibbles of vector j, slice j + 4 its high nibbles; with
-/// `fifth`, mask s adds 16 to slice s's levels (q5_0, q5_1); with a `table`, the nibbles index its
-/// 16 int8 levels, + 128 to make them unsigned (iq4_nl). The constant offset of the levels comes
-/// off as offset * (the activation block's sum): the bias (-128 times it) shifted right by
-/// bias_shift (-1: no offset, the f16 mins m after the scales instead). gguf_bytes: the type's
-/// block.
-template <std::size_t gguf_bytes, int shift, bool mins, bool fifth, const std::int8_t* table = nullptr>
+/// `fifth`, mask s adds 16 to slice s's levels (q5_0, q5_1); with a Table, the nibbles index its
+/// 16 int8 levels (Table::values), + 128 to make them unsigned (iq4_nl). The constant offset of
+/// the levels comes off as offset * (the activation block's sum): the bias (-128 times it) shifted
+/// right by bias_shift (-1: no offset, the f16 mins m after the scales instead). gguf_bytes: the
+/// type's block.
+template <std::size_t gguf_bytes, int shift, bool mins, bool fifth, class Table = void>
 struct x16_nibbles {
   static constexpr act_format act = act_format::q8_32;
   static constexpr int values = 32;
@@ -57,10 +58,10 @@ struct x16_nibbles {
         u[s] = _mm512_mask_add_epi8(u[s], _cvtu64_mask64(bits), u[s], _mm512_set1_epi8(16));
       }
     }
-    if constexpr (table != nullptr) {
+    if constexpr (!std::is_void_v<Table>) {
       // Adding 128 to an int8 level flips its top bit.
       const __m512i t = _mm512_broadcast_i32x4(
-          _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(table)), _mm_set1_epi8(static_cast<char>(0x80))));
+          _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(Table::values)), _mm_set1_epi8(static_cast<char>(0x80))));
 #pragma GCC unroll 8
       for (int s = 0; s < 8; ++s) u[s] = _mm512_shuffle_epi8(t, u[s]);
     }
@@ -71,7 +72,11 @@ using x16_q4_0 = x16_nibbles<18, 4, false, false>;    // -8 * sum
 using x16_q4_1 = x16_nibbles<20, -1, true, false>;
 using x16_q5_0 = x16_nibbles<22, 3, false, true>;     // -16 * sum
 using x16_q5_1 = x16_nibbles<24, -1, true, true>;
-using x16_iq4_nl = x16_nibbles<18, 0, false, false, k_iq4_nl_values>;  // -128 * sum
+/// iq4_nl's levels, for x16_nibbles.
+struct iq4_nl_table {
+  static constexpr const std::int8_t* values = k_iq4_nl_values;
+};
+using x16_iq4_nl = x16_nibbles<18, 0, false, false, iq4_nl_table>;  // -128 * sum
 
 /// One group of 16 packed rows against a tile of C interleaved activation rows (interleave_q8_x8):
 /// lane i of every vector is weight row i, so a block takes 8 vpdpbusd per activation row (4 bytes

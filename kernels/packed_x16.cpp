@@ -1,6 +1,8 @@
 #include "kernels/packed_x16.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/quants.hpp"
@@ -35,23 +37,27 @@ block_parts parts_of(dtype t) {
   }
 }
 
-/// Copies GGUF block `block` (row i of its group) into group block g, or back (`back`).
-void move_block(const block_parts& p, std::byte* g, int i, std::byte* block, bool back) {
-  auto put = [&](std::byte* packed, std::byte* gguf, std::size_t n) {
-    if (back) std::memcpy(gguf, packed, n);
+/// Copies GGUF block `block` (row i of its group) into group block g, or back (`back`: g is read,
+/// the block written).
+template <bool back>
+void move_block(const block_parts& p, std::conditional_t<back, const std::byte*, std::byte*> g, int i,
+                std::conditional_t<back, std::byte*, const std::byte*> block) {
+  auto put = [](auto* packed, auto* gguf, std::size_t n) {
+    if constexpr (back) std::memcpy(gguf, packed, n);
     else std::memcpy(packed, gguf, n);
   };
   for (const word_run& r : p.runs) {
     for (int w = 0; w < r.words; ++w) {
-      std::byte* q = g + r.at + 64 * w + 4 * i;
-      std::byte* b = block + r.from + 4 * w;
-      put(q, b, 4);
+      put(g + r.at + 64 * w + 4 * i, block + r.from + 4 * w, 4);
       if (p.flip) {
         // Adding 128 to each level is flipping its top bit.
+        std::byte* to;
+        if constexpr (back) to = block + r.from + 4 * w;
+        else to = g + r.at + 64 * w + 4 * i;
         std::uint32_t four;
-        std::memcpy(&four, q, 4);
+        std::memcpy(&four, to, 4);
         four ^= 0x80808080u;
-        std::memcpy(back ? b : q, &four, 4);
+        std::memcpy(to, &four, 4);
       }
     }
   }
@@ -60,18 +66,18 @@ void move_block(const block_parts& p, std::byte* g, int i, std::byte* block, boo
   if (p.qh_from < 0) return;
   // Mask s holds bits 4s..4s+3 of each row's qh at bits 4i..4i+3.
   std::uint32_t qh = 0;
-  if (!back) std::memcpy(&qh, block + p.qh_from, 4);
+  if constexpr (!back) std::memcpy(&qh, block + p.qh_from, 4);
   for (int s = 0; s < 8; ++s) {
     std::uint64_t mask;
     std::memcpy(&mask, g + 256 + 8 * s, 8);
-    if (back) {
+    if constexpr (back) {
       qh |= static_cast<std::uint32_t>((mask >> (4 * i)) & 0xF) << (4 * s);
     } else {
       mask = (mask & ~(std::uint64_t{0xF} << (4 * i))) | (static_cast<std::uint64_t>((qh >> (4 * s)) & 0xF) << (4 * i));
       std::memcpy(g + 256 + 8 * s, &mask, 8);
     }
   }
-  if (back) std::memcpy(block + p.qh_from, &qh, 4);
+  if constexpr (back) std::memcpy(block + p.qh_from, &qh, 4);
 }
 
 }  // namespace
@@ -80,22 +86,16 @@ bool x16_packable(dtype t) { return parts_of(t).bytes != 0; }
 
 std::size_t x16_block_bytes(dtype t) { return 16 * static_cast<std::size_t>(parts_of(t).bytes); }
 
-
 void pack_x16(dtype t, const void* src, std::int64_t rows, std::int64_t k, void* dst) {
   const block_parts p = parts_of(t);
   const auto* in = static_cast<const std::byte*>(src);
   auto* out = static_cast<std::byte*>(dst);
   const std::int64_t nb = k / p.values;
   const std::size_t stride = row_bytes(t, k), grouped = stride * static_cast<std::size_t>(rows / 16 * 16);
-  std::byte block[256];
-  for (std::int64_t g = 0; g < rows / 16; ++g) {
-    for (std::int64_t b = 0; b < nb; ++b, out += x16_block_bytes(t)) {
-      for (int i = 0; i < 16; ++i) {
-        std::memcpy(block, in + static_cast<std::size_t>(g * 16 + i) * stride + static_cast<std::size_t>(b * p.bytes), static_cast<std::size_t>(p.bytes));
-        move_block(p, out, i, block, false);
-      }
-    }
-  }
+  for (std::int64_t g = 0; g < rows / 16; ++g)
+    for (std::int64_t b = 0; b < nb; ++b, out += x16_block_bytes(t))
+      for (int i = 0; i < 16; ++i)
+        move_block<false>(p, out, i, in + static_cast<std::size_t>(g * 16 + i) * stride + static_cast<std::size_t>(b * p.bytes));
   std::memcpy(static_cast<std::byte*>(dst) + grouped, in + grouped, stride * static_cast<std::size_t>(rows) - grouped);
 }
 
@@ -108,17 +108,14 @@ void unpack_x16_row(dtype t, const void* packed, std::int64_t rows, std::int64_t
     std::memcpy(out, in + static_cast<std::size_t>(row) * stride, stride);
     return;
   }
-  // move_block reads the group block only: a copy of it lets the packed bytes stay const.
-  std::vector<std::byte> g(x16_block_bytes(t));
   const std::byte* group = in + static_cast<std::size_t>(row / 16) * 16 * stride;
-  for (std::int64_t b = 0; b < k / p.values; ++b, group += g.size()) {
-    std::memcpy(g.data(), group, g.size());
-    move_block(p, g.data(), static_cast<int>(row % 16), out + b * p.bytes, true);
-  }
+  for (std::int64_t b = 0; b < k / p.values; ++b, group += x16_block_bytes(t))
+    move_block<true>(p, group, static_cast<int>(row % 16), out + b * p.bytes);
 }
 
 void dequantize_x16_row(dtype t, const void* packed, std::int64_t rows, std::int64_t row, std::int64_t k, float* dst) {
-  std::vector<std::byte> gguf(row_bytes(t, k));
+  thread_local std::vector<std::byte> gguf;  // grows on first use only
+  gguf.resize(std::max(gguf.size(), row_bytes(t, k)));
   unpack_x16_row(t, packed, rows, row, k, gguf.data());
   dequantize_row(t, gguf.data(), dst, k);
 }
