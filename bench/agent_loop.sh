@@ -44,14 +44,8 @@ start_server "$build" "$model" "$port" "$dir/agent_loop-strata.log" --config "$w
 stop_server
 server=
 
-"$llama_server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -np "$agents" -c $((agents * ctx)) \
-  --jinja > "$dir/agent_loop-llamacpp.log" 2>&1 &
-server=$!
-for _ in $(seq 1 600); do
-  curl -sf "http://127.0.0.1:$port/health" > /dev/null && break
-  kill -0 "$server" 2> /dev/null || { echo "llama-server exited; see $dir/agent_loop-llamacpp.log" >&2; exit 1; }
-  sleep 0.2
-done
+start_llama_server "$llama_server" "$model" "$port" "$dir/agent_loop-llamacpp.log" -t "$threads" -np "$agents" \
+  -c $((agents * ctx)) --jinja
 "$py" bench/agent_loop.py --server "llama.cpp=http://127.0.0.1:$port" --agents "$agents" --steps "$steps" \
   --result-tokens "${RESULT_TOKENS:-300}" --json "$work/llamacpp.json" > "$work/llamacpp.txt"
 stop_server

@@ -53,8 +53,27 @@ start_server() {
   shift 4
   "$build/strata" serve --model "$model" --port "$port" --log-level warn "$@" > "$log" 2>&1 &
   server=$!
-  for _ in $(seq 1 300); do
+  wait_healthy "$port" "$log" 300
+}
+
+# start_llama_server BIN MODEL PORT LOG [ARGS...]: starts llama.cpp's llama-server BIN on MODEL in
+# the background (its pid in $server) and waits for /health, which answers only once the model
+# is loaded (up to two minutes).
+start_llama_server() {
+  local bin=$1 model=$2 port=$3 log=$4
+  shift 4
+  "$bin" -m "$model" --host 127.0.0.1 --port "$port" "$@" > "$log" 2>&1 &
+  server=$!
+  wait_healthy "$port" "$log" 600
+}
+
+# wait_healthy PORT LOG TRIES: waits for the server $server to answer /health on PORT, trying
+# every 0.2 s TRIES times; fails, naming LOG, when it exits first or never answers.
+wait_healthy() {
+  local port=$1 log=$2 tries=$3
+  for _ in $(seq 1 "$tries"); do
     curl -sf "http://127.0.0.1:$port/health" > /dev/null && return 0
+    kill -0 "$server" 2> /dev/null || { echo "the server exited; see $log" >&2; return 1; }
     sleep 0.2
   done
   echo "the server did not come up; see $log" >&2

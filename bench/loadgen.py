@@ -18,14 +18,22 @@ Options (defaults): --url (http://127.0.0.1:8080) --model ('': none sent; the se
 --turns (4; accepted, the documents scenario asks questions until --requests are sent)
 --pick (cycle) --temperature (0) --timeout-s (600: for the whole run) --seed (1: the prompts' words;
 printed to stderr) --label ('') --out (a file for the JSON too) --plot (a PNG: TTFT and end-to-end
-latency of every request over time; its data goes to PLOT.dat).
+latency of every request over time; its data goes to PLOT.dat) --connections (keep-alive: a stream's
+requests share its connection; per-request: a new connection for each, for servers such as
+llama-server that close idle kept-alive connections, which fails the request sent on one).
 
 The JSON: label (when given), url, scenario, concurrency, requests (sent), ok, errors, statuses
 (HTTP status -> count; 0: no response), first_errors (up to 3), wall_s, generated_tokens,
 generated_tok_s (all completion tokens over the wall time), prompt_tokens, cached_tokens,
 cached_fraction, and {p50, p90, p99, n} of ttft_ms, itl_ms (the gaps between content chunks),
 e2e_ms and decode_tok_s (each stream's tokens after the first over the time from its first content
-to its last: what `strata bench` calls decode). Figures count successful requests only.
+to its last: what `strata bench` calls decode), and decode_aggregate, the streams' decode-only rate
+together ({tok_s, streams, seconds}: each stream counts 1000 / its median inter-token gap while it
+is between its first content and its last, so the steps slowed by other prompts' prefill, the long
+gaps, are left out as the median leaves them; tok_s sums those rates over the streams decoding at
+once, averaged over the `seconds` during which any stream decodes; `streams` is how many decode at
+once on average: what llama-batched-bench's decode speed measures, from a served run).
+Figures count successful requests only.
 """
 import argparse
 import asyncio
@@ -51,7 +59,7 @@ for name, default in [("url", "http://127.0.0.1:8080"), ("model", ""), ("api-key
                       ("concurrency", "16"), ("requests", "64"), ("scenario", "independent"),
                       ("prompt-tokens", "200"), ("max-tokens", "64"), ("users", "64"), ("turns", "4"),
                       ("pick", "cycle"), ("temperature", "0"), ("timeout-s", "600"), ("seed", "1"),
-                      ("label", ""), ("out", ""), ("plot", "")]:
+                      ("label", ""), ("out", ""), ("plot", ""), ("connections", "keep-alive")]:
     parser.add_argument(f"--{name}", default=default)
 opt = parser.parse_args()
 
@@ -61,6 +69,8 @@ prompt_tokens = int(num(opt.prompt_tokens))
 max_tokens = num(opt.max_tokens)
 temperature = num(opt.temperature)
 deadline = time.monotonic() + num(opt.timeout_s)
+if opt.connections not in ("keep-alive", "per-request"):
+    sys.exit(f"loadgen: --connections is keep-alive or per-request, not {opt.connections}")
 if opt.scenario not in ("independent", "shared-system", "multi-turn", "documents"):
     sys.exit(f"loadgen: unknown scenario {opt.scenario}")
 
@@ -119,7 +129,7 @@ def describe(e):
 async def run_one(session, req):
     t0 = now_ms()
     r = {"ok": False, "status": 0, "ttft": None, "last": None, "itl": [], "e2e": None, "completion_tokens": 0,
-         "prompt_tokens": 0, "cached_tokens": 0, "error": None, "text": ""}
+         "prompt_tokens": 0, "cached_tokens": 0, "error": None, "text": "", "first_at": None, "last_at": None}
     headers = {"Content-Type": "application/json"}
     if opt.api_key:
         headers["Authorization"] = f"Bearer {opt.api_key}"
@@ -153,6 +163,8 @@ async def run_one(session, req):
                             r["itl"].append(now - last)
                         last = now
                         r["last"] = now - t0
+                        r["first_at"] = r["first_at"] if r["first_at"] is not None else now
+                        r["last_at"] = now
                         r["text"] += delta
         r["e2e"] = now_ms() - t0
         r["ok"] = True
@@ -174,14 +186,32 @@ def summary(xs):
     return {"p50": pct(xs, 50), "p90": pct(xs, 90), "p99": pct(xs, 99), "n": len(xs)}
 
 
+def decode_aggregate(ok):
+    """The streams' decode-only rate together: each stream decodes at 1000 / its median inter-token
+    gap (the steps that also carried other prompts' prefill are the long gaps the median leaves out)
+    while between its first content and its last; those rates summed over the streams decoding at
+    once, averaged over the time any stream decodes (the union of their spans)."""
+    spans = sorted((r["first_at"], r["last_at"]) for r in ok if r["first_at"] is not None and r["last_at"] > r["first_at"])
+    union, end = 0.0, None
+    for a, b in spans:
+        union += max(0.0, b - max(a, end if end is not None else a))
+        end = b if end is None else max(end, b)
+    if union <= 0:
+        return {"tok_s": 0, "streams": 0, "seconds": 0}
+    rate_time = sum(1000 / pct(r["itl"], 50) * (r["last_at"] - r["first_at"]) for r in ok
+                    if r["itl"] and pct(r["itl"], 50) > 0 and r["first_at"] is not None)
+    busy = sum(b - a for a, b in spans)
+    return {"tok_s": rate_time / union, "streams": busy / union, "seconds": union / 1000}
+
+
 async def main():
     results = []
     timeline = []
     issued = 0
     start = now_ms()
-    # As many connections as streams, kept alive between one stream's requests; no client timeout
-    # but the run's own (--timeout-s).
-    connector = aiohttp.TCPConnector(limit=0)
+    # As many connections as streams, kept alive between one stream's requests (unless
+    # --connections per-request); no client timeout but the run's own (--timeout-s).
+    connector = aiohttp.TCPConnector(limit=0, force_close=opt.connections == "per-request")
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
         async def worker():
             nonlocal issued
@@ -234,6 +264,7 @@ async def main():
         "decode_tok_s": summary([(r["completion_tokens"] - 1) / ((r["last"] - r["ttft"]) / 1000) for r in ok
                                  if (r["completion_tokens"] or 0) > 1 and r["ttft"] is not None
                                  and r["last"] > r["ttft"]]),
+        "decode_aggregate": decode_aggregate(ok),
     })
     out = json.dumps(report, indent=2)
     if opt.out:

@@ -6,9 +6,12 @@
 #   gpt-oss:  gpt-oss-20b's shape (24 layers, width 2880, 64 query and 8 KV heads of 64, 32 experts
 #             of 2880, 4 per token) in MXFP4 experts with the rest Q8_0, about 12 GiB.
 # For each: single-stream prefill of PROMPT tokens and decode of GEN tokens after them (strata
-# bench against llama-bench, alternating RUNS times, medians), then STREAMS concurrent streams
-# (strata serve with bench/loadgen.py against llama-batched-bench with as many parallel
-# sequences), generated tokens per second. Decode is reported as a share of the machine's read
+# bench against llama-bench, alternating RUNS times, medians), then STREAMS concurrent streams:
+# strata serve and llama-server (STREAMS slots, the same threads, no prompt cache on either) under
+# the same bench/loadgen.py run (2 x STREAMS requests of 128-word prompts, GEN tokens each), each
+# engine's generated tokens per second with the prompts' prefill included, and its decode-only
+# aggregate rate from loadgen's inter-token gaps (decode_aggregate), next to llama-batched-bench's
+# decode speed with as many parallel sequences. Decode is reported as a share of the machine's read
 # bandwidth (strata bench's probe) over the bytes a token reads: the active parameters only (the
 # router's chosen experts, attention, one embedding row and the output matrix).
 # A model is skipped, with a message, when the disk lacks room for it. Run it alone: it reads
@@ -31,6 +34,7 @@ strata=$build/strata
 bin=$(bench/llamacpp.sh)
 llama_bench=$bin/llama-bench
 batched=$bin/llama-batched-bench
+llama_server=$bin/llama-server
 if [ ! -x "$batched" ]; then
   echo "moe.sh: building llama-batched-bench next to llama-bench" >&2
   cmake --build "$(dirname "$bin")" --target llama-batched-bench >&2
@@ -69,17 +73,26 @@ for name in "${names[@]}"; do
       "$llama_bench" -m "$model" $args -t "$threads" -r 1 -o jsonl >> "$l" 2> /dev/null
     done
   done
-  # STREAMS streams: strata serve under loadgen, then llama-batched-bench.
+  # STREAMS streams: strata serve and llama-server under the same loadgen run, then
+  # llama-batched-bench. A llama-server slot holds a prompt (about 140 tokens with the template),
+  # its GEN tokens and room to spare.
+  load=(--scenario independent --concurrency "$streams" --requests "$((2 * streams))" --prompt-tokens 128 --max-tokens "$gen"
+    --connections per-request)
   start_server "$build" "$model" "$port" "$dir/moe-$name-serve.log" --cache-mode off --threads "$threads"
-  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" --scenario independent --concurrency "$streams" \
-    --requests "$((2 * streams))" --prompt-tokens 128 --max-tokens "$gen" --label "$name" --out "$dir/moe-$name-serve.json" > /dev/null
+  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" "${load[@]}" --label "$name strata" --out "$dir/moe-$name-serve.json" > /dev/null
+  stop_server
+  start_llama_server "$llama_server" "$model" "$port" "$dir/moe-$name-llama-server.log" -np "$streams" \
+    -c $(((256 + gen + 64) * streams)) -t "$threads" -tb "$threads" --cache-ram 0 --no-webui
+  "$py" bench/loadgen.py --url "http://127.0.0.1:$port" "${load[@]}" --label "$name llama-server" \
+    --out "$dir/moe-$name-llama-server.json" > /dev/null
   stop_server
   "$batched" -m "$model" -c $(((128 + gen) * streams + 256)) -b 2048 -ub 512 -npp 128 -ntg "$gen" -npl "$streams" \
     -t "$threads" --output-format jsonl 2> /dev/null | grep '^{' > "$dir/moe-$name-batched.jsonl" || true
-  "$py" - "$name" "$s" "$l" "$dir/moe-$name-serve.json" "$dir/moe-$name-batched.jsonl" "$prompt" "$gen" "$streams" <<'PY'
+  "$py" - "$name" "$s" "$l" "$dir/moe-$name-serve.json" "$dir/moe-$name-llama-server.json" "$dir/moe-$name-batched.jsonl" \
+    "$prompt" "$gen" "$streams" <<'PY'
 import json, statistics, sys
-name, s_path, l_path, serve_path, batched_path = sys.argv[1:6]
-prompt, gen, streams = int(sys.argv[6]), int(sys.argv[7]), int(sys.argv[8])
+name, s_path, l_path, serve_path, llama_serve_path, batched_path = sys.argv[1:7]
+prompt, gen, streams = int(sys.argv[7]), int(sys.argv[8]), int(sys.argv[9])
 med = statistics.median
 strata = [json.loads(x) for x in open(s_path) if x.strip()]
 llama = [json.loads(x) for x in open(l_path) if x.strip()]
@@ -95,10 +108,18 @@ line = "%s: prefill %d strata %.1f tok/s, llama.cpp %s; decode strata %.2f tok/s
 line += "; decode at %.0f%% of %.1f GB/s over %.2f GB read a token (active parameters), llama.cpp at %s" % (
     100 * sd / bound, bw, bpt / 1e9, "%.0f%%" % (100 * med(tg) / bound) if tg else "-")
 print(line)
-serve = json.load(open(serve_path))
+serve, llama_serve = json.load(open(serve_path)), json.load(open(llama_serve_path))
 batched = [json.loads(x) for x in open(batched_path) if x.strip()]
 ll = batched[-1]["speed_tg"] if batched else None
-print("%s: %d streams, strata serve %.1f generated tok/s (prefill included), llama-batched-bench %s" % (
-    name, streams, serve["generated_tok_s"], "%.1f tok/s decode (%.2fx)" % (ll, serve["generated_tok_s"] / ll) if ll else "-"))
+ratio = lambda a, b: "%.2fx" % (a / b) if b else "-"
+sg, lg = serve["generated_tok_s"], llama_serve["generated_tok_s"]
+sa, la = serve["decode_aggregate"], llama_serve["decode_aggregate"]
+print("%s: %d streams, generated tok/s with prefill: strata serve %.1f, llama-server %.1f (%s); "
+      "decode only: strata %.1f (%.1f streams at once), llama-server %.1f (%.1f) (%s), "
+      "llama-batched-bench %s (strata %s)%s" % (
+    name, streams, sg, lg, ratio(sg, lg), sa["tok_s"], sa["streams"], la["tok_s"], la["streams"], ratio(sa["tok_s"], la["tok_s"]),
+    "%.1f" % ll if ll else "-", ratio(sa["tok_s"], ll), "".join(
+        "; %s: %d of %d requests failed: %s" % (who, r["errors"], r["requests"], r["first_errors"])
+        for who, r in (("strata", serve), ("llama-server", llama_serve)) if r["errors"])))
 PY
 done
