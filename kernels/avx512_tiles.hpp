@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
@@ -16,6 +17,15 @@ namespace {
 
 /// The lanes of a 16-lane step that exist when `left` values remain.
 inline __mmask16 tail_mask(std::int64_t left) { return static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1); }
+
+/// One weight row's pair of blocks as pair_tile uses them (decode_pairs): the levels vector and
+/// the two blocks' scales in lanes 0..7 and 8..15.
+struct decoded_pair {
+  __m512i levels;
+  __m512 scales;
+};
+/// Pairs of 32-value blocks in a row of k values (the last may hold one block).
+inline std::int64_t pairs_per_row(std::int64_t k) { return (k / 32 + 1) / 2; }
 
 /// Sets an R x C tile of accumulators to zero.
 template <int R, int C>
@@ -68,6 +78,37 @@ float tile_dot(const void* w, const act_row& x, std::int64_t k) {
   return y;
 }
 
+/// Whether a tile family has decoded tiles (pair_family of a format without signed levels or mins).
+template <class Family>
+constexpr bool decodable = requires { requires Family::decodable; };
+
+/// A decodable tile family as a row GEMM over more than 4 activation rows: each weight row would
+/// be decoded again by every tile of 4 activation rows (its nibbles unpacked, looked up, its scales
+/// read), so the nr rows are decoded once into a per-thread buffer, and the decoded tiles run
+/// four weight rows at a time (their decoded pairs stay in L1) against every 4 activation rows.
+template <class Family>
+void run_decoded(const void* w, std::size_t w_stride, int nr, const act_row* x, int nc, std::int64_t k, float* y,
+                 std::int64_t ldy) {
+  static constexpr tile_fn tiles[4][4] = {
+      {Family::template decoded<1, 1>, Family::template decoded<1, 2>, Family::template decoded<1, 3>, Family::template decoded<1, 4>},
+      {Family::template decoded<2, 1>, Family::template decoded<2, 2>, Family::template decoded<2, 3>, Family::template decoded<2, 4>},
+      {Family::template decoded<3, 1>, Family::template decoded<3, 2>, Family::template decoded<3, 3>, Family::template decoded<3, 4>},
+      {Family::template decoded<4, 1>, Family::template decoded<4, 2>, Family::template decoded<4, 3>, Family::template decoded<4, 4>},
+  };
+  // Bytes, with room to round the start up to 64 (the vectors' alignment).
+  thread_local std::vector<std::byte> bytes;
+  const std::int64_t np = pairs_per_row(k);
+  const std::size_t need = static_cast<std::size_t>(nr * np) * sizeof(decoded_pair) + 64;
+  if (bytes.size() < need) bytes.resize(need);
+  auto* buf = reinterpret_cast<decoded_pair*>(bytes.data() + (64 - reinterpret_cast<std::uintptr_t>(bytes.data()) % 64) % 64);
+  Family::decode(static_cast<const std::byte*>(w), w_stride, nr, k, buf);
+  const std::size_t stride = static_cast<std::size_t>(np) * sizeof(decoded_pair);
+  for (int r = 0; r < nr; r += 4) {
+    const int rr = std::min(4, nr - r);
+    run_tiles(tiles, rr, buf + r * np, stride, rr, x, nc, k, y + r, ldy);
+  }
+}
+
 /// One tile family as a row GEMM: its 4 x 4 table of tiles, run by run_tiles. `by_row`: decode
 /// takes one weight row at a time (tile_rows); without it, always four.
 template <class Family, bool by_row = true>
@@ -79,6 +120,12 @@ void tile_gemm(const void* w, std::size_t w_stride, int nr, const act_row* x, in
       {Family::template tile<3, 1>, Family::template tile<3, 2>, Family::template tile<3, 3>, Family::template tile<3, 4>},
       {Family::template tile<4, 1>, Family::template tile<4, 2>, Family::template tile<4, 3>, Family::template tile<4, 4>},
   };
+  if constexpr (decodable<Family>) {
+    if (nc > 4) {
+      run_decoded<Family>(w, w_stride, nr, x, nc, k, y, ldy);
+      return;
+    }
+  }
   run_tiles(tiles, by_row ? tile_rows(nc) : 4, w, w_stride, nr, x, nc, k, y, ldy);
 }
 
@@ -230,6 +277,20 @@ struct q5_1_pair {
   static __m512 mins16(const std::byte* p, std::int64_t left) { return q5_1_mins16(p, left); }
 };
 
+/// Decodes nr weight rows of k values (Format without signed levels or mins) into out: row r's
+/// pairs of blocks at out + r * pairs_per_row(k), what pair_tile computes from the GGUF bytes.
+template <class Format>
+void decode_pairs(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, decoded_pair* out) {
+  const std::int64_t nb = k / 32, np = pairs_per_row(k);
+  for (int r = 0; r < nr; ++r) {
+    for (std::int64_t j = 0; j < np; ++j) {
+      const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(2 * j) * Format::bytes;
+      const bool two = 2 * j + 1 < nb;
+      out[r * np + j] = decoded_pair{Format::levels(p, two), pair_scales<Format>(p, two)};
+    }
+  }
+}
+
 /// Weights of 32-value blocks (Format: one of the *_pair structs above, each block a scale first,
 /// read by pair_scales) against q8_32 activations, R weight rows x C activation rows, two blocks (64 values)
 /// per step. Each (row, column) pair runs the same operations whatever R and C are (vpdpbusd of
@@ -240,9 +301,10 @@ struct q5_1_pair {
 /// own, sum over blocks of m times d_x * (sum of the activation block), taken first with 16 blocks
 /// to a vector: one FMA per 16 blocks, where adding each block's m term in the level loop took
 /// one per two.
-template <class Format, int R, int C>
+template <class Format, int R, int C, bool Decoded = false>
 void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
   constexpr std::size_t bytes = Format::bytes;
+  static_assert(!Decoded || (!Format::signed_levels && !Format::has_mins), "decode_pairs keeps levels and scales only");
   __m512 acc[R][C];
   zero_tile(acc);
   const std::int64_t nb = k / 32;
@@ -268,6 +330,12 @@ void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
     __m512 sw[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+      if constexpr (Decoded) {
+        const auto* d = reinterpret_cast<const decoded_pair*>(w + static_cast<std::size_t>(r) * w_stride) + b / 2;
+        u[r] = d->levels;
+        sw[r] = d->scales;
+        continue;
+      }
       const std::byte* p = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(b) * bytes;
       u[r] = Format::levels(p, two);
       if constexpr (Format::signed_levels) {
@@ -300,11 +368,19 @@ void pair_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::
   store_tile(acc, y, ldy);
 }
 
-/// pair_tile for one Format, as a tile family.
+/// pair_tile for one Format, as a tile family. Formats without signed levels or mins can also be
+/// decoded once (decode_pairs) and then run through the `decoded` tiles, which read the decoded
+/// rows: the same operations on the same values for every output, so the same bits.
 template <class Format>
 struct pair_family {
   template <int R, int C>
   static constexpr tile_fn tile = pair_tile<Format, R, C>;
+  static constexpr bool decodable = !Format::signed_levels && !Format::has_mins;
+  template <int R, int C>
+  static constexpr tile_fn decoded = pair_tile<Format, R, C, true>;
+  static void decode(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, decoded_pair* out) {
+    decode_pairs<Format>(w, w_stride, nr, k, out);
+  }
 };
 
 }  // namespace
