@@ -78,7 +78,9 @@ float tile_dot(const void* w, const act_row& x, std::int64_t k) {
   return y;
 }
 
-/// Whether a tile family has decoded tiles (pair_family of a format without signed levels or mins).
+/// Whether a tile family has decoded tiles: `decode` writes weight rows, decoded_row_bytes(k)
+/// bytes each (64-byte multiples), that its `decoded` tiles read in place of the GGUF rows and give
+/// the same bits from.
 template <class Family>
 constexpr bool decodable = requires { requires Family::decodable; };
 
@@ -97,15 +99,13 @@ void run_decoded(const void* w, std::size_t w_stride, int nr, const act_row* x, 
   };
   // Bytes, with room to round the start up to 64 (the vectors' alignment).
   thread_local std::vector<std::byte> bytes;
-  const std::int64_t np = pairs_per_row(k);
-  const std::size_t need = static_cast<std::size_t>(nr * np) * sizeof(decoded_pair) + 64;
-  if (bytes.size() < need) bytes.resize(need);
-  auto* buf = reinterpret_cast<decoded_pair*>(bytes.data() + (64 - reinterpret_cast<std::uintptr_t>(bytes.data()) % 64) % 64);
+  const std::size_t stride = Family::decoded_row_bytes(k);
+  if (bytes.size() < stride * static_cast<std::size_t>(nr) + 64) bytes.resize(stride * static_cast<std::size_t>(nr) + 64);
+  std::byte* buf = bytes.data() + (64 - reinterpret_cast<std::uintptr_t>(bytes.data()) % 64) % 64;
   Family::decode(static_cast<const std::byte*>(w), w_stride, nr, k, buf);
-  const std::size_t stride = static_cast<std::size_t>(np) * sizeof(decoded_pair);
   for (int r = 0; r < nr; r += 4) {
     const int rr = std::min(4, nr - r);
-    run_tiles(tiles, rr, buf + r * np, stride, rr, x, nc, k, y + r, ldy);
+    run_tiles(tiles, rr, buf + static_cast<std::size_t>(r) * stride, stride, rr, x, nc, k, y + r, ldy);
   }
 }
 
@@ -280,7 +280,8 @@ struct q5_1_pair {
 /// Decodes nr weight rows of k values (Format without signed levels or mins) into out: row r's
 /// pairs of blocks at out + r * pairs_per_row(k), what pair_tile computes from the GGUF bytes.
 template <class Format>
-void decode_pairs(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, decoded_pair* out) {
+void decode_pairs(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, std::byte* bytes) {
+  auto* out = reinterpret_cast<decoded_pair*>(bytes);
   const std::int64_t nb = k / 32, np = pairs_per_row(k);
   for (int r = 0; r < nr; ++r) {
     for (std::int64_t j = 0; j < np; ++j) {
@@ -378,7 +379,8 @@ struct pair_family {
   static constexpr bool decodable = !Format::signed_levels && !Format::has_mins;
   template <int R, int C>
   static constexpr tile_fn decoded = pair_tile<Format, R, C, true>;
-  static void decode(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, decoded_pair* out) {
+  static std::size_t decoded_row_bytes(std::int64_t k) { return static_cast<std::size_t>(pairs_per_row(k)) * sizeof(decoded_pair); }
+  static void decode(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, std::byte* out) {
     decode_pairs<Format>(w, w_stride, nr, k, out);
   }
 };

@@ -129,6 +129,61 @@ void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, fl
   }
 }
 
+/// One q4_K / q5_K super-block of a weight row as k45_tile uses it (k45_decode): the levels and
+/// sub-block scales of its four groups, its mins, d and -dmin.
+struct decoded_k45 {
+  __m512i u[4], s[4];
+  __m256i mins;
+  float d, ndmin;
+};
+
+/// A super-block's scales (of sub-blocks 0..7 in the low 8 lanes, in both 16-bit halves of each),
+/// mins, d and -dmin.
+[[gnu::always_inline]] inline void k45_scales(const std::byte* b, __m512i& scs, __m256i& mins, float& d, float& ndmin) {
+  std::uint32_t sc[2], mn[2];
+  k_scales_mins(b + 4, sc, mn);
+  scs = _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0]))));
+  scs = _mm512_or_si512(scs, _mm512_slli_epi32(scs, 16));  // the scale in both 16-bit halves
+  mins = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
+  d = half(b);
+  ndmin = -half(b + 2);
+}
+
+/// Group g's levels u (sub-blocks ja and ja + 2, ja = 4 (g / 2) + g % 2) of the super-block at b,
+/// and their scales s picked from scs.
+template <bool five>
+[[gnu::always_inline]] inline void k45_group(const std::byte* b, int g, const __m512i& scs, __m512i& u, __m512i& s) {
+  constexpr std::size_t qs_at = five ? 48 : 16;
+  const int ja = 4 * (g / 2) + g % 2;
+  const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi32(ja), _mm256_set1_epi32(ja + 2), 1);
+  const __m512i low4 = _mm512_set1_epi8(0xF);
+  const __m512i q = _mm512_loadu_si512(b + qs_at + 64 * (g / 2));
+  u = g % 2 ? _mm512_and_si512(_mm512_srli_epi16(q, 4), low4) : _mm512_and_si512(q, low4);
+  if constexpr (five) {
+    // Sub-block j takes bit j of qh[l] as 16.
+    const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << ja)),
+                                            _mm256_set1_epi8(static_cast<char>(1 << (ja + 2))), 1);
+    const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
+    u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(qh, bits), u, _mm512_set1_epi8(16));
+  }
+  s = _mm512_permutexvar_epi32(pick, scs);
+}
+
+/// Decodes nr q4_K / q5_K weight rows of k values into out, k / 256 decoded_k45 a row.
+template <bool five>
+void k45_decode(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, std::byte* out) {
+  constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
+  auto* o = reinterpret_cast<decoded_k45*>(out);
+  for (int r = 0; r < nr; ++r) {
+    for (std::int64_t i = 0; i < k / 256; ++i, ++o) {
+      const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
+      __m512i scs;
+      k45_scales(b, scs, o->mins, o->d, o->ndmin);
+      for (int g = 0; g < 4; ++g) k45_group<five>(b, g, scs, o->u[g], o->s[g]);
+    }
+  }
+}
+
 /// q4_K (five = false) and q5_K weights against q8_256 activations, R weight rows x C activation
 /// rows. A super-block is four groups of 64 values, each two sub-blocks of 32 in one register:
 /// group g holds sub-blocks (0,2), (1,3), (4,6), (5,7); the mins enter as one more product per
@@ -137,51 +192,43 @@ void gemm_f32(const float* w, const float* x, std::int64_t k, int nr, int nc, fl
 /// vpdpwssd multiplies each by its sub-block's scale (in both 16-bit halves of a lane) and adds
 /// them up, at most 2^22 in a lane; two instructions where a 4-byte dot, a 32-bit multiply and an
 /// add took four. The sum is turned to float once, times d. As with pair_tile, each (row, column)
-/// pair runs the same operations whatever R and C are.
-template <bool five, int R, int C>
+/// pair runs the same operations whatever R and C are. `Decoded`: the rows are k45_decode's.
+template <bool five, int R, int C, bool Decoded = false>
 void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::int64_t k, float* y, std::int64_t ldy) {
-  constexpr std::size_t bsize = five ? sizeof(block_q5_k) : sizeof(block_q4_k);
-  constexpr std::size_t qs_at = five ? 48 : 16;
+  constexpr std::size_t bsize = Decoded ? sizeof(decoded_k45) : five ? sizeof(block_q5_k) : sizeof(block_q4_k);
   __m512 acc[R][C];
   zero_tile(acc);
-  const __m512i low4 = _mm512_set1_epi8(0xF);
-  const __m512i sixteen = _mm512_set1_epi8(16);
   for (std::int64_t i = 0; i < k / 256; ++i) {
     __m512i scs[R];  // scales of sub-blocks 0..7 in the low 8 lanes
     __m256i mins[R];
     float d[R], ndmin[R];
     __m512i dot[R][C];
+    const std::byte* at_r[R];
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
-      std::uint32_t sc[2], mn[2];
-      k_scales_mins(b + 4, sc, mn);
-      scs[r] = _mm512_castsi256_si512(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(sc[1]), static_cast<int>(sc[0]))));
-      scs[r] = _mm512_or_si512(scs[r], _mm512_slli_epi32(scs[r], 16));  // the scale in both 16-bit halves
-      mins[r] = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(mn[1]), static_cast<int>(mn[0])));
-      d[r] = half(b);
-      ndmin[r] = -half(b + 2);
+      at_r[r] = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
+      if constexpr (Decoded) {
+        const auto* o = reinterpret_cast<const decoded_k45*>(at_r[r]);
+        mins[r] = o->mins;
+        d[r] = o->d;
+        ndmin[r] = o->ndmin;
+      } else {
+        k45_scales(at_r[r], scs[r], mins[r], d[r], ndmin[r]);
+      }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) dot[r][c] = _mm512_setzero_si512();
     }
 #pragma GCC unroll 4
     for (int g = 0; g < 4; ++g) {
-      const int ja = 4 * (g / 2) + g % 2;  // the group's sub-blocks: ja and ja + 2
-      const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi32(ja), _mm256_set1_epi32(ja + 2), 1);
       __m512i u[R], s[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const std::byte* b = w + static_cast<std::size_t>(r) * w_stride + static_cast<std::size_t>(i) * bsize;
-        const __m512i q = _mm512_loadu_si512(b + qs_at + 64 * (g / 2));
-        u[r] = g % 2 ? _mm512_and_si512(_mm512_srli_epi16(q, 4), low4) : _mm512_and_si512(q, low4);
-        if constexpr (five) {
-          // Sub-block j takes bit j of qh[l] as 16.
-          const __m512i bits = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << ja)),
-                                                  _mm256_set1_epi8(static_cast<char>(1 << (ja + 2))), 1);
-          const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16)));
-          u[r] = _mm512_mask_add_epi8(u[r], _mm512_test_epi8_mask(qh, bits), u[r], sixteen);
+        if constexpr (Decoded) {
+          u[r] = reinterpret_cast<const decoded_k45*>(at_r[r])->u[g];
+          s[r] = reinterpret_cast<const decoded_k45*>(at_r[r])->s[g];
+        } else {
+          k45_group<five>(at_r[r], g, scs[r], u[r], s[r]);
         }
-        s[r] = _mm512_permutexvar_epi32(pick, scs[r]);
       }
       const std::int64_t at = 256 * i + 128 * (g / 2) + 32 * (g % 2);
 #pragma GCC unroll 8
@@ -213,11 +260,18 @@ void k45_tile(const std::byte* w, std::size_t w_stride, const act_row* x, std::i
 }
 
 
-/// k45_tile as a tile family.
+/// k45_tile as a tile family, with decoded tiles (see decodable).
 template <bool five>
 struct k45_family {
   template <int R, int C>
   static constexpr tile_fn tile = k45_tile<five, R, C>;
+  static constexpr bool decodable = true;
+  template <int R, int C>
+  static constexpr tile_fn decoded = k45_tile<five, R, C, true>;
+  static std::size_t decoded_row_bytes(std::int64_t k) { return static_cast<std::size_t>(k / 256) * sizeof(decoded_k45); }
+  static void decode(const std::byte* w, std::size_t w_stride, int nr, std::int64_t k, std::byte* out) {
+    k45_decode<five>(w, w_stride, nr, k, out);
+  }
 };
 
 /// q6_K weights against q8_256 activations, R x C. Group t (0..3) is the 64 values from 64 t, in
