@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/quants.hpp"
@@ -213,21 +214,32 @@ void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std:
 }
 
 void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
-                    std::int64_t k, const float* x) {
+                    std::int64_t k, const float* x, const std::int32_t* source) {
   if (outs.empty() || groups.empty()) return;
   const act_format fmt = act_format_for(outs[0].type);
   if (outs.size() > k_matmul_max_outputs ||
       (outs.size() > 1 && !std::all_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return act_format_for(o.type) == fmt; }))) {
-    for (const auto& o : outs) matmul_grouped(pool, kt, std::span(&o, 1), groups, k, x);
+    for (const auto& o : outs) matmul_grouped(pool, kt, std::span(&o, 1), groups, k, x, source);
     return;
   }
+  if (source && fmt == act_format::f32) throw std::invalid_argument("matmul_grouped: source rows are for quantized weights");
   std::int64_t m = 0, work = 0;
   for (const expert_rows& g : groups) m = std::max(m, g.first + g.count);
   for (const auto& o : outs) work += o.rows * k * static_cast<std::int64_t>(groups.size());
   const bool single = work < 32 * 1024 || pool.size() == 1;
   thread_local prepared_x px;
   std::byte* xt;
-  act_row* xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, false, xt);
+  act_row* xs;
+  if (source) {
+    // The tokens' rows quantized once, then viewed in gathered order.
+    const std::int64_t tokens = *std::max_element(source, source + m) + 1;
+    const act_row* by_token = prepare_rows(pool, kt, px, fmt, x, tokens, k, single, false, xt);
+    thread_local std::vector<act_row> gathered;
+    xs = scratch(gathered, static_cast<std::size_t>(m));
+    for (std::int64_t i = 0; i < m; ++i) xs[i] = by_token[source[i]];
+  } else {
+    xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, false, xt);
+  }
   // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
   std::int64_t total_rows = 0;
   for (const auto& o : outs) total_rows += o.rows * static_cast<std::int64_t>(groups.size());

@@ -78,8 +78,11 @@ struct grouped_out {
 /// only the experts listed are read. Row i of Y is what matmul of row i against that expert's
 /// matrix gives, up to the order of float additions. Weights (at most k_matmul_max_outputs) that
 /// share an activation format (gate and up) share the job; otherwise each is done in its own.
+///  - `source` (quantized weights only): row i of the gathered X is row source[i] of x, which
+///    then holds the tokens' rows, each quantized once however many experts chose it, instead of
+///    a copy per expert. The results are the same bits as with the gathered rows.
 void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
-                    std::int64_t k, const float* x);
+                    std::int64_t k, const float* x, const std::int32_t* source = nullptr);
 
 /// The single-threaded exact reference: dequantize each row, then a plain dot product in double
 /// against the unrounded activations.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/packed_x16.hpp"
@@ -303,6 +304,35 @@ TEST_P(matmul_types, grouped_experts_match_each_row_through_its_own_expert) {
         ASSERT_NEAR(ya[got], a.exact[exact], tol * a.abs_dot[exact] + 1e-6) << dtype_name(t) << " row " << i << " seed " << seed;
         ASSERT_EQ(yb[got], ya[got]) << dtype_name(t) << " row " << i << " seed " << seed;
       }
+}
+
+/// Gathered rows given through `source`, as the mixture-of-experts block passes them (each token's
+/// row once, quantized once, however many experts chose it), get the very bits the same rows get
+/// gathered into a copy per expert, for the quantized types; float weights refuse source rows.
+TEST(matmul, grouped_rows_read_through_source_match_gathered_copies) {
+  const unsigned seed = test_seed();
+  std::mt19937 gen(seed);
+  compute_pool pool(2);
+  const std::int64_t experts = 4, rows = 40, k = 256, tokens = 9, m = 18;
+  // Each token twice, in the order the experts chose them; expert 2's 9 rows take the GEMM tiles.
+  const std::vector<expert_rows> groups{{0, 0, 6}, {1, 6, 1}, {2, 7, 9}, {3, 16, 2}};
+  std::vector<std::int32_t> source(static_cast<std::size_t>(m));
+  for (std::int64_t i = 0; i < m; ++i) source[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i * 5 % tokens);
+  for (dtype t : {dtype::q4_0, dtype::q8_0, dtype::iq4_nl, dtype::mxfp4, dtype::q4_k, dtype::q6_k}) {
+    const problem p = make_problem(t, experts * rows, k, tokens, gen);  // x: the tokens' rows
+    std::vector<float> gathered(static_cast<std::size_t>(m * k));
+    for (std::int64_t i = 0; i < m; ++i)
+      std::copy_n(p.x.begin() + source[static_cast<std::size_t>(i)] * k, k, gathered.begin() + i * k);
+    std::vector<float> want(static_cast<std::size_t>(m * rows)), got(want.size());
+    const grouped_out a[] = {{t, p.w.data(), rows, want.data()}}, b[] = {{t, p.w.data(), rows, got.data()}};
+    matmul_grouped(pool, active_kernels(), a, groups, k, gathered.data());
+    matmul_grouped(pool, active_kernels(), b, groups, k, p.x.data(), source.data());
+    for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << dtype_name(t) << " at " << i << " seed " << seed;
+  }
+  const problem f = make_problem(dtype::f32, experts * rows, k, tokens, gen);
+  std::vector<float> y(static_cast<std::size_t>(m * rows));
+  const grouped_out o[] = {{dtype::f32, f.w.data(), rows, y.data()}};
+  EXPECT_THROW(matmul_grouped(pool, active_kernels(), o, groups, k, f.x.data(), source.data()), std::invalid_argument);
 }
 
 TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {

@@ -38,7 +38,7 @@ void add_bias(const tensor_view& b, std::int32_t e, float* y, std::int64_t r0, s
 /// One layer's buffers for a batch, per thread, grown on first use.
 struct moe_buffers {
   std::vector<float> logits, weights, x, gate, up, down;
-  std::vector<std::int32_t> experts, row_of, count;
+  std::vector<std::int32_t> experts, row_of, source, count;
   std::vector<kernels::expert_rows> groups;
 };
 
@@ -84,7 +84,12 @@ void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::in
   float* weights = sized(b.weights, rows);
   std::int32_t* experts = sized(b.experts, rows);
   std::int32_t* row_of = sized(b.row_of, rows);  // token t's j-th expert's row in the gathered batch
-  float* x = sized(b.x, rows * d);
+  // Quantized experts read the tokens' rows through `source` (each quantized once); float ones
+  // read a gathered copy.
+  const bool by_token = kernels::act_format_for(w.gate_exps.type) != kernels::act_format::f32 &&
+                        kernels::act_format_for(w.up_exps.type) != kernels::act_format::f32;
+  std::int32_t* source = sized(b.source, rows);
+  float* x = by_token ? nullptr : sized(b.x, rows * d);
   float* gate = sized(b.gate, rows * ff);
   float* up = sized(b.up, rows * ff);
   float* down = sized(b.down, rows * d);
@@ -104,12 +109,13 @@ void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::in
     if (first[e + 1] > first[e]) b.groups.push_back({e, first[e], first[e + 1] - first[e]});
   for (std::int64_t i = 0; i < rows; ++i) {
     row_of[i] = first[experts[i]]++;
-    std::memcpy(x + row_of[i] * d, cur + i / k * d, static_cast<std::size_t>(d) * sizeof(float));
+    source[row_of[i]] = static_cast<std::int32_t>(i / k);
+    if (!by_token) std::memcpy(x + row_of[i] * d, cur + i / k * d, static_cast<std::size_t>(d) * sizeof(float));
   }
 
   const kernels::kernel_table& kt = kernels::active_kernels();
   const kernels::grouped_out gate_up[] = {{w.gate_exps.type, w.gate_exps.data, ff, gate}, {w.up_exps.type, w.up_exps.data, ff, up}};
-  kernels::matmul_grouped(pool, kt, gate_up, b.groups, d, x);
+  kernels::matmul_grouped(pool, kt, gate_up, b.groups, d, by_token ? cur : x, by_token ? source : nullptr);
   for (const kernels::expert_rows& g : b.groups) {
     add_bias(w.gate_exps_b, g.expert, gate, g.first, g.first + g.count, ff);
     add_bias(w.up_exps_b, g.expert, up, g.first, g.first + g.count, ff);
