@@ -58,13 +58,13 @@ start_server() {
 
 # start_llama_server BIN MODEL PORT LOG [ARGS...]: starts llama.cpp's llama-server BIN on MODEL in
 # the background (its pid in $server) and waits for /health, which answers only once the model
-# is loaded (up to two minutes).
+# is loaded and warmed up (up to ten minutes: a model of tens of gigabytes read from the disk).
 start_llama_server() {
   local bin=$1 model=$2 port=$3 log=$4
   shift 4
   "$bin" -m "$model" --host 127.0.0.1 --port "$port" "$@" > "$log" 2>&1 &
   server=$!
-  wait_healthy "$port" "$log" 600
+  wait_healthy "$port" "$log" 3000
 }
 
 # wait_healthy PORT LOG TRIES: waits for the server $server to answer /health on PORT, trying
