@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(k_threads)
     decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                   launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
   constexpr int L = HD / 8, P = 32 / L, S = (k_threads / 32) * P;
-  const int seq = static_cast<int>(blockIdx.z), split = static_cast<int>(blockIdx.y);
+  const int z = static_cast<int>(blockIdx.z), seq = r.rows ? r.rows[z] : z, split = static_cast<int>(blockIdx.y);
   const int kvh = static_cast<int>(blockIdx.x) / ls.chunks, chunk = static_cast<int>(blockIdx.x) % ls.chunks;
   const int h0 = kvh * ls.group + chunk * k_heads_per_block;
   const int nh = min(G, ls.group - chunk * k_heads_per_block);
@@ -163,18 +163,19 @@ __global__ void __launch_bounds__(k_threads)
     if (ls.splits == 1) {
       r.out[(static_cast<std::size_t>(seq) * r.n_head + h) * HD + d] = o * inv;
     } else {
-      const std::size_t part = (static_cast<std::size_t>(seq) * ls.splits + split) * r.n_head + h;
+      const std::size_t part = (static_cast<std::size_t>(z) * ls.splits + split) * r.n_head + h;
       part_out[part * HD + d] = o * inv;
       if (d == 0) part_lse[part] = total > 0.0f ? mx + logf(total) : -INFINITY;
     }
   }
 }
 
-/// out of row seq, head h: the parts merged by their log-sum-exps (merge_attention).
+/// out of row seq (rows[z] when given), head h: the parts merged by their log-sum-exps (merge_attention).
 __global__ void merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
-                             int hd, float* __restrict__ out) {
-  const int seq = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
-  const std::size_t base = static_cast<std::size_t>(seq) * splits * n_head + h;
+                             int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out) {
+  const int z = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
+  const int seq = rows ? rows[z] : z;
+  const std::size_t base = static_cast<std::size_t>(z) * splits * n_head + h;
   float mx = -INFINITY;
   for (int i = 0; i < splits; ++i) mx = fmaxf(mx, part_lse[base + static_cast<std::size_t>(i) * n_head]);
   for (int d = static_cast<int>(threadIdx.x); d < hd; d += blockDim.x) {
@@ -247,7 +248,7 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
   // part at least k_attention_min_split positions long.
   const int per_sm = resident_blocks(kernel_for(kv.head_dim, ls.group));
-  const long long blocks = static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks;
+  const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessors() / blocks;
   const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
   const long long asked = r.splits > 0 ? r.splits : want;
@@ -282,7 +283,7 @@ void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* worksp
                                                                     kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
   check_launch("decode_attention");
   if (ls.splits > 1) {
-    merge_kernel<<<r.n_seq * r.n_head, 128, 0, stream>>>(po, pl, ls.splits, r.n_head, kv.head_dim, r.out);
+    merge_kernel<<<r.n_seq * r.n_head, 128, 0, stream>>>(po, pl, ls.splits, r.n_head, kv.head_dim, r.rows, r.out);
     check_launch("decode_attention (merge)");
   }
 }

@@ -37,6 +37,10 @@ struct decode_rows {
   int max_positions = 0;
   float scale = 1.0f;    // multiplies q.k
   float softcap = 0.0f;  // 0: none, else s becomes softcap * tanh(s / softcap)
+  /// When set (device, n_seq values): the rows taken are rows[0..n_seq) of q, out, first, last and
+  /// the block tables, the others left alone (prefill rows of the same step go to
+  /// prefill_attention).
+  const std::int32_t* rows = nullptr;
   /// Parts per row: 0 chooses (as many as fill the device once, see decode_attention_splits);
   /// else at most this many (the bench compares choices with it).
   int splits = 0;

@@ -16,6 +16,8 @@
 //  - gemm: activations and dequantized weights rounded to f16 (2^-11 relative each), products
 //    summed in f32 on the tensor cores: 2e-3 relative against the exact product.
 //  - attention (check_attention.cpp): f32 with exp by ex2.approx: 1e-4 relative.
+//  - prefill attention (check_prefill.cpp): queries and probabilities as two f16 parts each for
+//    the tensor cores (about 22 bits), sums in f32: 1e-4 relative, as the decode kernel.
 //  - the fused steps (check_fused.cpp): bit for bit against the kernels they replace.
 
 #include <algorithm>
@@ -274,6 +276,7 @@ int main() {
     check_rope(v, rng);
     check_swiglu(v, rng);
     check_attention(v, rng);
+    check_prefill_attention(v, rng);
     check_fused(v, rng);
   } catch (const std::exception& e) {
     std::printf("FAILED with an exception: %s\n", e.what());

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.hpp"
+#include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/device.hpp"
 
 namespace strata::kernels::cuda::checks {
@@ -69,7 +71,23 @@ inline std::string fmt(const char* f, double a, double b = 0) {
   return buf;
 }
 
+/// Random f16 K and V pages (each sequence's, enough for its positions up to last[s], scattered
+/// over one pool in random order) and the sequences' block tables, stride entries each.
+struct random_pages {
+  int page_tokens = 0, n_head_kv = 0, head_dim = 0, stride = 0;
+  std::vector<std::uint16_t> k, v;
+  std::vector<std::int32_t> table;
+  /// The attention shape of n_head query heads over these pages (scale 1 / sqrt(head_dim)).
+  attention_shape shape(int n_head, float softcap) const;
+  /// The CPU's scalar attention of one query row of sequence seq over positions [first, last].
+  void cpu_attention(const attention_shape& a, int seq, const float* q, float* out, int first, int last) const;
+  /// The pages as the GPU kernels take them, kd and vd holding k and v.
+  kv_pages_f16 on_device(const device_buffer& kd, const device_buffer& vd) const;
+};
+random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int head_dim, const std::vector<int>& last);
+
 void check_attention(verdicts& v, std::mt19937& rng);
+void check_prefill_attention(verdicts& v, std::mt19937& rng);
 void check_fused(verdicts& v, std::mt19937& rng);
 
 }  // namespace strata::kernels::cuda::checks

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/gemm.hpp"
+#include "kernels/cuda/mma.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
@@ -82,13 +83,6 @@ __device__ void dequant16(dtype t, const std::uint8_t* q, const std::uint8_t* s,
     default:
       for (int i = 0; i < 16; ++i) v[i] = 0.0f;
   }
-}
-
-__device__ __forceinline__ void mma16816(float* c, const unsigned* a, const unsigned* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 template <dtype t>

@@ -1,10 +1,20 @@
 #include "server/engine/cuda/gpu_context.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "src/kv/kv_format.hpp"
 
 namespace strata::engine::gpu {
+
+bool prefill_attention_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("STRATA_CUDA_PREFILL_ATTENTION");
+    return e == nullptr || std::strcmp(e, "0") != 0;
+  }();
+  return on;
+}
 
 void ensure(cu::device_buffer& b, std::size_t bytes) {
   if (b.bytes() >= bytes) return;
@@ -54,6 +64,26 @@ scratch& gpu_context::reserve(std::int32_t n) {
   return s_;
 }
 
+gpu_context::row_split gpu_context::split_rows(const pipeline::batch_layout& layout, const std::vector<std::int32_t>& pos) const {
+  row_split out;
+  const int per_tile = cu::prefill_tile_rows(hp_.n_head, hp_.n_head_kv, hp_.head_dim);
+  if (per_tile == 0 || !prefill_attention_enabled()) return out;
+  for (const auto& s : layout.seqs) {
+    if (s.n_rows >= cu::k_prefill_attention_min_rows) {
+      for (std::int32_t r = 0; r < s.n_rows; r += per_tile) out.tiles.push_back({s.first_row + r, std::min(per_tile, s.n_rows - r)});
+      continue;
+    }
+    for (std::int32_t r = 0; r < s.n_rows; ++r) {
+      out.decode.push_back(s.first_row + r);
+      out.decode_positions = std::max(out.decode_positions, pos[static_cast<std::size_t>(s.first_row + r)] + 1);
+    }
+  }
+  // The tiles whose last row reaches furthest take longest: they go first.
+  auto reach = [&](const cu::prefill_tile& t) { return pos[static_cast<std::size_t>(t.row0 + t.n_rows - 1)]; };
+  std::stable_sort(out.tiles.begin(), out.tiles.end(), [&](const auto& a, const auto& b) { return reach(a) > reach(b); });
+  return out;
+}
+
 step_state& gpu_context::step(const pipeline::batch_layout& layout, const std::vector<float>& hidden) {
   if (auto it = live_.find(layout.step); it != live_.end()) return *it->second;
   std::unique_ptr<step_state> st;
@@ -85,7 +115,16 @@ step_state& gpu_context::step(const pipeline::batch_layout& layout, const std::v
     }
   }
   st->blocks_stride = one_table ? 0 : static_cast<std::int32_t>(stride);
-  st->max_positions = max_pos;
+  const auto split = split_rows(layout, pos);
+  st->max_positions = split.tiles.empty() ? max_pos : split.decode_positions;
+  st->n_tiles = static_cast<std::int32_t>(split.tiles.size());
+  st->n_decode = split.tiles.empty() ? n : static_cast<std::int32_t>(split.decode.size());
+  if (!split.tiles.empty()) {
+    ensure(st->tiles, split.tiles.size() * sizeof(cu::prefill_tile));
+    st->tiles.upload(split.tiles.data(), split.tiles.size() * sizeof(cu::prefill_tile), stream_);
+    ensure(st->decode_rows, std::max<std::size_t>(split.decode.size(), 1) * 4);
+    if (!split.decode.empty()) st->decode_rows.upload(split.decode.data(), split.decode.size() * 4, stream_);
+  }
   const std::size_t rows_bytes = pos.size() * 4;
   ensure(st->hidden, hidden.size() * 4);
   ensure(st->pos, rows_bytes);

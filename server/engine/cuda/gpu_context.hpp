@@ -23,11 +23,16 @@
 #include "actors/pipeline/messages.hpp"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/matvec.hpp"
+#include "kernels/cuda/prefill_attention.hpp"
 #include "src/model/hparams.hpp"
 
 namespace strata::engine::gpu {
 
 namespace cu = kernels::cuda;
+
+/// Whether the rows of a prefill take prefill_attention (else every row takes decode_attention):
+/// on unless STRATA_CUDA_PREFILL_ATTENTION=0.
+bool prefill_attention_enabled();
 
 /// Grows b to at least `bytes` (its contents are lost; the old buffer is freed, which waits for
 /// the device).
@@ -44,7 +49,12 @@ struct step_state {
   cu::device_buffer last;    // int32 per row: its position
   cu::device_buffer blocks;  // the rows' block tables, blocks_stride apart (0: one table for every row)
   std::int32_t blocks_stride = 0;
-  std::int32_t max_positions = 0;
+  std::int32_t max_positions = 0;  // of the rows decode_attention takes
+  /// The rows of sequences with many rows (a prefill), as prefill_attention's tiles, the longest
+  /// first; the other rows' indices for decode_attention (`decode_rows`, only when there are
+  /// tiles: else every row is a decode row).
+  cu::device_buffer tiles, decode_rows;
+  std::int32_t n_tiles = 0, n_decode = 0;
 };
 
 /// The activations of one layer's kernels, for up to `rows` rows.
@@ -79,6 +89,14 @@ class gpu_context {
   void finish_step(const pipeline::batch_layout& layout, std::vector<float>& hidden);
 
  private:
+  /// A step's rows for the two attention kernels (see step_state).
+  struct row_split {
+    std::vector<cu::prefill_tile> tiles;
+    std::vector<std::int32_t> decode;
+    std::int32_t decode_positions = 0;  // the decode rows' longest reach, plus one
+  };
+  row_split split_rows(const pipeline::batch_layout& layout, const std::vector<std::int32_t>& pos) const;
+
   model::hparams hp_;
   std::int32_t page_tokens_;
   std::string name_;

@@ -10,6 +10,7 @@
 #include "kernels/cuda/gemm.hpp"
 #include "kernels/cuda/kv_store.hpp"
 #include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/prefill_attention.hpp"
 #include "src/common/block_buffers.hpp"
 #include "src/model/forward.hpp"
 
@@ -193,6 +194,10 @@ cu::decode_rows gpu_layer_stage::attention_rows(const step_state& st, scratch& s
   rows.max_positions = st.max_positions;
   rows.scale = h.attn_scale;
   rows.softcap = h.attn_softcap;
+  if (st.n_tiles > 0) {  // the prefill rows go to prefill_attention
+    rows.n_seq = st.n_decode;
+    rows.rows = st.decode_rows.as<std::int32_t>();
+  }
   return rows;
 }
 
@@ -237,8 +242,10 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   rk.v_pages = v_.data();
   cu::rope_store_kv(rk, ra, s);
 
-  // Every row over its sequence's pages (a prefill's rows each as a decode row of its own).
-  cu::decode_attention(pages(), attention_rows(st, sc), sc.workspace.data(), sc.workspace.bytes(), s);
+  // A prefill's rows in tiles on the tensor cores, the other rows each over its sequence's pages.
+  const cu::decode_rows rows = attention_rows(st, sc);
+  cu::prefill_attention(pages(), rows, st.tiles.as<cu::prefill_tile>(), st.n_tiles, s);
+  cu::decode_attention(pages(), rows, sc.workspace.data(), sc.workspace.bytes(), s);
 
   prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
   project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s);

@@ -4,7 +4,8 @@
 // their GGUF types, its KV pages live in device memory (f16, with the CPU's block ids and page
 // layout, so save_pages / load_pages / copy_pages move the same bytes as the CPU path's), and
 // run() queues the layer's kernels: matvecs for up to k_matvec_max_batch rows, the tensor-core
-// GEMM for more, paged attention for every row; decode rows' kernels as a CUDA graph
+// GEMM for more, the tensor-core prefill attention for the rows of sequences with many rows and
+// the paged decode attention for the others; decode rows' kernels as a CUDA graph
 // (step_graph). The hidden states stay on the device from the first layer to the last
 // (gpu_context).
 
