@@ -192,16 +192,6 @@ __global__ void merge_kernel(const float* __restrict__ part_out, const float* __
   }
 }
 
-int multiprocessors() {
-  static const int n = [] {
-    int dev = 0, count = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
-    return count;
-  }();
-  return n;
-}
-
 using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
 
 template <int HD>
@@ -249,7 +239,7 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   // part at least k_attention_min_split positions long.
   const int per_sm = resident_blocks(kernel_for(kv.head_dim, ls.group));
   const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
-  const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessors() / blocks;
+  const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessor_count() / blocks;
   const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
   const long long asked = r.splits > 0 ? r.splits : want;
   ls.splits = static_cast<int>(std::max(1LL, std::min({asked, most, static_cast<long long>(k_attention_max_splits)})));

@@ -11,6 +11,16 @@ void check(cudaError_t e, const char* what) {
 
 void check_launch(const char* what) { check(cudaGetLastError(), what); }
 
+int multiprocessor_count() {
+  static const int n = [] {
+    int dev = 0, count = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+    return count;
+  }();
+  return n;
+}
+
 device_buffer::device_buffer(std::size_t bytes) : bytes_(bytes) {
   if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc");
 }

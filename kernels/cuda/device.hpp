@@ -21,6 +21,9 @@ void check(cudaError_t e, const char* what);
 /// Throws cuda_error when the last launch failed to start (cudaGetLastError).
 void check_launch(const char* what);
 
+/// The multiprocessors of the current device (asked once).
+int multiprocessor_count();
+
 /// An owned device allocation (cudaMalloc; never managed memory). Move-only.
 class device_buffer {
  public:

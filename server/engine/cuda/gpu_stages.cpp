@@ -68,11 +68,11 @@ void norm_input(const float* h, const cu::device_buffer& w, float* cur, std::int
 }
 
 /// y_i = W_i x for each pair: one matvec_many launch for decode rows when the matrices share their
-/// type, else a matvec or GEMM each.
+/// type, else a matvec or GEMM each (a GEMM may split k in `work`, when it is large enough).
 void project(std::initializer_list<std::pair<const cu::device_matrix*, float*>> ws, const float* x, const cu::act_q8& xq,
-             const cu::device_buffer& x16, std::int32_t n, cudaStream_t s) {
+             const cu::device_buffer& x16, std::int32_t n, cudaStream_t s, const cu::device_buffer* work = nullptr) {
   if (n > cu::k_matvec_max_batch) {
-    for (const auto& [w, y] : ws) cu::gemm(*w, x16.data(), n, y, s);
+    for (const auto& [w, y] : ws) cu::gemm(*w, x16.data(), n, y, s, work ? work->data() : nullptr, work ? work->bytes() : 0);
     return;
   }
   const cu::device_matrix* first = ws.begin()->first;
@@ -167,7 +167,11 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   cudaStream_t s = ctx_->stream();
   step_state& st = ctx_->step(layout, hidden);
   scratch& sc = ctx_->reserve(n);
-  ensure(sc.workspace, cu::decode_attention_workspace(pages(), attention_rows(st, sc)));
+  // One workspace for the attention's parts and the GEMMs' split sums (queued one after another).
+  std::size_t work = cu::decode_attention_workspace(pages(), attention_rows(st, sc));
+  if (n > cu::k_matvec_max_batch)
+    for (const cu::device_matrix* w : {&wq_, &wk_, &wv_, &wo_, &gate_, &up_, &down_}) work = std::max(work, cu::gemm_workspace(*w, n));
+  ensure(sc.workspace, work);
   // Decode rows run as a graph (step_graph.hpp); nothing below allocates or waits.
   if (n <= cu::k_matvec_max_batch && graphs_enabled())
     graph_.run(s, [&](cudaStream_t gs) { queue(st, sc, gs); });
@@ -214,7 +218,7 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
 
   // Attention block: norm, q/k/v, biases, q/k norms, RoPE, the rows' K and V into their pages.
   norm_input(x, attn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
-  project({{&wq_, q}, {&wk_, k}, {&wv_, v}}, cur, sc.xq_embd, sc.x16, n, s);
+  project({{&wq_, q}, {&wk_, k}, {&wv_, v}}, cur, sc.xq_embd, sc.x16, n, s, &sc.workspace);
   if (bq_.data()) cu::add_bias(q, bq_.as<float>(), n, qd, s);
   if (bk_.data()) cu::add_bias(k, bk_.as<float>(), n, kvd, s);
   if (bv_.data()) cu::add_bias(v, bv_.as<float>(), n, kvd, s);
@@ -248,7 +252,7 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   cu::decode_attention(pages(), rows, sc.workspace.data(), sc.workspace.bytes(), s);
 
   prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
-  project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s);
+  project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s, &sc.workspace);
 
   // Feed-forward block; decode rows take the residual add with the norm, and SwiGLU with the
   // rounding of its output, in one launch each.
@@ -261,14 +265,14 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
     cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
     norm_input(x, ffn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
   }
-  project({{&gate_, g}, {&up_, u}}, cur, sc.xq_embd, sc.x16, n, s);
+  project({{&gate_, g}, {&up_, u}}, cur, sc.xq_embd, sc.x16, n, s, &sc.workspace);
   if (decode) {
     cu::swiglu_quantize(g, u, n, ff, sc.xq_ff, s);
   } else {
     cu::swiglu(g, u, g, static_cast<std::int64_t>(n) * ff, s);
     prepare_input(g, n, ff, sc.xq_ff, sc.x16, s);
   }
-  project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s);
+  project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s, &sc.workspace);
   cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
 }
 
