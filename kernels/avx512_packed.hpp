@@ -78,6 +78,12 @@ struct iq4_nl_table {
 };
 using x16_iq4_nl = x16_nibbles<18, 0, false, false, iq4_nl_table>;  // -128 * sum
 
+/// acc += vpdpbusd(u, the int32 at p in every lane), with the broadcast folded into the
+/// instruction's memory operand (GCC emits a separate vpbroadcastd for _mm512_set1_epi32 of a load).
+[[gnu::always_inline]] inline void dpbusd_bcast(__m512i& acc, __m512i u, const std::int32_t* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*p));
+}
+
 /// One group of 16 packed rows against a tile of C interleaved activation rows (interleave_q8_x8):
 /// lane i of every vector is weight row i, so a block takes 8 vpdpbusd per activation row (4 bytes
 /// of it broadcast against 4 bytes of each of the 16 weight rows), one conversion and one FMA
@@ -106,7 +112,7 @@ void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y
       dot[0] = F::bias_shift >= 0 ? _mm512_set1_epi32(bias[c] >> std::max(F::bias_shift, 0)) : _mm512_setzero_si512();
       if constexpr (chains == 2) dot[1] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) dot[s % chains] = _mm512_dpbusd_epi32(dot[s % chains], u[s], _mm512_set1_epi32(q[s * C + c]));
+      for (int s = 0; s < 8; ++s) dpbusd_bcast(dot[s % chains], u[s], q + s * C + c);
       if constexpr (chains == 2) dot[0] = _mm512_add_epi32(dot[0], dot[1]);
       acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(sw, _mm512_set1_ps(d[c])), acc[c]);
       if constexpr (F::has_mins) {
@@ -164,7 +170,7 @@ struct x16_q4_k {
       for (int c = 0; c < C; ++c) {
         __m512i dot = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) dot = _mm512_dpbusd_epi32(dot, u[j], _mm512_set1_epi32(q[(8 * s + j) * C + c]));
+        for (int j = 0; j < 8; ++j) dpbusd_bcast(dot, u[j], q + (8 * s + j) * C + c);
         is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
       }
     }
@@ -206,7 +212,7 @@ struct x16_q6_k {
             __m512i dot = _mm512_set1_epi32(-32 * sums[sb * C + c]);
 #pragma GCC unroll 4
             for (int jj = 0; jj < 4; ++jj)
-              dot = _mm512_dpbusd_epi32(dot, u[jj], _mm512_set1_epi32(q[(32 * h + 8 * qd + 4 * t + jj) * C + c]));
+              dpbusd_bcast(dot, u[jj], q + (32 * h + 8 * qd + 4 * t + jj) * C + c);
             is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
           }
         }
