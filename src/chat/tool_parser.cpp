@@ -204,16 +204,33 @@ void tool_parser::emit_call(tool_call c) {
 
 void tool_parser::finish_call(std::string_view body, std::string_view raw) {
   auto calls = parse_call_body(o_.format.syntax, body, o_.tools);
+  if (!calls) {
+    mode_ = mode::text;
+    return content(std::exchange(opener_ws_, {}) + std::string(raw));
+  }
+  take_calls(std::move(*calls));
+}
+
+void tool_parser::take_calls(std::vector<tool_call> calls) {
   mode_ = mode::text;
-  if (!calls) return content(std::exchange(opener_ws_, {}) + std::string(raw));
   opener_ws_.clear();
-  for (auto& c : *calls) emit_call(std::move(c));
+  for (auto& c : calls) emit_call(std::move(c));
   drop_ws_ = true;
 }
 
 bool tool_parser::step_tagged(bool at_end) {
+  // The end tag can also sit inside the call's arguments (a JSON string may hold "</tool_call>"),
+  // so the call ends at the first end tag whose body parses; while none does, more text may bring
+  // the real one. At the end, a body that never parsed ends at the first end tag, as text.
+  for (auto p = buf_.find(closer_); p != std::string::npos; p = buf_.find(closer_, p + 1)) {
+    auto calls = parse_call_body(o_.format.syntax, std::string_view(buf_).substr(0, p), o_.tools);
+    if (!calls) continue;
+    buf_.erase(0, p + closer_.size());
+    take_calls(std::move(*calls));
+    return true;
+  }
+  if (!at_end) return false;
   auto p = buf_.find(closer_);
-  if (p == std::string::npos && !at_end) return false;
   std::string body = buf_.substr(0, p);
   std::string raw = opener_ + body + (p == std::string::npos ? "" : closer_);
   buf_.erase(0, p == std::string::npos ? buf_.size() : p + closer_.size());

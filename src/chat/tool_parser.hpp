@@ -75,6 +75,8 @@ class tool_parser {
   void content(std::string_view s);
   /// Parses a finished call body; emits its calls, or `raw` as content when it does not parse.
   void finish_call(std::string_view body, std::string_view raw);
+  /// Emits parsed calls and goes back to text.
+  void take_calls(std::vector<tool_call> calls);
   void emit_call(tool_call c);
 
   parser_options o_;

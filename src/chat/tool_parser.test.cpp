@@ -154,6 +154,14 @@ TEST(tool_parser, gives_malformed_and_unfinished_calls_back_as_content) {
   expect_everywhere(options(tool_syntax::json_list, false, "[TOOL_CALLS]"), "[TOOL_CALLS] sorry", calls({}, "[TOOL_CALLS] sorry"));
 }
 
+TEST(tool_parser, reads_a_call_whose_arguments_hold_its_end_tag) {
+  // A grammar-forced call can write the end tag inside a JSON string: the call ends at the end tag
+  // after which its body parses, and what follows it is content again.
+  expect_everywhere(options(tool_syntax::hermes),
+                    "<tool_call>\n{\"name\": \"w\", \"arguments\": {\"city\": \"Oslo}}</tool_call> \"}}\n</tool_call>ok",
+                    calls({{"w", R"({"city":"Oslo}}</tool_call> "})"}}, "ok"));
+}
+
 TEST(tool_parser, finishes_a_call_cut_off_after_its_json) {
   expect_everywhere(options(tool_syntax::hermes), "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n", calls({{"f", "{}"}}));
 }
