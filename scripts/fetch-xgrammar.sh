@@ -10,7 +10,7 @@ sha256=8305646fd2b319d6c3003f51a1665e54cbbe9cba1fb636bc41d0b46434ccbb80
 root=${STRATA_CACHE_DIR:-$HOME/.cache/strata}/xgrammar
 dir=$root/xgrammar-$version
 
-if [ -f "$dir/.strata-unpacked" ]; then
+if [ -f "$dir/.strata-unpacked-2" ]; then
   echo "$dir"
   exit 0
 fi
@@ -38,7 +38,19 @@ fi
 rm -rf "$dir.part"
 mkdir -p "$dir.part"
 tar -xzf "$archive" -C "$dir.part" --strip-components=1
-touch "$dir.part/.strata-unpacked"
+# One fix to this version: a string with minLength or maxLength takes any character but the quote,
+# the backslash, CR and LF, so a raw tab or other control character can end up inside it, which
+# is not JSON (a client's parser rejects the whole answer). Such strings get the character class of
+# xgrammar's other strings, without the control characters U+0000-U+001F.
+conv=$dir.part/cpp/json_schema_converter.cc
+old="builder_.AddCharacterClass({{'\"', '\"'}, {'\\\\', '\\\\'}, {'\\r', '\\r'}, {'\\n', '\\n'}}, true);"
+new="builder_.AddCharacterClass({{0, 0x1f}, {'\"', '\"'}, {'\\\\', '\\\\'}}, true);"
+OLD=$old NEW=$new perl -pi -e 'BEGIN { $o = $ENV{OLD}; $n = $ENV{NEW} } s/\Q$o\E/$n/' "$conv"
+if ! grep -qF "$new" "$conv"; then
+  echo "fetch-xgrammar: could not apply the bounded-string fix to $conv" >&2
+  exit 1
+fi
+touch "$dir.part/.strata-unpacked-2"
 rm -rf "$dir"
 mv "$dir.part" "$dir"
 echo "$dir"

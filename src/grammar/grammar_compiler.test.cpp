@@ -52,6 +52,24 @@ TEST(grammar_compiler, json_schema_output_follows_nested_objects_arrays_enums_an
       << "strict: no property beyond the schema's";
 }
 
+TEST(grammar_compiler, a_length_bounded_string_holds_no_raw_control_character) {
+  // JSON strings escape their control characters: a raw tab would make the whole answer invalid
+  // JSON, and a client's parser (or the server's own tool-call parser) reject it.
+  sampling::grammar_spec s;
+  s.type = kind::tool_calls;
+  const std::string weather = R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"]})";
+  s.calls.push_back({"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ", weather, "}\n</tool_call>"});
+  auto g = fixture().compile(s);
+  ASSERT_TRUE(g) << g.error.message;
+  auto call = [](const std::string& city) {
+    return "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"" + city + "\"}}\n</tool_call>";
+  };
+  EXPECT_TRUE(match_text(g, call("Oslo")).completed);
+  EXPECT_FALSE(match_text(g, call("Os\tlo")).accepted);
+  EXPECT_FALSE(match_text(g, call("Os\x01lo")).accepted);
+  EXPECT_FALSE(match_text(g, call("Oslo is far")).accepted) << "longer than maxLength";
+}
+
 TEST(grammar_compiler, json_object_accepts_any_object_and_nothing_else) {
   sampling::grammar_spec s;
   s.type = kind::json_object;
