@@ -41,9 +41,10 @@ def two_tool_agent(model, calls: list) -> Agent:
         calls.append(("get_time", city))
         return TIME.format(city=city)
 
+    # max_tokens: two calls whose arguments the model may indent over several lines take about 80.
     return Agent(name="assistant", instructions="You answer questions about cities. Use the tools.", model=model,
                  tools=[get_weather, get_time],
-                 model_settings=ModelSettings(temperature=0, max_tokens=64, tool_choice="required",
+                 model_settings=ModelSettings(temperature=0, max_tokens=160, tool_choice="required",
                                               parallel_tool_calls=True))
 
 

@@ -119,8 +119,10 @@ WEATHER = {"type": "function", "name": "get_weather", "description": "Current we
 
 
 class Colour(pydantic.BaseModel):
-    name: str
-    hex: str
+    # Bounded strings: at temperature 1 a small model can otherwise wander in a string until
+    # max_output_tokens cuts the JSON off; the schema's maxLength lets the grammar close it in time.
+    name: str = pydantic.Field(max_length=32)
+    hex: str = pydantic.Field(max_length=16)
     warm: bool
 
 
