@@ -73,7 +73,7 @@ void populate(const void* p, std::size_t n) {
 }
 
 /// Repacks the product matrices of at least 16 rows whose type has a packed kernel on this CPU
-/// (pack_x16: q8_0 and the 4- and 5-bit 32-value block types), on every core: each copy holds
+/// (pack_x16: q8_0, the 4- and 5-bit 32-value block types, q4_K and q6_K), on every core: each copy holds
 /// the row groups, then the rows % 16 left over in the GGUF layout, and takes the place of the
 /// mapped matrix. The model then owns every weight it reads:
 /// the other tensors are copied too, and a tied embedding table is read from the packed output.
