@@ -1,4 +1,4 @@
-// add_bias and store_kv_f16 (kv_store.hpp).
+// add_bias, store_kv_f16 and move_pages (kv_store.hpp).
 
 #include <cuda_fp16.h>
 
@@ -23,6 +23,17 @@ __global__ void store_kv_kernel(const float* k, const float* v, long long n, int
   vp[at] = __float2half_rn(v[i]);
 }
 
+/// Block (i, which): entry i's key (which = 0) or value page, 16 bytes a thread and step.
+__global__ void move_pages_kernel(uint4* packed, const std::int32_t* blocks, long long units, uint4* kp, uint4* vp, bool to_pages) {
+  const long long i = blockIdx.x, which = blockIdx.y;
+  uint4* pool = (which == 0 ? kp : vp) + static_cast<long long>(blocks[i]) * units;
+  uint4* part = packed + (2 * i + which) * units;
+  for (long long u = threadIdx.x; u < units; u += blockDim.x) {
+    if (to_pages) pool[u] = part[u];
+    else part[u] = pool[u];
+  }
+}
+
 unsigned blocks_for(long long n, int threads) { return static_cast<unsigned>((n + threads - 1) / threads); }
 
 }  // namespace
@@ -41,6 +52,16 @@ void store_kv_f16(const float* k, const float* v, int n, int dim, const std::int
   store_kv_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(k, v, total, dim, slots, static_cast<__half*>(k_pages),
                                                               static_cast<__half*>(v_pages));
   check_launch("store_kv_f16");
+}
+
+void move_pages(void* packed, const std::int32_t* blocks, int n, std::size_t page_bytes, void* k_pages, void* v_pages,
+                bool to_pages, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (page_bytes % 16 != 0) throw cuda_error("move_pages: pages of a size that is not a multiple of 16 bytes");
+  move_pages_kernel<<<dim3(static_cast<unsigned>(n), 2), 256, 0, stream>>>(static_cast<uint4*>(packed), blocks,
+                                                                          static_cast<long long>(page_bytes / 16),
+                                                                          static_cast<uint4*>(k_pages), static_cast<uint4*>(v_pages), to_pages);
+  check_launch("move_pages");
 }
 
 }  // namespace strata::kernels::cuda

@@ -1,7 +1,9 @@
 #pragma once
 // The small steps of a layer between its projections and its attention on the GPU: a bias added
-// to every row, and the batch's keys and values written into their f16 KV pages.
+// to every row, and the batch's keys and values written into their f16 KV pages; and the pages
+// moved between their pools and a packed buffer (KV blocks on their way to or from host RAM).
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -16,5 +18,12 @@ void add_bias(float* x, const float* bias, int n, int dim, cudaStream_t stream);
 /// rows of dim f16 values (slot = page * page_tokens + position in the page). slots is a device array.
 void store_kv_f16(const float* k, const float* v, int n, int dim, const std::int32_t* slots, void* k_pages, void* v_pages,
                   cudaStream_t stream);
+
+/// Moves n blocks' pages between the page pools and `packed`, which holds entry i's key page then
+/// its value page (page_bytes each, a multiple of 16): into k_pages and v_pages at page blocks[i]
+/// (to_pages), or out of them. blocks is a device array. One launch for a whole chunk of blocks,
+/// where a copy per page would cost a call each.
+void move_pages(void* packed, const std::int32_t* blocks, int n, std::size_t page_bytes, void* k_pages, void* v_pages,
+                bool to_pages, cudaStream_t stream);
 
 }  // namespace strata::kernels::cuda

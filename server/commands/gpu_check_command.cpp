@@ -1,12 +1,13 @@
 // `strata gpu-check --model M [--prompt N] [--gen G] [--seed S] [--bench 512,4096] [--bench-gen G]
-// [--bench-batch 64x1024+128] [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
+// [--bench-batch 64x1024+128] [--bench-restore 16384] [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
 // (--device cuda) on the same tokens and compares their logits: one sequence's prefill and
 // decode (the decode fed the CPU's greedy token, so that both paths see the same sequence), three
 // sequences decoding in one batch, and a sequence's KV pages saved and loaded, and copied, on the
 // GPU (the copies must continue bit for bit as the original). With --bench, times the GPU path:
 // prefill of each prompt length in one step, and single-stream decode after it, as tokens/s and
 // as a share of the memory bandwidth (weights read once per decoded token); --bench-batch times
-// many sequences prefilled and then decoding together. Exit code 1 when a
+// many sequences prefilled and then decoding together; --bench-restore times a prefix restored
+// from host RAM against its cold prefill (its next token's logits bit for bit). Exit code 1 when a
 // comparison fails. --golden also compares the GPU's logits with a reference dump of exact float
 // math (../shared/golden), within the tolerance its manifest gives.
 
@@ -39,6 +40,7 @@ struct gpu_check_options {
   int prompt = 64;
   int gen = 16;
   int bench_gen = 64;
+  int bench_restore = 0;
   unsigned seed = 0;
   bool no_cpu = false;
   double tolerance = 0.1;
@@ -339,6 +341,50 @@ boost::json::object bench_batch(path& gpu, planner& pl, std::int32_t n_vocab, co
           {"tok_s", (prefill_tok + decode_tok) / (prefill_s + decode_s)}};
 }
 
+/// A prefix of n tokens prefilled cold, its blocks saved to host RAM as the hot tier saves them
+/// (save_pages: copies by value), restored into blocks the device never wrote (load_pages, as a
+/// served request's prefix hit does), and one token decoded after each: the restore and its first
+/// token against the cold prefill, and the two logits rows bit for bit.
+boost::json::object bench_restore(path& gpu, planner& pl, std::int32_t n_vocab, int n, std::mt19937& rng, bool& ok) {
+  {  // warm-up: the kernels, and the scratch grown for n rows
+    sequence w{7000};
+    gpu.step(pl.layout({{&w, random_tokens(rng, n_vocab, n)}}));
+  }
+  sequence cold{7001};
+  const auto prompt = random_tokens(rng, n_vocab, n);
+  auto t0 = std::chrono::steady_clock::now();
+  const auto first = gpu.step(pl.layout({{&cold, prompt}}));
+  const double cold_s = seconds_since(t0);
+  std::vector<pipeline::frozen_block> frozen;
+  for (std::int32_t b : cold.blocks) frozen.push_back({b, {}});
+  t0 = std::chrono::steady_clock::now();
+  for (auto& l : gpu.layers) l->save_pages(frozen);
+  const double save_s = seconds_since(t0);
+  const std::vector<std::int32_t> next = {argmax(first.data(), n_vocab)};
+  t0 = std::chrono::steady_clock::now();
+  const auto a = gpu.step(pl.layout({{&cold, next}}));
+  const double decode_s = seconds_since(t0);
+  sequence restored{7002, {}, n};
+  for (auto& f : frozen) restored.blocks.push_back(f.block = pl.next_block++);
+  t0 = std::chrono::steady_clock::now();
+  for (auto& l : gpu.layers) l->load_pages(frozen);
+  const double queued_s = seconds_since(t0);
+  const auto b = gpu.step(pl.layout({{&restored, next}}));
+  const double restore_s = seconds_since(t0);
+  const bool same = std::equal(a.begin(), a.end(), b.begin());
+  ok = same;
+  double bytes = 0;
+  for (const auto& f : frozen) bytes += static_cast<double>(f.bytes.size());
+  std::printf("restore of %d tokens (%.0f MB of KV) from host RAM: cold prefill %.1f ms; saved in %.1f ms; restored and first token "
+              "in %.1f ms (copies queued after %.1f ms, a decode step alone %.1f ms): %.2f%% of the cold prefill (goal <= 5%%), %.1f GB/s; "
+              "next token's logits %s\n",
+              n, bytes / 1e6, cold_s * 1e3, save_s * 1e3, restore_s * 1e3, queued_s * 1e3, decode_s * 1e3, 100 * restore_s / cold_s,
+              bytes / std::max(restore_s - decode_s, 1e-6) / 1e9, same ? "identical" : "DIFFERENT");
+  return {{"tokens", n}, {"kv_bytes", bytes}, {"cold_prefill_s", cold_s}, {"save_s", save_s}, {"restore_queued_s", queued_s},
+          {"restore_and_first_token_s", restore_s}, {"decode_step_s", decode_s}, {"ratio", restore_s / cold_s},
+          {"logits_identical", same}};
+}
+
 int run(const gpu_check_options& o) {
   auto loaded = model::model::load(o.model);
   if (!loaded) {
@@ -356,6 +402,7 @@ int run(const gpu_check_options& o) {
     longest = std::max(longest, std::stoi(item));
   }
   tokens += longest + 8;  // the bench's warm-up
+  tokens += 3 * (o.bench_restore + 2 * pl.page_tokens);  // its warm-up, the cold prefix and its restored copy
   const batch_spec batch = batch_spec::parse(o.bench_batch);
   if (!o.bench_batch.empty() && batch.seqs == 0) {
     std::fprintf(stderr, "strata gpu-check: --bench-batch wants SEQSxPROMPT+GEN, e.g. 64x1024+128\n");
@@ -394,6 +441,11 @@ int run(const gpu_check_options& o) {
   }
   if (!o.bench.empty()) result["bench"] = bench(gpu, pl, *m, o, rng);
   if (batch.seqs > 0) result["bench_batch"] = bench_batch(gpu, pl, n_vocab, batch, rng);
+  if (o.bench_restore > 0) {
+    bool same = true;
+    result["bench_restore"] = bench_restore(gpu, pl, n_vocab, o.bench_restore, rng, same);
+    ok = ok && same;
+  }
   result["passed"] = ok;
   if (!o.json.empty()) std::ofstream(o.json) << boost::json::serialize(result) << "\n";
   std::printf("%s\n", ok ? "passed" : "FAILED");
@@ -416,6 +468,7 @@ const bool registered = register_command("gpu-check", "Compare the GPU path's lo
   sub.add_option("--bench", o->bench, "Prompt lengths to time, e.g. 512,4096 (GPU only)");
   sub.add_option("--bench-gen", o->bench_gen, "Decode steps timed after each prompt")->capture_default_str();
   sub.add_option("--bench-batch", o->bench_batch, "Sequences decoding together, e.g. 64x1024+128 (sequences x prompt + generated)");
+  sub.add_option("--bench-restore", o->bench_restore, "Prefix tokens to restore from host RAM, timed against their cold prefill");
   sub.add_flag("--no-cpu", o->no_cpu, "Skip the comparison with the CPU (bench only)");
   sub.add_option("--json", o->json, "Write the results as JSON here");
   return std::function<int()>([o] { return run(*o); });

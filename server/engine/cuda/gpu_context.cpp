@@ -8,11 +8,21 @@
 
 namespace strata::engine::gpu {
 
+namespace {
+/// Whether a switch of the environment is on: unless it is "0".
+bool env_on(const char* name) {
+  const char* e = std::getenv(name);
+  return e == nullptr || std::strcmp(e, "0") != 0;
+}
+}  // namespace
+
 bool prefill_attention_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("STRATA_CUDA_PREFILL_ATTENTION");
-    return e == nullptr || std::strcmp(e, "0") != 0;
-  }();
+  static const bool on = env_on("STRATA_CUDA_PREFILL_ATTENTION");
+  return on;
+}
+
+bool staged_transfers() {
+  static const bool on = env_on("STRATA_CUDA_STAGED_TRANSFERS");
   return on;
 }
 

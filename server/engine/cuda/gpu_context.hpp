@@ -10,6 +10,7 @@
 // transforms the step's device rows in place, queueing without waiting; the last layer copies the
 // rows back into the forward message (the one wait of the step, besides the logits). The host
 // vector of the rows in between is left as the first layer found it: only the GPU stages read it.
+// KV blocks saved to or restored from host RAM move on a stream of their own (page_transfer).
 
 #include <cstddef>
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/matvec.hpp"
 #include "kernels/cuda/prefill_attention.hpp"
+#include "server/engine/cuda/page_transfer.hpp"
 #include "src/model/hparams.hpp"
 
 namespace strata::engine::gpu {
@@ -33,6 +35,11 @@ namespace cu = kernels::cuda;
 /// Whether the rows of a prefill take prefill_attention (else every row takes decode_attention):
 /// on unless STRATA_CUDA_PREFILL_ATTENTION=0.
 bool prefill_attention_enabled();
+
+/// Whether KV pages move to and from host RAM through page_transfer (pinned chunks on a stream of
+/// their own): on unless STRATA_CUDA_STAGED_TRANSFERS=0, which copies a page at a time on the
+/// compute stream (the first version, kept for comparison).
+bool staged_transfers();
 
 /// Grows b to at least `bytes` (its contents are lost; the old buffer is freed, which waits for
 /// the device).
@@ -87,6 +94,8 @@ class gpu_context {
   step_state& step(const pipeline::batch_layout& layout, const std::vector<float>& hidden);
   /// Copies the step's rows into hidden, waits for them, and forgets the step (under mutex()).
   void finish_step(const pipeline::batch_layout& layout, std::vector<float>& hidden);
+  /// KV pages to and from host RAM, on a stream of their own (not under mutex()).
+  page_transfer& transfer() { return transfer_; }
 
  private:
   /// A step's rows for the two attention kernels (see step_state).
@@ -105,6 +114,7 @@ class gpu_context {
   scratch s_;
   std::unordered_map<std::uint64_t, std::unique_ptr<step_state>> live_;
   std::vector<std::unique_ptr<step_state>> spare_;  // finished steps' buffers, reused
+  page_transfer transfer_;
 };
 
 }  // namespace strata::engine::gpu

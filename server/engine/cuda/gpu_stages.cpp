@@ -278,15 +278,24 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
 
 void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
   const std::size_t n = page_bytes();
-  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
-  std::lock_guard lock(ctx_->mutex());
+  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
+  std::vector<std::byte*> host;
+  std::vector<std::int32_t> blocks;
   for (auto& f : saved) {
     if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
     if (f.bytes.size() != total || !holds(f.block)) continue;
-    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
-    k_.download(f.bytes.data() + at, n, ctx_->stream(), page_offset(f.block));
-    v_.download(f.bytes.data() + at + n, n, ctx_->stream(), page_offset(f.block));
+    host.push_back(f.bytes.data() + at);
+    blocks.push_back(f.block);
   }
+  if (!staged_transfers()) {  // the first version, for comparison: a synchronous copy per page
+    std::lock_guard lock(ctx_->mutex());
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      k_.download(host[i], n, ctx_->stream(), page_offset(blocks[i]));
+      v_.download(host[i] + n, n, ctx_->stream(), page_offset(blocks[i]));
+    }
+    return;
+  }
+  ctx_->transfer().save({k_.data(), v_.data(), n}, host, blocks, ctx_->stream(), ctx_->mutex());
 }
 
 void gpu_layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies) {
@@ -304,16 +313,26 @@ void gpu_layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies
 
 void gpu_layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
   const std::size_t n = page_bytes();
-  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer);
-  std::lock_guard lock(ctx_->mutex());
+  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
+  std::vector<const std::byte*> host;
+  std::vector<std::int32_t> ids;
   for (const auto& f : blocks) {
     if (f.bytes.size() != total || !holds(f.block)) continue;  // checked by the scheduler
-    const std::size_t at = n * 2 * static_cast<std::size_t>(layer_);
-    k_.upload(f.bytes.data() + at, n, ctx_->stream(), page_offset(f.block));
-    v_.upload(f.bytes.data() + at + n, n, ctx_->stream(), page_offset(f.block));
+    host.push_back(f.bytes.data() + at);
+    ids.push_back(f.block);
   }
-  // The frozen blocks may go once this returns.
-  cu::check(cudaStreamSynchronize(ctx_->stream()), "cudaStreamSynchronize");
+  if (!staged_transfers()) {  // the first version, for comparison: a copy per page, then a wait
+    std::lock_guard lock(ctx_->mutex());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      k_.upload(host[i], n, ctx_->stream(), page_offset(ids[i]));
+      v_.upload(host[i] + n, n, ctx_->stream(), page_offset(ids[i]));
+    }
+    cu::check(cudaStreamSynchronize(ctx_->stream()), "cudaStreamSynchronize");
+    return;
+  }
+  // Returns once the frozen blocks have been read (they may go then); the step's kernels wait for
+  // the copies on the device.
+  ctx_->transfer().load({k_.data(), v_.data(), n}, host, ids, ctx_->stream(), ctx_->mutex());
 }
 
 gpu_output_stage::gpu_output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<gpu_context> ctx)
