@@ -11,7 +11,8 @@
 #     path, batched decode, KV pages saved, loaded and copied by value;
 #   - `strata serve --device cuda`: /v1/models and one chat completion;
 #   - the figures on a synthesized Llama-3-8B-shaped Q4_K_M model: prefill of 512 and 4096
-#     tokens, and single-stream decode after each (STRATA_GPU_BENCH=0 skips them).
+#     tokens, and single-stream decode after each, a 16k-token prefix restored from host RAM, and
+#     64 streams served under bench/loadgen.py (STRATA_GPU_BENCH=0 skips them).
 #
 # With STRATA_GPU_ANCHOR too (the llama.cpp source tarball that `bench/gpu_anchor.sh pack` writes),
 # the llama.cpp anchor: llama.cpp built there with CUDA, both engines on the same synthesized
@@ -63,14 +64,14 @@ if len(sys.argv) > 2:
               "checks": {"exit": check_rc, **tally(f"{out}/check.log")},
               "memcheck": {"exit": memcheck_rc, "summary": open(f"{out}/memcheck.log").read().strip().splitlines()[-1:]},
               "bench": json.load(open(f"{out}/bench.json")) if bench_rc == 0 else {"exit": bench_rc}}
-for key in ("layers", "anchor", "decode_ab"):
+for key in ("layers", "served", "anchor", "decode_ab"):
     try:
         result[key] = json.load(open(f"{out}/{key}.json"))
     except OSError:
         pass
 json.dump(result, open(f"{out}/gpu.json", "w"), indent=2)
 PY
-  rm -f "$out/bench.json" "$out/layers.json" "$out/anchor.json" "$out/decode_ab.json"
+  rm -f "$out/bench.json" "$out/layers.json" "$out/served.json" "$out/anchor.json" "$out/decode_ab.json"
   (cd "$out" && tar czf logs.tgz --remove-files ./*.log 2>/dev/null)
 }
 if [ "${STRATA_GPU_KERNELS:-1}" = 0 ]; then

@@ -14,7 +14,10 @@
 # Figures, per model: prefill of 4,096 tokens (flash attention on), decode of 128 tokens after 0
 # and after 16,384 tokens of context, and 64 sequences of 1,024 + 128 tokens decoding together
 # (llama-batched-bench; strata: the same 64 sequences prefilled and decoded as one batch).
-# STRATA_ANCHOR_MODELS picks the shapes (default "llama8b:q4_k_m llama8b:q8_0 qwen4b:q4_k_m qwen4b:q8_0").
+# STRATA_ANCHOR_MODELS picks the shapes (default "llama8b:q4_k_m llama8b:q8_0 qwen4b:q4_k_m qwen4b:q8_0";
+# empty: none). STRATA_ANCHOR_SERVED=1 also serves the 8B Q4_K_M shape from both engines to 64
+# concurrent streams (bench/gpu_served.sh: strata serve and llama-server under bench/loadgen.py),
+# into OUT/served.json; llama-server is built when the tarball holds tools/server.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 version=0.3.36
@@ -27,7 +30,8 @@ if [ "${1:-}" = pack ]; then
   tar -C "$(dirname "$src")" -cJf "$dest/llama.cpp-src.tar.xz" \
     --exclude=llama.cpp/docs --exclude=llama.cpp/models --exclude=llama.cpp/media --exclude=llama.cpp/gguf-py \
     --exclude=llama.cpp/benches --exclude=llama.cpp/tests --exclude=llama.cpp/examples --exclude=llama.cpp/pocs \
-    --exclude=llama.cpp/tools/ui --exclude=llama.cpp/tools/server --exclude=llama.cpp/.git \
+    --exclude=llama.cpp/tools/ui/src --exclude=llama.cpp/tools/ui/tests --exclude=llama.cpp/tools/server/tests \
+    --exclude=llama.cpp/tools/server/bench --exclude=llama.cpp/tools/server/public_legacy --exclude=llama.cpp/.git \
     --exclude='llama.cpp/ggml/src/ggml-vulkan' --exclude='llama.cpp/ggml/src/ggml-sycl' --exclude='llama.cpp/ggml/src/ggml-opencl' \
     --exclude='llama.cpp/ggml/src/ggml-metal' --exclude='llama.cpp/ggml/src/ggml-hexagon' --exclude='llama.cpp/ggml/src/ggml-webgpu' \
     --exclude='llama.cpp/ggml/src/ggml-et' --exclude='llama.cpp/ggml/src/ggml-cann' --exclude='llama.cpp/ggml/src/ggml-musa' \
@@ -43,7 +47,8 @@ bin=${STRATA_BIN:?a strata built with -DSTRATA_CUDA=ON}
 tarball=${STRATA_GPU_ANCHOR:?the tarball that pack wrote}
 work=${STRATA_GPU_WORK:-/tmp/strata-gpu}
 build=${STRATA_LLAMA_CUDA_BUILD:-build-llamacpp-cuda}
-models=${STRATA_ANCHOR_MODELS:-llama8b:q4_k_m llama8b:q8_0 qwen4b:q4_k_m qwen4b:q8_0}
+models=${STRATA_ANCHOR_MODELS-llama8b:q4_k_m llama8b:q8_0 qwen4b:q4_k_m qwen4b:q8_0}
+served=${STRATA_ANCHOR_SERVED:-0}
 deadline=${STRATA_ANCHOR_DEADLINE:-520}  # seconds after which no further model starts (calls are cut at 600)
 mkdir -p "$work" "$out" "$build"
 
@@ -60,22 +65,31 @@ synth_one() {  # shape type
   esac >"$out/synth-$1-$2.log" 2>&1 && mv "$f.tmp" "$f"
 }
 build_llamacpp() {
-  [ -x "$build/bin/llama-bench" ] && [ -x "$build/bin/llama-batched-bench" ] && return 0
+  [ -x "$build/bin/llama-bench" ] && [ -x "$build/bin/llama-batched-bench" ] && { [ "$served" = 0 ] || [ -x "$build/bin/llama-server" ]; } &&
+    return 0
   mkdir -p "$build/src"
   tar -C "$build/src" -xJf "$tarball" || return 1
   nvcc --version | tail -1
+  # llama-server where the source has it (its web UI left empty: no npm, no download there).
+  local server=(-DLLAMA_BUILD_SERVER=OFF) targets=(llama-bench llama-batched-bench)
+  if [ -d "$build/src/llama.cpp/tools/server" ]; then
+    server=(-DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF)
+    targets+=(llama-server)
+  fi
   # CUDA 13 names sm_90a "90a" in CMAKE_CUDA_ARCHITECTURES; -real: machine code only, no PTX.
   nice -n 19 cmake -S "$build/src/llama.cpp" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90a-real -DGGML_NATIVE=ON -DGGML_CUDA_NCCL=OFF -DLLAMA_OPENSSL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF "${server[@]}" -DLLAMA_BUILD_APP=OFF \
     -DBUILD_SHARED_LIBS=OFF &&
-    nice -n 19 cmake --build "$build" -j "$(($(nproc) > 6 ? $(nproc) - 2 : 4))" --target llama-bench llama-batched-bench
+    nice -n 19 cmake --build "$build" -j "$(($(nproc) > 6 ? $(nproc) - 2 : 4))" --target "${targets[@]}"
 }
 start=$(date +%s)
 build_llamacpp >"$out/llamacpp-build.log" 2>&1 &
 build_pid=$!
 synth_pids=()
-for spec in $models; do
+served_spec=$([ "$served" != 0 ] && echo llama8b:q4_k_m)
+case " $models " in *" llama8b:q4_k_m "*) served_spec= ;; esac
+for spec in $models $served_spec; do
   synth_one "${spec%%:*}" "${spec#*:}" &
   synth_pids+=($!)
 done
@@ -114,6 +128,9 @@ for spec in $models; do
     --output-format jsonl >"$work/llamacpp-batched-$name.jsonl" 2>"$out/llamacpp-batched-$name.log" || rc=1
   tail -2 "$work/llamacpp-batched-$name.jsonl"
 done
+if [ "$served" != 0 ]; then
+  STRATA_LLAMA_SERVER="$build/bin/llama-server" bench/gpu_served.sh "$work/anchor-llama8b-q4_k_m.gguf" "$out" || rc=1
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$work/gpu-name.txt" 2>/dev/null
 
 python3 - "$out/anchor.json" "$work" "$llama_build_s" $models <<'PY'

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The layers on the GPU (--device cuda), for bench/gpu.sh: gpu-check (logits against the CPU path)
 # on the given and on synthesized models, a served chat completion, and the Llama-3-8B-shaped
-# figures. Writes layers.json (and a log per run) into the out-dir; exit 1 when a check failed.
+# figures: prefill and decode, a 16k-token prefix restored from host RAM against its cold prefill
+# (gpu-check --bench-restore), and 64 streams served (bench/gpu_served.sh, served.json beside).
+# Writes layers.json (and a log per run) into the out-dir; exit 1 when a check failed.
 #
-#   STRATA_BIN=strata [STRATA_GPU_MODELS="a.gguf b.gguf"] [STRATA_GPU_BENCH=0] bench/gpu_layers.sh out-dir
+#   STRATA_BIN=strata [STRATA_GPU_MODELS="a.gguf b.gguf"] [STRATA_GPU_BENCH=0] [STRATA_GPU_SERVED=0]
+#     [STRATA_GPU_RESTORE=16384] bench/gpu_layers.sh out-dir
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=$1
@@ -78,11 +81,19 @@ if [ "${STRATA_GPU_BENCH:-1}" != 0 ]; then
   vocab=${STRATA_GPU_VOCAB:-builtin}
   start=$(date +%s)
   [ -f "$big" ] || "$bin" synth --arch llama --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --ffn 14336 --vocab "$vocab" \
-    --type q4_k_m --ctx 8192 --seed 1 --out "$big" >"$out/synth-8b.log" 2>&1 || { echo "synth 8b failed"; rc=1; }
+    --type q4_k_m --ctx 20480 --seed 1 --out "$big" >"$out/synth-8b.log" 2>&1 || { echo "synth 8b failed"; rc=1; }
   echo "synthesized the 8B shape in $(($(date +%s) - start)) s"
   timeout 300 "$bin" gpu-check --model "$big" --no-cpu --bench 512,4096 --bench-gen 64 --json "$work/bench-8b.json" >"$out/bench-8b.log" 2>&1 || rc=1
   tail -4 "$out/bench-8b.log"
   checks+=("$work/bench-8b.json")
+  restore=${STRATA_GPU_RESTORE:-16384}
+  timeout 300 "$bin" gpu-check --model "$big" --no-cpu --bench-restore "$restore" --json "$work/restore-8b.json" \
+    >"$out/restore-8b.log" 2>&1 || rc=1
+  grep -E "^restore|passed|FAILED" "$out/restore-8b.log"
+  checks+=("$work/restore-8b.json")
+  if [ "${STRATA_GPU_SERVED:-1}" != 0 ]; then
+    bench/gpu_served.sh "$big" "$out" || rc=1
+  fi
 fi
 
 python3 - "$out/layers.json" "$work/serve.json" "${checks[@]}" <<'PY'

@@ -25,7 +25,8 @@ llama-server that close idle kept-alive connections, which fails the request sen
 The JSON: label (when given), url, scenario, concurrency, requests (sent), ok, errors, statuses
 (HTTP status -> count; 0: no response), first_errors (up to 3), wall_s, generated_tokens,
 generated_tok_s (all completion tokens over the wall time), prompt_tokens, cached_tokens,
-cached_fraction, and {p50, p90, p99, n} of ttft_ms, itl_ms (the gaps between content chunks),
+cached_fraction, and {p50, p90, p99, n} of ttft_ms, ttft_ms_after_first (the requests after each
+stream's first: the opening burst of --concurrency prompts at once left out), itl_ms (the gaps between content chunks),
 e2e_ms and decode_tok_s (each stream's tokens after the first over the time from its first content
 to its last: what `strata bench` calls decode), and decode_aggregate, the streams' decode-only rate
 together ({tok_s, streams, seconds}: each stream counts 1000 / its median inter-token gap while it
@@ -220,6 +221,7 @@ async def main():
                 issued += 1
                 req = next_request(i)
                 r = await run_one(session, req)
+                r["after_first"] = i >= N
                 if "history" in req and r["ok"]:
                     req["history"].extend([{"role": "assistant", "content": r["text"]},
                                            {"role": "user", "content": text(24)}])
@@ -257,6 +259,7 @@ async def main():
         "cached_tokens": cached,
         "cached_fraction": cached / prompt if prompt else 0,
         "ttft_ms": summary([r["ttft"] for r in ok if r["ttft"] is not None]),
+        "ttft_ms_after_first": summary([r["ttft"] for r in ok if r["ttft"] is not None and r["after_first"]]),
         "itl_ms": summary([x for r in ok for x in r["itl"]]),
         "e2e_ms": summary([r["e2e"] for r in ok]),
         # Each stream's decode speed: the tokens after the first over the time from the first
