@@ -136,8 +136,7 @@ std::optional<api_error> completions_service::prepare(generation_request& r, std
   r.settings.cache_salt = kv::make_cache_salt(key_salt, r.cache_salt);
   const int bits = r.kv_bits != 0 ? r.kv_bits : engine_.default_kv_bits();
   if (!engine_.supports_kv_bits(bits))
-    return invalid_request("kv_bits", "kv_bits " + std::to_string(bits) + " needs attention heads of a multiple of 32 values; this model's have " +
-                           std::to_string(engine_.mdl().hp.head_dim) + ": use 16", "unsupported_kv_bits");
+    return invalid_request("kv_bits", "kv_bits " + std::to_string(bits) + ": " + engine_.kv_bits_problem(bits) + "; use 16", "unsupported_kv_bits");
   r.settings.kv_format = *kv::kv_format_from_bits(bits);
   // Checked before tokenizing, which takes about a second per few MB: a prompt too long in bytes
   // cannot fit in the context whatever its tokens.

@@ -41,6 +41,20 @@ class assembler final : public sched::text_assembler {
 
 }  // namespace
 
+std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim) {
+  if (bits == 16) return {};
+  if (bits != 8 && bits != 4) return "KV precision is 16, 8 or 4 bits";
+  if (gpu) return "the GPU (--device cuda) keeps KV pages in f16 only";
+  if (head_dim % kv::k_kv_quant_block != 0)
+    return "needs attention heads of a multiple of " + std::to_string(kv::k_kv_quant_block) + " values; this model's have " +
+           std::to_string(head_dim);
+  return {};
+}
+
+std::string engine::kv_bits_problem(int bits) const {
+  return strata::engine::kv_bits_problem(bits, cfg_.model.device == "cuda", model_->hp.head_dim);
+}
+
 result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, const std::string& path,
                                              const load_progress& progress) {
   auto report = [&progress](std::string_view stage, double fraction) {
@@ -100,8 +114,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   }
   e->default_kv_bits_ = cfg.kv.default_bits;
   if (!e->supports_kv_bits(e->default_kv_bits_)) {
-    spdlog::warn("kv.default_bits = {} needs a head size that is a multiple of 32 (this model's is {}); using 16",
-                 e->default_kv_bits_, hp.head_dim);
+    spdlog::warn("kv.default_bits = {}: {}; using 16", e->default_kv_bits_, e->kv_bits_problem(e->default_kv_bits_));
     e->default_kv_bits_ = 16;
   }
   if (reuse) {

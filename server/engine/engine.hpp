@@ -38,6 +38,12 @@ namespace strata::engine {
 /// the SSD index") and how far it is (0..1; negative when unknown). Called on the loading thread.
 using load_progress = std::function<void(std::string_view stage, double fraction)>;
 
+/// Why requests may not ask for `bits` of KV precision (kv_bits) on this device, for a model whose
+/// attention heads hold head_dim values, or an empty string when they may: 16 always; 8 and 4 on
+/// the CPU when the heads are whole quantization blocks; never 8 or 4 on the GPU (its pages are
+/// f16 only); other values never.
+std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim);
+
 class engine {
  public:
   /// Opens the model, its tokenizer and chat template, and the SSD tier's index; nothing runs yet.
@@ -81,8 +87,10 @@ class engine {
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
-  /// whole quantization blocks.
+  /// whole quantization blocks, on the CPU.
   bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
+  /// Why not (kv_bits_problem for this model and device), or empty.
+  std::string kv_bits_problem(int bits) const;
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
