@@ -3,6 +3,8 @@
 // a stream walks every S-th position of the part, each lane loading 16 bytes (8 dims) of the
 // position's K and V row, keeping an online softmax (running max, sum, weighted V) per query
 // head. The streams are merged by log-sum-exp at the end, then the parts of a row by merge_kernel.
+// Over q8_0 pages a lane's 8 dims are 8 int8 of one 34-byte block (2-byte aligned: four 16-bit
+// loads) and the block's f16 scale, dequantized in registers as the CPU's q8_0 rows are.
 
 #include <cuda_fp16.h>
 
@@ -39,7 +41,35 @@ __device__ __forceinline__ void f16x8(const uint4& w, float* f) {
   }
 }
 
-template <int HD, int G>
+/// A lane's 8 int8 of a q8_0 block (at byte `within` of its 32 values) in x and y, the block's f16
+/// scale in z.
+__device__ __forceinline__ uint4 load_q8(const unsigned char* block, int within) {
+  const unsigned short* p = reinterpret_cast<const unsigned short*>(block);
+  const int i = 1 + within / 2;
+  uint4 u;
+  u.x = __ldg(p + i) | (static_cast<unsigned>(__ldg(p + i + 1)) << 16);
+  u.y = __ldg(p + i + 2) | (static_cast<unsigned>(__ldg(p + i + 3)) << 16);
+  u.z = __ldg(p);
+  u.w = 0;
+  return u;
+}
+
+/// The 8 values of a lane's 16-byte f16 unit, or of its load_q8 unit.
+template <bool Q8>
+__device__ __forceinline__ void unit_to_f32(const uint4& w, float* f) {
+  if constexpr (Q8) {
+    const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(w.z)));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      f[e] = d * static_cast<float>(static_cast<signed char>((w.x >> (8 * e)) & 0xFFu));
+      f[4 + e] = d * static_cast<float>(static_cast<signed char>((w.y >> (8 * e)) & 0xFFu));
+    }
+  } else {
+    f16x8(w, f);
+  }
+}
+
+template <int HD, int G, bool Q8>
 __global__ void __launch_bounds__(k_threads)
     decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                   launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
@@ -71,6 +101,9 @@ __global__ void __launch_bounds__(k_threads)
   const std::int32_t* blocks = r.blocks + static_cast<std::size_t>(seq) * r.blocks_stride;
   const std::size_t row = static_cast<std::size_t>(n_head_kv) * HD;
   const std::size_t col = static_cast<std::size_t>(kvh) * HD + sub * 8;
+  // q8_0: a row's bytes, and the byte of the lane's block within it.
+  const std::size_t row_q8 = row / 32 * 34, block_q8 = col / 32 * 34;
+  const int within = static_cast<int>(col % 32);
   // Every lane of a warp takes the same trips (the score sums shuffle across lanes); positions
   // past the part's end are masked.
   for (int tb = t_lo; tb <= t_hi; tb += S * k_unroll) {
@@ -81,16 +114,23 @@ __global__ void __launch_bounds__(k_threads)
       const int t = t0 + j * S;
       if (t <= t_hi) {
         const std::size_t page = static_cast<std::size_t>(__ldg(blocks + t / page_tokens));
-        const std::size_t at = (page * page_tokens + t % page_tokens) * row + col;
-        kr[j] = __ldg(reinterpret_cast<const uint4*>(kp + at));
-        vr[j] = __ldg(reinterpret_cast<const uint4*>(vp + at));
+        const std::size_t slot = page * page_tokens + t % page_tokens;
+        if constexpr (Q8) {
+          const std::size_t at = slot * row_q8 + block_q8;
+          kr[j] = load_q8(reinterpret_cast<const unsigned char*>(kp) + at, within);
+          vr[j] = load_q8(reinterpret_cast<const unsigned char*>(vp) + at, within);
+        } else {
+          const std::size_t at = slot * row + col;
+          kr[j] = __ldg(reinterpret_cast<const uint4*>(kp + at));
+          vr[j] = __ldg(reinterpret_cast<const uint4*>(vp + at));
+        }
       }
     }
     float s[G][k_unroll];
 #pragma unroll
     for (int j = 0; j < k_unroll; ++j) {
       float kf[8];
-      f16x8(kr[j], kf);
+      unit_to_f32<Q8>(kr[j], kf);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float d = 0.0f;
@@ -106,7 +146,7 @@ __global__ void __launch_bounds__(k_threads)
     float vf[k_unroll][8];
 #pragma unroll
     for (int j = 0; j < k_unroll; ++j) {
-      if (t0 + j * S <= t_hi) f16x8(vr[j], vf[j]);
+      if (t0 + j * S <= t_hi) unit_to_f32<Q8>(vr[j], vf[j]);
       else {
 #pragma unroll
         for (int e = 0; e < 8; ++e) vf[j][e] = 0.0f;
@@ -194,24 +234,32 @@ __global__ void merge_kernel(const float* __restrict__ part_out, const float* __
 
 using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
 
-template <int HD>
+template <int HD, bool Q8>
 kernel_fn kernel_for_group(int group) {
   const int g = std::min(group, k_heads_per_block);
-  if (g == 1) return decode_kernel<HD, 1>;
-  if (g == 2) return decode_kernel<HD, 2>;
-  if (g <= 4) return decode_kernel<HD, 4>;
-  return decode_kernel<HD, 8>;
+  if (g == 1) return decode_kernel<HD, 1, Q8>;
+  if (g == 2) return decode_kernel<HD, 2, Q8>;
+  if (g <= 4) return decode_kernel<HD, 4, Q8>;
+  return decode_kernel<HD, 8, Q8>;
 }
 
-/// The kernel instance for a head size and query heads per kv head (padded to 1, 2, 4 or 8).
-kernel_fn kernel_for(int head_dim, int group) {
+template <bool Q8>
+kernel_fn kernel_for_dim(int head_dim, int group) {
   switch (head_dim) {
-    case 32: return kernel_for_group<32>(group);
-    case 64: return kernel_for_group<64>(group);
-    case 128: return kernel_for_group<128>(group);
-    case 256: return kernel_for_group<256>(group);
+    case 32: return kernel_for_group<32, Q8>(group);
+    case 64: return kernel_for_group<64, Q8>(group);
+    case 128: return kernel_for_group<128, Q8>(group);
+    case 256: return kernel_for_group<256, Q8>(group);
     default: throw std::invalid_argument("decode_attention: head_dim must be 32, 64, 128 or 256");
   }
+}
+
+/// The kernel instance for the pages' format, a head size and query heads per kv head (padded to
+/// 1, 2, 4 or 8).
+kernel_fn kernel_for(const kv_pages_f16& kv, int group) {
+  if (kv.bits == 8) return kernel_for_dim<true>(kv.head_dim, group);
+  if (kv.bits != 16) throw std::invalid_argument("decode_attention: pages of 16 (f16) or 8 (q8_0) bits");
+  return kernel_for_dim<false>(kv.head_dim, group);
 }
 
 /// Blocks of f resident per multiprocessor, asked of the runtime once per kernel (each decode
@@ -237,7 +285,7 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   // Split the rows into as many parts as fit on the device at once (the blocks resident per
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
   // part at least k_attention_min_split positions long.
-  const int per_sm = resident_blocks(kernel_for(kv.head_dim, ls.group));
+  const int per_sm = resident_blocks(kernel_for(kv, ls.group));
   const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessor_count() / blocks;
   const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
@@ -269,8 +317,8 @@ void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* worksp
     pl = po + static_cast<std::size_t>(r.n_seq) * ls.splits * r.n_head * kv.head_dim;
   }
   const dim3 grid(static_cast<unsigned>(kv.n_head_kv * ls.chunks), static_cast<unsigned>(ls.splits), static_cast<unsigned>(r.n_seq));
-  kernel_for(kv.head_dim, ls.group)<<<grid, k_threads, 0, stream>>>(static_cast<const __half*>(kv.k), static_cast<const __half*>(kv.v),
-                                                                    kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
+  kernel_for(kv, ls.group)<<<grid, k_threads, 0, stream>>>(static_cast<const __half*>(kv.k), static_cast<const __half*>(kv.v),
+                                                           kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
   check_launch("decode_attention");
   if (ls.splits > 1) {
     merge_kernel<<<r.n_seq * r.n_head, 128, 0, stream>>>(po, pl, ls.splits, r.n_head, kv.head_dim, r.rows, r.out);

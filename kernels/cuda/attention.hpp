@@ -1,5 +1,5 @@
 #pragma once
-// Paged attention of decode rows over f16 KV pages on the GPU: one query row per sequence, the
+// Paged attention of decode rows over f16 or q8_0 KV pages on the GPU: one query row per sequence, the
 // same function as kernels/attention.hpp's attention() for that row. Long contexts are split
 // along the sequence over several blocks and the parts merged by log-sum-exp, as the CPU's
 // merge_attention does.
@@ -11,14 +11,17 @@
 
 namespace strata::kernels::cuda {
 
-/// One layer's K and V pools (device, f16): page after page, a page holding page_tokens
-/// positions, each a row of n_head_kv heads of head_dim values (the CPU's kv_page_view layout).
+/// One layer's K and V pools (device): page after page, a page holding page_tokens positions,
+/// each a row of n_head_kv heads of head_dim values (the CPU's kv_page_view layout), in f16 or,
+/// with bits = 8, in GGUF's q8_0 blocks (every 32 values an f16 scale and 32 int8, 34 bytes; the
+/// bytes kernels::quantize_row writes).
 struct kv_pages_f16 {
   const void* k = nullptr;
   const void* v = nullptr;
   int page_tokens = 32;
   int n_head_kv = 0;
   int head_dim = 0;  // 32, 64, 128 or 256
+  int bits = 16;     // 16: f16 rows; 8: q8_0 rows (decode_attention only)
 };
 
 /// n_seq decode rows. Row s: q and out at s * n_head * head_dim (f32, device); it attends the

@@ -15,7 +15,8 @@
 //    sincosf within 2 ulp: 1e-5 absolute on values in [-1, 1].
 //  - gemm: activations and dequantized weights rounded to f16 (2^-11 relative each), products
 //    summed in f32 on the tensor cores: 2e-3 relative against the exact product.
-//  - attention (check_attention.cpp): f32 with exp by ex2.approx: 1e-4 relative.
+//  - attention (check_attention.cpp): f32 with exp by ex2.approx: 1e-4 relative, over f16 and over
+//    q8_0 pages (the CPU's quantize_row bytes); the q8_0 KV store: those bytes exactly.
 //  - prefill attention (check_prefill.cpp): queries and probabilities as two f16 parts each for
 //    the tensor cores (about 22 bits), sums in f32: 1e-4 relative, as the decode kernel.
 //  - the fused steps (check_fused.cpp): bit for bit against the kernels they replace.

@@ -71,11 +71,14 @@ inline std::string fmt(const char* f, double a, double b = 0) {
   return buf;
 }
 
-/// Random f16 K and V pages (each sequence's, enough for its positions up to last[s], scattered
-/// over one pool in random order) and the sequences' block tables, stride entries each.
+/// Random f16 (or, with bits = 8, q8_0: the CPU's quantize_row of random rows) K and V pages
+/// (each sequence's, enough for its positions up to last[s], scattered over one pool in random
+/// order) and the sequences' block tables, stride entries each.
 struct random_pages {
-  int page_tokens = 0, n_head_kv = 0, head_dim = 0, stride = 0;
-  std::vector<std::uint16_t> k, v;
+  int page_tokens = 0, n_head_kv = 0, head_dim = 0, stride = 0, bits = 16;
+  std::vector<std::uint16_t> k, v;  // the pools' bytes (q8_0 rows are 34-byte blocks: an even count)
+  /// Bytes of one position's row.
+  std::size_t row_bytes() const;
   std::vector<std::int32_t> table;
   /// The attention shape of n_head query heads over these pages (scale 1 / sqrt(head_dim)).
   attention_shape shape(int n_head, float softcap) const;
@@ -84,7 +87,8 @@ struct random_pages {
   /// The pages as the GPU kernels take them, kd and vd holding k and v.
   kv_pages_f16 on_device(const device_buffer& kd, const device_buffer& vd) const;
 };
-random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int head_dim, const std::vector<int>& last);
+random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int head_dim, const std::vector<int>& last,
+                        int bits = 16);
 
 void check_attention(verdicts& v, std::mt19937& rng);
 void check_prefill_attention(verdicts& v, std::mt19937& rng);

@@ -1,4 +1,5 @@
-// Paged decode attention on the GPU against the CPU's scalar attention over the same pages.
+// Paged decode attention on the GPU against the CPU's scalar attention over the same pages (f16
+// and q8_0), and the q8_0 KV store against the CPU's quantize_row, byte for byte.
 
 #include <algorithm>
 #include <numeric>
@@ -6,6 +7,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/kv_store.hpp"
 #include "kernels/quants.hpp"
 
 namespace strata::kernels::cuda::checks {
@@ -18,12 +20,13 @@ struct attention_case {
   int head_dim, n_head, n_head_kv;
   std::vector<int> first, last;
   float softcap = 0.0f;
+  int bits = 16;
 };
 
 void run_case(verdicts& v, std::mt19937& rng, const attention_case& c) {
   const int n_seq = static_cast<int>(c.last.size()), hd = c.head_dim;
   const int max_positions = *std::max_element(c.last.begin(), c.last.end()) + 1;
-  const random_pages pages = make_pages(rng, k_page, c.n_head_kv, hd, c.last);
+  const random_pages pages = make_pages(rng, k_page, c.n_head_kv, hd, c.last, c.bits);
   const std::size_t q_values = static_cast<std::size_t>(n_seq * c.n_head * hd);
   const auto q = uniform(rng, q_values, -2.0f, 2.0f);
   const attention_shape shape = pages.shape(c.n_head, c.softcap);
@@ -54,18 +57,72 @@ void run_case(verdicts& v, std::mt19937& rng, const attention_case& c) {
   const auto out = to_host(od, q_values);
   const double err = rel_l2(out.data(), ref.data(), q_values);
   char what[200];
-  std::snprintf(what, sizeof what, "attention hd=%d heads=%d/%d rows=%d longest=%d splits=%d%s: error %.3g", hd, c.n_head,
-                c.n_head_kv, n_seq, max_positions, decode_attention_splits(kv, r), c.softcap > 0 ? " softcap" : "", err);
+  std::snprintf(what, sizeof what, "attention %s hd=%d heads=%d/%d rows=%d longest=%d splits=%d%s: error %.3g",
+                c.bits == 8 ? "q8_0" : "f16", hd, c.n_head, c.n_head_kv, n_seq, max_positions, decode_attention_splits(kv, r),
+                c.softcap > 0 ? " softcap" : "", err);
   v.expect(err <= k_attention_tolerance, what);
+}
+
+/// n rows of dim random keys and values stored by store_kv_q8_0 into random slots of q8_0 pools:
+/// every byte of the pools as the CPU's quantize_row writes them there.
+void check_store_q8_0(verdicts& v, std::mt19937& rng, int n, int dim) {
+  const int slots_in_pool = 4 * n;
+  const std::size_t row = static_cast<std::size_t>(dim / 32 * 34);
+  std::vector<std::int32_t> slots(static_cast<std::size_t>(slots_in_pool));
+  std::iota(slots.begin(), slots.end(), 0);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots.resize(static_cast<std::size_t>(n));
+  auto k = uniform(rng, static_cast<std::size_t>(n) * dim, -3.0f, 3.0f), vv = uniform(rng, k.size(), -0.5f, 0.5f);
+  for (int i = 0; i < dim; ++i) k[static_cast<std::size_t>(i)] = 0.0f;  // an all-zero row: scale 0
+  std::vector<std::uint16_t> want_k(row * slots_in_pool / 2, 0), want_v(want_k.size(), 0);
+  for (int r = 0; r < n; ++r) {
+    const std::size_t at = static_cast<std::size_t>(slots[static_cast<std::size_t>(r)]) * row;
+    quantize_row(dtype::q8_0, k.data() + static_cast<std::size_t>(r) * dim, reinterpret_cast<std::byte*>(want_k.data()) + at, dim);
+    quantize_row(dtype::q8_0, vv.data() + static_cast<std::size_t>(r) * dim, reinterpret_cast<std::byte*>(want_v.data()) + at, dim);
+  }
+  const std::vector<std::uint16_t> zeros(want_k.size(), 0);
+  const device_buffer kd = to_device(k), vd = to_device(vv), sd = to_device(slots), kp = to_device(zeros), vp = to_device(zeros);
+  store_kv_q8_0(kd.as<float>(), vd.as<float>(), n, dim, sd.as<std::int32_t>(), kp.data(), vp.data(), nullptr);
+  check(cudaDeviceSynchronize(), "store_kv_q8_0");
+  std::vector<std::uint16_t> got_k(zeros.size()), got_v(zeros.size());
+  kp.download(got_k.data(), got_k.size() * 2, nullptr);
+  vp.download(got_v.data(), got_v.size() * 2, nullptr);
+  // The first byte that differs (of the keys, then the values), for the message.
+  auto first_diff = [](const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b) {
+    const auto* x = reinterpret_cast<const unsigned char*>(a.data());
+    const auto* y = reinterpret_cast<const unsigned char*>(b.data());
+    for (std::size_t i = 0; i < a.size() * 2; ++i)
+      if (x[i] != y[i]) return static_cast<long long>(i);
+    return -1LL;
+  };
+  const long long dk = first_diff(got_k, want_k), dv = first_diff(got_v, want_v);
+  auto byte = [](const std::vector<std::uint16_t>& a, long long i) {
+    return i < 0 ? 0 : static_cast<int>(reinterpret_cast<const unsigned char*>(a.data())[i]);
+  };
+  char what[300];
+  std::snprintf(what, sizeof what, "store_kv_q8_0 rows=%d dim=%d: the bytes of the CPU's quantize_row", n, dim);
+  std::string message = what;
+  if (dk >= 0 || dv >= 0) {
+    std::snprintf(what, sizeof what, " (first difference: keys at byte %lld, %d not %d; values at %lld, %d not %d)", dk,
+                  byte(got_k, dk), byte(want_k, dk), dv, byte(got_v, dv), byte(want_v, dv));
+    message += what;
+  }
+  v.expect(dk < 0 && dv < 0, message);
 }
 
 }  // namespace
 
-random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int head_dim, const std::vector<int>& last) {
+std::size_t random_pages::row_bytes() const {
+  const std::size_t values = static_cast<std::size_t>(n_head_kv) * head_dim;
+  return bits == 8 ? values / 32 * 34 : values * 2;
+}
+
+random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int head_dim, const std::vector<int>& last, int bits) {
   random_pages p;
   p.page_tokens = page_tokens;
   p.n_head_kv = n_head_kv;
   p.head_dim = head_dim;
+  p.bits = bits;
   p.stride = (*std::max_element(last.begin(), last.end()) + 1 + page_tokens - 1) / page_tokens;
   // Each sequence's pages, scattered over a shared pool in random order.
   int n_pages = 3;
@@ -76,11 +133,18 @@ random_pages make_pages(std::mt19937& rng, int page_tokens, int n_head_kv, int h
   p.table.assign(last.size() * static_cast<std::size_t>(p.stride), 0);
   for (std::size_t s = 0, next = 0; s < last.size(); ++s)
     for (int i = 0; i <= last[s] / page_tokens; ++i) p.table[s * static_cast<std::size_t>(p.stride) + static_cast<std::size_t>(i)] = order[next++];
-  const std::size_t pool_values = static_cast<std::size_t>(n_pages) * page_tokens * n_head_kv * head_dim;
+  const std::size_t rows = static_cast<std::size_t>(n_pages) * page_tokens, dim = static_cast<std::size_t>(n_head_kv) * head_dim;
   for (auto* pool : {&p.k, &p.v}) {
-    const auto f = uniform(rng, pool_values);
-    pool->resize(pool_values);
-    for (std::size_t i = 0; i < pool_values; ++i) (*pool)[i] = fp32_to_fp16(f[i]);
+    const auto f = uniform(rng, rows * dim);
+    pool->assign(rows * p.row_bytes() / 2, 0);
+    for (std::size_t r = 0; r < rows; ++r) {
+      if (bits == 8) {
+        quantize_row(dtype::q8_0, f.data() + r * dim, reinterpret_cast<std::byte*>(pool->data()) + r * p.row_bytes(),
+                     static_cast<std::int64_t>(dim));
+      } else {
+        for (std::size_t i = 0; i < dim; ++i) (*pool)[r * dim + i] = fp32_to_fp16(f[r * dim + i]);
+      }
+    }
   }
   return p;
 }
@@ -99,8 +163,9 @@ void random_pages::cpu_attention(const attention_shape& a, int seq, const float*
   kv_page_view view;
   view.k = reinterpret_cast<const std::byte*>(k.data());
   view.v = reinterpret_cast<const std::byte*>(v.data());
-  view.row_bytes = static_cast<std::int64_t>(n_head_kv) * head_dim * 2;
-  view.head_bytes = head_dim * 2;
+  view.row_bytes = static_cast<std::int64_t>(row_bytes());
+  view.head_bytes = bits == 8 ? head_dim / 32 * 34 : head_dim * 2;
+  view.format = bits == 8 ? dtype::q8_0 : dtype::f16;
   view.page_bytes = page_tokens * view.row_bytes;
   view.page_tokens = page_tokens;
   view.blocks = table.data() + static_cast<std::size_t>(seq) * stride;
@@ -119,6 +184,7 @@ kv_pages_f16 random_pages::on_device(const device_buffer& kd, const device_buffe
   kv.page_tokens = page_tokens;
   kv.n_head_kv = n_head_kv;
   kv.head_dim = head_dim;
+  kv.bits = bits;
   return kv;
 }
 
@@ -129,6 +195,14 @@ void check_attention(verdicts& v, std::mt19937& rng) {
   run_case(v, rng, {128, 40, 4, {0, 17}, {299, 1999}});
   run_case(v, rng, {128, 32, 8, {0}, {16383}});
   run_case(v, rng, {32, 8, 4, {0, 3}, {700, 40}});  // the shared test models' heads
+  // q8_0 pages: the same shapes' kinds, read as the CPU reads them.
+  run_case(v, rng, {128, 32, 8, {0, 0, 0}, {999, 0, 4099}, 0.0f, 8});
+  run_case(v, rng, {64, 14, 2, {0, 500}, {76, 599}, 30.0f, 8});
+  run_case(v, rng, {256, 8, 8, {0}, {4999}, 0.0f, 8});
+  run_case(v, rng, {32, 8, 4, {0, 3}, {700, 40}, 0.0f, 8});
+  run_case(v, rng, {128, 32, 8, {0}, {16383}, 0.0f, 8});
+  check_store_q8_0(v, rng, 37, 1024);
+  check_store_q8_0(v, rng, 5, 128);
 }
 
 }  // namespace strata::kernels::cuda::checks

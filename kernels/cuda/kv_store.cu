@@ -1,4 +1,4 @@
-// add_bias, store_kv_f16 and move_pages (kv_store.hpp).
+// add_bias, store_kv_f16, store_kv_q8_0 and move_pages (kv_store.hpp).
 
 #include <cuda_fp16.h>
 
@@ -21,6 +21,30 @@ __global__ void store_kv_kernel(const float* k, const float* v, long long n, int
   const long long at = static_cast<long long>(slots[r]) * dim + c;
   kp[at] = __float2half_rn(k[i]);
   vp[at] = __float2half_rn(v[i]);
+}
+
+/// One q8_0 block of 32 values, a value per lane, written at dst (kernels' quant_q8_0, step for step).
+__device__ __forceinline__ void q8_0_block(float x, int lane, unsigned char* dst) {
+  float amax = fabsf(x);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  dst[2 + lane] = static_cast<unsigned char>(static_cast<signed char>(lroundf(x * id)));
+  // The scale as one 16-bit store (the block starts on an even byte: 34-byte blocks from an
+  // aligned pool).
+  if (lane == 0) *reinterpret_cast<unsigned short*>(dst) = __half_as_ushort(__float2half_rn(d));
+}
+
+/// A warp per block of 32 values of a row: its keys' and its values' block.
+__global__ void store_kv_q8_kernel(const float* k, const float* v, long long n_blocks, int row_blocks, const std::int32_t* slots,
+                                   unsigned char* kp, unsigned char* vp) {
+  const long long w = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (w >= n_blocks) return;
+  const long long r = w / row_blocks, b = w % row_blocks;
+  const long long at = (static_cast<long long>(slots[r]) * row_blocks + b) * 34;
+  q8_0_block(k[w * 32 + lane], lane, kp + at);
+  q8_0_block(v[w * 32 + lane], lane, vp + at);
 }
 
 /// Block (i, which): entry i's key (which = 0) or value page, 16 bytes a thread and step.
@@ -52,6 +76,16 @@ void store_kv_f16(const float* k, const float* v, int n, int dim, const std::int
   store_kv_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(k, v, total, dim, slots, static_cast<__half*>(k_pages),
                                                               static_cast<__half*>(v_pages));
   check_launch("store_kv_f16");
+}
+
+void store_kv_q8_0(const float* k, const float* v, int n, int dim, const std::int32_t* slots, void* k_pages, void* v_pages,
+                   cudaStream_t stream) {
+  if (dim % 32 != 0) throw cuda_error("store_kv_q8_0: rows of a multiple of 32 values only");
+  const long long n_blocks = static_cast<long long>(n) * (dim / 32);
+  if (n_blocks <= 0) return;
+  store_kv_q8_kernel<<<blocks_for(n_blocks * 32, 256), 256, 0, stream>>>(k, v, n_blocks, dim / 32, slots, static_cast<unsigned char*>(k_pages),
+                                                                         static_cast<unsigned char*>(v_pages));
+  check_launch("store_kv_q8_0");
 }
 
 void move_pages(void* packed, const std::int32_t* blocks, int n, std::size_t page_bytes, void* k_pages, void* v_pages,

@@ -19,6 +19,13 @@ void add_bias(float* x, const float* bias, int n, int dim, cudaStream_t stream);
 void store_kv_f16(const float* k, const float* v, int n, int dim, const std::int32_t* slots, void* k_pages, void* v_pages,
                   cudaStream_t stream);
 
+/// As store_kv_f16, into q8_0 pages: each row's dim values (a multiple of 32) become dim / 32
+/// blocks of an f16 scale and 32 int8 (34 bytes), the bytes kernels::quantize_row(q8_0) writes
+/// for the same f32 row (scale amax / 127 rounded to nearest-even f16, levels lround(v / scale)
+/// in f32), so that pages move between the GPU and the host tiers by value.
+void store_kv_q8_0(const float* k, const float* v, int n, int dim, const std::int32_t* slots, void* k_pages, void* v_pages,
+                   cudaStream_t stream);
+
 /// Moves n blocks' pages between the page pools and `packed`, which holds entry i's key page then
 /// its value page (page_bytes each, a multiple of 16): into k_pages and v_pages at page blocks[i]
 /// (to_pages), or out of them. blocks is a device array. One launch for a whole chunk of blocks,

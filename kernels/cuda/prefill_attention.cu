@@ -234,6 +234,7 @@ int prefill_tile_rows(int n_head, int n_head_kv, int head_dim) {
 }
 
 void prefill_attention(const kv_pages_f16& kv, const decode_rows& r, const prefill_tile* tiles, int n_tiles, cudaStream_t stream) {
+  if (kv.bits != 16) throw std::invalid_argument("prefill_attention: f16 pages only");
   if (n_tiles <= 0) return;
   if (prefill_tile_rows(r.n_head, kv.n_head_kv, kv.head_dim) == 0)
     throw std::invalid_argument("prefill_attention: this head grouping or head size is not taken");
