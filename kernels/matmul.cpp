@@ -130,6 +130,25 @@ act_row* prepare_rows(compute_pool& pool, const kernel_table& kt, prepared_x& px
   return xs;
 }
 
+/// The rows of each group (xs[first, first + count)) interleaved for the packed kernels, group
+/// after group, each as a matrix of its own rows (its tiles of 8 start at its first row); at[g]
+/// is where group g's start in the returned buffer (px's).
+std::byte* interleave_groups(compute_pool& pool, prepared_x& px, act_format fmt, const act_row* xs, std::span<const expert_rows> groups,
+                             std::int64_t k, bool single, std::vector<std::size_t>& at) {
+  at.resize(groups.size() + 1);
+  at[0] = 0;
+  for (std::size_t g = 0; g < groups.size(); ++g) at[g + 1] = at[g] + interleaved_q8_x8_bytes(fmt, groups[g].count, k);
+  std::byte* xt = scratch(px.interleaved, at.back());
+  auto one = [&](std::size_t g) { interleave_q8_x8(fmt, xs + groups[g].first, 0, groups[g].count, groups[g].count, k, xt + at[g]); };
+  if (single) {
+    for (std::size_t g = 0; g < groups.size(); ++g) one(g);
+  } else {
+    auto each = [&](int g, int) { one(static_cast<std::size_t>(g)); };
+    pool.parallel_for(static_cast<int>(groups.size()), std::ref(each));
+  }
+  return xt;
+}
+
 }  // namespace
 
 void matmul(compute_pool& pool, const kernel_table& kt, dtype wt, const void* w, std::int64_t rows, std::int64_t k,
@@ -230,6 +249,10 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
   thread_local prepared_x px;
   std::byte* xt;
   act_row* xs;
+  auto packed_of = [&](const grouped_out& o) {
+    return kt.packed_gemm[dtype_slot(o.type)] ? static_cast<const std::byte*>(o.packed) : nullptr;
+  };
+  const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return packed_of(o) != nullptr; });
   if (source) {
     // The tokens' rows quantized once, then viewed in gathered order.
     const std::int64_t tokens = *std::max_element(source, source + m) + 1;
@@ -240,6 +263,10 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
   } else {
     xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, false, xt);
   }
+  // Packed weights: each group's rows interleaved in a tile stream of their own, from xt_at[g].
+  thread_local std::vector<std::size_t> xt_offsets;
+  if (any_packed) xt = interleave_groups(pool, px, fmt, xs, groups, k, single, xt_offsets);
+  const std::size_t* xt_at = xt_offsets.data();  // the workers see this thread's through it
   // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
   std::int64_t total_rows = 0;
   for (const auto& o : outs) total_rows += o.rows * static_cast<std::int64_t>(groups.size());
@@ -251,7 +278,8 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
     per_group += runs_per_group[i];
   }
   auto task = [&](std::int64_t t) {
-    const expert_rows& g = groups[static_cast<std::size_t>(t / per_group)];
+    const std::size_t gi = static_cast<std::size_t>(t / per_group);
+    const expert_rows& g = groups[gi];
     t %= per_group;
     std::size_t i = 0;
     while (t >= runs_per_group[i]) t -= runs_per_group[i++];
@@ -261,6 +289,9 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
     const std::int64_t b = t * run, e = std::min(o.rows, b + run);
     float* y = o.y + g.first * o.rows;
     if (is_float(o.type) && g.count >= k_gemm_min_m && k % 16 == 0) gemm_f32_rows(kt, o.type, w, b, e, o.rows, k, x + g.first * k, g.count, y);
+    else if (const std::byte* p = packed_of(o))
+      dot_rows(kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y,
+               p + static_cast<std::size_t>(g.expert) * static_cast<std::size_t>(o.rows) * stride, xt + xt_at[gi]);
     else dot_rows(kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y, nullptr, nullptr);
   };
   const std::int64_t n_tasks = per_group * static_cast<std::int64_t>(groups.size());

@@ -64,11 +64,14 @@ struct expert_rows {
 
 /// A stacked weight of a grouped product: matrices of `rows` rows of k elements of type `type`,
 /// one per expert, one after the other (GGUF's 3-D expert tensors); y is (X's rows x rows).
+/// `packed`, when given (and kernel_table::packed_gemm has the type): the same stack with each
+/// expert's matrix packed on its own by pack_x16, in as many bytes; it is read instead of w.
 struct grouped_out {
   dtype type = dtype::f32;
   const void* w = nullptr;
   std::int64_t rows = 0;
   float* y = nullptr;
+  const void* packed = nullptr;
 };
 
 /// The experts' products of a mixture-of-experts block, in one pool job: X (the tokens' rows,
@@ -78,6 +81,9 @@ struct grouped_out {
 /// only the experts listed are read. Row i of Y is what matmul of row i against that expert's
 /// matrix gives, up to the order of float additions. Weights (at most k_matmul_max_outputs) that
 /// share an activation format (gate and up) share the job; otherwise each is done in its own.
+///  - Packed weights: each expert's rows are interleaved on their own (interleave_q8_x8) and go
+///    through the packed kernel for every count, one row (decode) included, so a row gets the
+///    same bits whatever the number of rows that share its expert.
 ///  - `source` (quantized weights only): row i of the gathered X is row source[i] of x, which
 ///    then holds the tokens' rows, each quantized once however many experts chose it, instead of
 ///    a copy per expert. The results are the same bits as with the gathered rows.

@@ -23,15 +23,14 @@ constexpr layer_member k_layer_products[] = {&layer_weights::wq,   &layer_weight
                                              &layer_weights::wqkv, &layer_weights::wo,      &layer_weights::gate,
                                              &layer_weights::up,   &layer_weights::gate_up, &layer_weights::down,
                                              &layer_weights::attn_gate, &layer_weights::ssm_beta, &layer_weights::ssm_alpha,
-                                             &layer_weights::ssm_out, &layer_weights::router, &layer_weights::ssm_in};
+                                             &layer_weights::ssm_out, &layer_weights::router, &layer_weights::ssm_in,
+                                             &layer_weights::gate_exps, &layer_weights::up_exps, &layer_weights::down_exps};
 constexpr layer_member k_layer_others[] = {&layer_weights::attn_norm,     &layer_weights::bq,       &layer_weights::bk,
                                            &layer_weights::bv,            &layer_weights::q_norm,   &layer_weights::k_norm,
                                            &layer_weights::post_attn_norm, &layer_weights::ffn_norm, &layer_weights::post_ffn_norm,
                                            &layer_weights::rope_freqs,    &layer_weights::ssm_conv1d, &layer_weights::ssm_dt,
                                            &layer_weights::ssm_a,         &layer_weights::ssm_norm, &layer_weights::ssm_conv1d_b,
                                            &layer_weights::ssm_d,
-                                           // the experts are read by their own ranges of rows, in the GGUF layout
-                                           &layer_weights::gate_exps,     &layer_weights::up_exps,  &layer_weights::down_exps,
                                            &layer_weights::router_b,      &layer_weights::gate_exps_b, &layer_weights::up_exps_b,
                                            &layer_weights::down_exps_b,   &layer_weights::bo,       &layer_weights::attn_sinks};
 
@@ -75,7 +74,8 @@ void populate(const void* p, std::size_t n) {
 /// Repacks the product matrices of at least 16 rows whose type has a packed kernel on this CPU
 /// (pack_x16: q8_0, the 4- and 5-bit 32-value block types, q4_K and q6_K), on every core: each copy holds
 /// the row groups, then the rows % 16 left over in the GGUF layout, and takes the place of the
-/// mapped matrix. The model then owns every weight it reads:
+/// mapped matrix. A stack of experts' matrices is packed one expert at a time, each where its GGUF
+/// bytes were, so that expert e's packed matrix starts at e times the bytes of one. The model then owns every weight it reads:
 /// the other tensors are copied too, and a tied embedding table is read from the packed output.
 /// So the file's pages can all be dropped, and one copy of the weights stays resident rather
 /// than the copy plus whatever pages of the file small reads would map in.
@@ -84,7 +84,7 @@ void pack_weights(model& m) {
   auto& w = m.weights;
   std::vector<tensor_view*> todo, rest;
   for (tensor_view* t : product_matrices(w))
-    if (*t && kt.packed_gemm[kernels::dtype_slot(t->type)] && t->rows >= 16) todo.push_back(t);
+    if (*t && kt.packed_gemm[kernels::dtype_slot(t->type)] && t->rows / t->experts >= 16) todo.push_back(t);
   if (todo.empty()) return;
   const bool tied = w.token_embd.data == w.output.data;
   const bool output_packed = std::find(todo.begin(), todo.end(), &w.output) != todo.end();
@@ -110,7 +110,11 @@ void pack_weights(model& m) {
       const std::size_t bytes = tensor_bytes(t);
       populate(t.data, bytes);
       if (i < todo.size()) {
-        kernels::pack_x16(t.type, t.data, t.rows, t.cols, dst);
+        const std::int64_t rows = t.rows / t.experts;
+        const std::size_t one = bytes / static_cast<std::size_t>(t.experts);
+        for (std::int64_t e = 0; e < t.experts; ++e)
+          kernels::pack_x16(t.type, static_cast<const std::byte*>(t.data) + static_cast<std::size_t>(e) * one, rows, t.cols,
+                            dst + static_cast<std::size_t>(e) * one);
       } else {
         std::memcpy(dst, t.data, bytes);
       }

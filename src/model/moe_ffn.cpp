@@ -114,14 +114,15 @@ void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::in
   }
 
   const kernels::kernel_table& kt = kernels::active_kernels();
-  const kernels::grouped_out gate_up[] = {{w.gate_exps.type, w.gate_exps.data, ff, gate}, {w.up_exps.type, w.up_exps.data, ff, up}};
+  const kernels::grouped_out gate_up[] = {{w.gate_exps.type, w.gate_exps.data, ff, gate, w.gate_exps.packed},
+                                          {w.up_exps.type, w.up_exps.data, ff, up, w.up_exps.packed}};
   kernels::matmul_grouped(pool, kt, gate_up, b.groups, d, by_token ? cur : x, by_token ? source : nullptr);
   for (const kernels::expert_rows& g : b.groups) {
     add_bias(w.gate_exps_b, g.expert, gate, g.first, g.first + g.count, ff);
     add_bias(w.up_exps_b, g.expert, up, g.first, g.first + g.count, ff);
   }
   for_rows(pool, rows, ff, [&](std::int64_t r0, std::int64_t r1) { activate(h, gate + r0 * ff, up + r0 * ff, (r1 - r0) * ff); });
-  const kernels::grouped_out down_out[] = {{w.down_exps.type, w.down_exps.data, d, down}};
+  const kernels::grouped_out down_out[] = {{w.down_exps.type, w.down_exps.data, d, down, w.down_exps.packed}};
   kernels::matmul_grouped(pool, kt, down_out, b.groups, ff, gate);
   for (const kernels::expert_rows& g : b.groups) add_bias(w.down_exps_b, g.expert, down, g.first, g.first + g.count, d);
 

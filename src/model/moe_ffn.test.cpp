@@ -7,9 +7,12 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
+#include "kernels/simd.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace strata::model {
@@ -35,6 +38,23 @@ struct moe_layer {
       kernels::quantize_row(t, values.data(), b.data() + static_cast<std::size_t>(r) * stride, cols);
     }
     return tensor_view{t, b.data(), cols, rows};
+  }
+
+  /// Gives each stacked expert tensor a packed copy (each expert's matrix packed on its own, as
+  /// the model's load does) where this CPU has the type's packed kernel; false if it has none.
+  bool pack(const hparams& h) {
+    for (tensor_view* t : {&w.gate_exps, &w.up_exps, &w.down_exps}) {
+      if (!kernels::x16_packable(t->type) || !kernels::active_kernels().packed_gemm[kernels::dtype_slot(t->type)]) return false;
+      t->experts = h.n_expert;
+      const std::int64_t rows = t->rows / t->experts;
+      const std::size_t one = kernels::row_bytes(t->type, t->cols) * static_cast<std::size_t>(rows);
+      std::vector<std::byte>& b = buffers.emplace_back(one * static_cast<std::size_t>(t->experts));
+      for (std::int64_t e = 0; e < t->experts; ++e)
+        kernels::pack_x16(t->type, static_cast<const std::byte*>(t->data) + static_cast<std::size_t>(e) * one, rows, t->cols,
+                          b.data() + static_cast<std::size_t>(e) * one);
+      t->packed = b.data();
+    }
+    return true;
   }
 
   moe_layer(const hparams& h, kernels::dtype t, bool biases, std::mt19937& gen) {
@@ -109,21 +129,47 @@ TEST(moe_ffn, grouped_experts_match_one_token_and_one_expert_at_a_time) {
   }
 }
 
-TEST(moe_ffn, a_token_gets_the_same_output_alone_or_in_a_batch) {
-  const unsigned seed = test_seed();
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
+/// Runs the batch x (n rows) through the layer at once, then each row alone: every output bit
+/// must agree, and the batch must stay near the reference.
+void expect_batch_invariant(const moe_layer& layer, const hparams& h, std::int64_t n, double tol_vs_reference, std::mt19937& gen,
+                            const std::string& what) {
   kernels::compute_pool pool(2);
-  const hparams h = moe_hparams(false);
-  moe_layer layer(h, kernels::dtype::q8_0, false, gen);
-  const std::int64_t n = 9;
-  std::vector<float> x(static_cast<std::size_t>(n * h.n_embd)), batch(x.size()), alone(static_cast<std::size_t>(h.n_embd));
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(n * h.n_embd)), batch(x.size()), want(x.size()), alone(static_cast<std::size_t>(h.n_embd));
   for (float& v : x) v = dist(gen);
   moe_ffn(layer.w, h, x.data(), n, batch.data(), pool);
   for (std::int64_t i = 0; i < n; ++i) {
     moe_ffn(layer.w, h, x.data() + i * h.n_embd, 1, alone.data(), pool);
     for (std::int64_t c = 0; c < h.n_embd; ++c)
-      ASSERT_EQ(alone[static_cast<std::size_t>(c)], batch[static_cast<std::size_t>(i * h.n_embd + c)]) << "row " << i << " seed " << seed;
+      ASSERT_EQ(alone[static_cast<std::size_t>(c)], batch[static_cast<std::size_t>(i * h.n_embd + c)]) << what << " row " << i;
+  }
+  moe_ffn_reference(layer.w, h, x.data(), n, want.data());
+  double scale = 0;
+  for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(batch[i], want[i], tol_vs_reference * scale) << what << " at " << i;
+}
+
+TEST(moe_ffn, a_token_gets_the_same_output_alone_or_in_a_batch) {
+  const unsigned seed = test_seed();
+  std::mt19937 gen(seed);
+  const hparams h = moe_hparams(false);
+  const moe_layer layer(h, kernels::dtype::q8_0, false, gen);
+  expect_batch_invariant(layer, h, 9, k_q8_0_vs_reference, gen, "q8_0 seed " + std::to_string(seed));
+}
+
+/// Experts packed 16 rows at a time (q8_0, q4_K, q6_K, as the model's load packs them): decode
+/// rows and prefill rows of an expert go through the same packed kernel, so a token's output is the
+/// same bits alone and among 40 tokens that share its experts.
+TEST(moe_ffn, packed_experts_give_a_token_the_same_output_alone_or_in_a_batch) {
+  const unsigned seed = test_seed();
+  std::mt19937 gen(seed);
+  hparams h = moe_hparams(false);
+  h.n_embd = 256;  // a K-quant super-block
+  h.n_ff_exp = 256;
+  for (kernels::dtype t : {kernels::dtype::q8_0, kernels::dtype::q4_k, kernels::dtype::q6_k}) {
+    moe_layer layer(h, t, false, gen);
+    if (!layer.pack(h)) GTEST_SKIP() << "no packed kernels on this CPU";
+    expect_batch_invariant(layer, h, 40, 4 * k_q8_0_vs_reference, gen, std::string(kernels::dtype_name(t)) + " seed " + std::to_string(seed));
   }
 }
 

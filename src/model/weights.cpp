@@ -42,7 +42,7 @@ class binder {
     if (f32_only && *dt != kernels::dtype::f32)
       return fail(errc::unsupported, "tensor '", name, "' must be f32, found ", kernels::dtype_name(*dt));
     bytes_ += t->n_bytes / static_cast<std::uint64_t>(experts) * static_cast<std::uint64_t>(n_used);
-    return tensor_view{*dt, t->data, cols, rows * experts};
+    return tensor_view{*dt, t->data, cols, rows * experts, nullptr, experts};
   }
 
   const gguf_file& f_;

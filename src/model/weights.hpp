@@ -21,6 +21,9 @@ struct tensor_view {
   /// rows % 16 left over in the GGUF layout), or null: matmul and embedding lookups read
   /// it from here instead of `data`.
   const void* packed = nullptr;
+  /// How many matrices of rows / experts rows each are stacked in it (the experts' 3-D tensors),
+  /// 1 for a plain matrix. Each expert's matrix is packed on its own, in place of its GGUF bytes.
+  std::int64_t experts = 1;
   explicit operator bool() const { return data != nullptr; }
   /// The data as f32 (norms and biases are always stored as f32).
   const float* f32() const { return static_cast<const float*>(data); }
