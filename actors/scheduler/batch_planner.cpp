@@ -182,7 +182,9 @@ step_plan batch_planner::plan() {
     --budget;
   }
 
-  // 2. Prefill chunks of running sequences that are still in their prompt.
+  // 2. Prefill chunks of running sequences that are still in their prompt: a smaller share
+  // beside decode rows, which wait for the whole step.
+  if (plan.n_decode > 0 && opts_.prefill_while_decoding > 0) budget = std::min(budget, opts_.prefill_while_decoding);
   for (auto id : running_) {
     if (budget <= 0) break;
     sequence& s = seqs_.at(id);

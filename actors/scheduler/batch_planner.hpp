@@ -4,7 +4,8 @@
 //
 // Each step has one token budget. Running sequences that are decoding get their next token first;
 // what is left goes to chunks of prompts (running ones still in prefill, then waiting ones in
-// arrival order), so a long prompt never holds running streams back by more than one chunk.
+// arrival order), so a long prompt never holds running streams back by more than one chunk; while
+// some decode, prompts take at most prefill_while_decoding tokens, a shorter wait.
 // When the KV pool runs out, the most recently admitted running sequence is preempted: its blocks
 // are released and it goes back to the front of the queue to be recomputed later.
 //
@@ -26,6 +27,11 @@ namespace strata::sched {
 /// The scheduler's settings; those of the cache it plans with make cache_options_of().
 struct planner_options {
   int token_budget = 512;
+  /// Prompt tokens a step takes while other sequences decode in it (0: what the budget leaves).
+  /// A step's time grows with its prompt chunk, and every decoding stream waits for the step:
+  /// a smaller chunk beside decode rows keeps their inter-token gaps short, and prompts take the
+  /// whole budget again once nothing decodes.
+  int prefill_while_decoding = 0;
   int max_running = 16;
   int max_queued = 256;
   int block_tokens = 32;

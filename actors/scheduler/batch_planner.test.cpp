@@ -311,6 +311,25 @@ TEST(batch_planner, a_choice_does_not_wait_for_a_sibling_without_the_prefix_cach
   EXPECT_EQ(d.step().items.size(), 2u);
 }
 
+TEST(batch_planner, a_prompt_takes_a_smaller_chunk_while_others_decode_and_the_whole_budget_once_none_do) {
+  driver d({.token_budget = 64, .prefill_while_decoding = 16, .max_running = 4, .block_tokens = 4}, 64);
+  d.planner.submit(make_seq(1, 10, 4));
+  expect_one_item(d.step(), 0, 10);  // nothing decodes yet: the whole budget
+  d.planner.submit(make_seq(2, 200, 1));
+  std::int32_t done = 0;
+  while (!d.finished.contains(1)) {
+    const step_plan plan = d.step();
+    ASSERT_EQ(plan.items.size(), 2u);
+    EXPECT_EQ(plan.items[0].seq, 1u);
+    EXPECT_EQ(plan.items[0].n_tokens, 1);
+    EXPECT_EQ(plan.items[1].seq, 2u);
+    EXPECT_EQ(plan.items[1].start, done);
+    EXPECT_EQ(plan.items[1].n_tokens, 16);
+    done += 16;
+  }
+  expect_one_item(d.step(), done, 64);
+}
+
 class random_workload : public ::testing::TestWithParam<bool> {};
 
 TEST_P(random_workload, keeps_blocks_and_budgets_consistent) {

@@ -242,6 +242,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
       [](const std::vector<std::string>& stop) { return std::make_unique<assembler>(stop); }};
   sched::scheduler_config sc;
   sc.planner.token_budget = cfg_.scheduler.token_budget;
+  sc.planner.prefill_while_decoding = cfg_.scheduler.prefill_while_decoding;
   sc.planner.max_running = cfg_.scheduler.max_running;
   sc.planner.state_slots = state_slots();
   sc.planner.max_queued = cfg_.scheduler.max_queued;

@@ -299,6 +299,7 @@ const std::map<std::string, setter, std::less<>>& setters() {
       {"kv.prefault_tokens", int_key("kv.prefault_tokens", 0, 1 << 24, [](server_config& c, long long v) { c.kv.prefault_tokens = static_cast<int>(v); })},
       {"kv.default_bits", int_key("kv.default_bits", 4, 16, [](server_config& c, long long v) { c.kv.default_bits = static_cast<int>(v); })},
       {"scheduler.token_budget", int_key("scheduler.token_budget", 1, 1 << 20, [](server_config& c, long long v) { c.scheduler.token_budget = static_cast<int>(v); })},
+      {"scheduler.prefill_while_decoding", int_key("scheduler.prefill_while_decoding", 0, 1 << 20, [](server_config& c, long long v) { c.scheduler.prefill_while_decoding = static_cast<int>(v); })},
       {"scheduler.max_running", int_key("scheduler.max_running", 1, 4096, [](server_config& c, long long v) { c.scheduler.max_running = static_cast<int>(v); })},
       {"scheduler.max_queued", int_key("scheduler.max_queued", 0, 1 << 20, [](server_config& c, long long v) { c.scheduler.max_queued = static_cast<int>(v); })},
       {"limits.max_body", size_key("limits.max_body", 1024, [](server_config& c, std::uint64_t v) { c.limits.max_body = v; })},

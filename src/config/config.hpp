@@ -106,6 +106,8 @@ struct kv_section {
 struct scheduler_section {
   /// Tokens one step may process: decode tokens first, then prefill chunks.
   int token_budget = 512;
+  /// Prompt tokens a step takes while other sequences decode in it (0: what the budget leaves).
+  int prefill_while_decoding = 0;
   /// Sequences running at once.
   int max_running = 16;
   /// Requests waiting to start; past it the API answers 429.

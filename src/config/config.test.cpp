@@ -42,6 +42,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.kv.default_bits, d.kv.default_bits);
   EXPECT_EQ(c.kv.prefault_tokens, d.kv.prefault_tokens);
   EXPECT_EQ(c.scheduler.token_budget, d.scheduler.token_budget);
+  EXPECT_EQ(c.scheduler.prefill_while_decoding, d.scheduler.prefill_while_decoding);
   EXPECT_EQ(c.scheduler.max_running, d.scheduler.max_running);
   EXPECT_EQ(c.scheduler.max_queued, d.scheduler.max_queued);
   EXPECT_EQ(c.limits.max_body, d.limits.max_body);
