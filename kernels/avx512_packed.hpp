@@ -15,6 +15,19 @@
 namespace strata::kernels::avx512 {
 namespace {
 
+/// The 16 rows' f16 scales at p.
+[[gnu::always_inline]] inline __m512 f16_scales(const std::byte* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+/// The 16 rows' e8m0 bytes at p as 2^(e - 128), e8m0_to_fp32_half's values (e < 2: denormals).
+[[gnu::always_inline]] inline __m512 e8m0_half_scales(const std::byte* p) {
+  const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2)), normal, tiny));
+}
+
 /// q8_0: the 8 slices are stored as they are used (levels + 128); the kernel starts each block's
 /// sum at -128 * (the activation block's sum), which interleave_q8_x8 stores as the bias.
 struct x16_q8_0 {
@@ -27,15 +40,16 @@ struct x16_q8_0 {
 #pragma GCC unroll 8
     for (int s = 0; s < 8; ++s) u[s] = _mm512_loadu_si512(g + 64 * s);
   }
+  static __m512 scales(const std::byte* g) { return f16_scales(g + scales_at); }
 };
 
 /// The 4-bit layouts: slice j is the low nibbles of vector j, slice j + 4 its high nibbles; with
 /// `fifth`, mask s adds 16 to slice s's levels (q5_0, q5_1); with a Table, the nibbles index its
-/// 16 int8 levels (Table::values), + 128 to make them unsigned (iq4_nl). The constant offset of
+/// 16 int8 levels (Table::values), + 128 to make them unsigned (iq4_nl, mxfp4). The constant offset of
 /// the levels comes off as offset * (the activation block's sum): the bias (-128 times it) shifted
 /// right by bias_shift (-1: no offset, the f16 mins m after the scales instead). gguf_bytes: the
-/// type's block.
-template <std::size_t gguf_bytes, int shift, bool mins, bool fifth, class Table = void>
+/// type's block; e8m0: the scales are e8m0 bytes (mxfp4), else f16.
+template <std::size_t gguf_bytes, int shift, bool mins, bool fifth, class Table = void, bool e8m0 = false>
 struct x16_nibbles {
   static constexpr act_format act = act_format::q8_32;
   static constexpr int values = 32;
@@ -58,6 +72,13 @@ struct x16_nibbles {
         u[s] = _mm512_mask_add_epi8(u[s], _cvtu64_mask64(bits), u[s], _mm512_set1_epi8(16));
       }
     }
+    apply_table(u);
+  }
+  static __m512 scales(const std::byte* g) {
+    if constexpr (e8m0) return e8m0_half_scales(g + scales_at);
+    else return f16_scales(g + scales_at);
+  }
+  static void apply_table([[maybe_unused]] __m512i (&u)[8]) {
     if constexpr (!std::is_void_v<Table>) {
       // Adding 128 to an int8 level flips its top bit.
       const __m512i t = _mm512_broadcast_i32x4(
@@ -77,6 +98,11 @@ struct iq4_nl_table {
   static constexpr const std::int8_t* values = k_iq4_nl_values;
 };
 using x16_iq4_nl = x16_nibbles<18, 0, false, false, iq4_nl_table>;  // -128 * sum
+/// mxfp4's levels (the doubled e2m1 values; the scales are halved to match).
+struct mxfp4_table {
+  static constexpr const std::int8_t* values = k_mxfp4_values;
+};
+using x16_mxfp4 = x16_nibbles<17, 0, false, false, mxfp4_table, true>;  // -128 * sum
 
 /// acc += vpdpbusd(u, the int32 at p in every lane), with the broadcast folded into the
 /// instruction's memory operand (GCC emits a separate vpbroadcastd for _mm512_set1_epi32 of a load).
@@ -103,7 +129,7 @@ void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y
     const auto* d = reinterpret_cast<const float*>(bias + C);
     __m512i u[8];
     F::levels(g, u);
-    const __m512 sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + F::scales_at)));
+    const __m512 sw = F::scales(g);
     [[maybe_unused]] __m512 mw;
     if constexpr (F::has_mins) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + F::scales_at + 32)));
 #pragma GCC unroll 8

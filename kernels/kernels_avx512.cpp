@@ -411,6 +411,7 @@ void fill_table(kernel_table& t) {
   t.packed_gemm[dtype_slot(dtype::q5_0)] = x16_gemm<x16_q5_0>;
   t.packed_gemm[dtype_slot(dtype::q5_1)] = x16_gemm<x16_q5_1>;
   t.packed_gemm[dtype_slot(dtype::iq4_nl)] = x16_gemm<x16_iq4_nl>;
+  t.packed_gemm[dtype_slot(dtype::mxfp4)] = x16_gemm<x16_mxfp4>;
   t.packed_gemm[dtype_slot(dtype::q4_k)] = x16_gemm<x16_q4_k>;
   t.packed_gemm[dtype_slot(dtype::q6_k)] = x16_gemm<x16_q6_k>;
 }

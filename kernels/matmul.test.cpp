@@ -147,7 +147,7 @@ TEST(matmul, packed_weights_match_the_scalar_kernels_and_are_batch_invariant) {
   std::mt19937 gen(seed);
   const kernel_table& kt = kernels_for(simd_level::avx512);
   compute_pool one(1), two(2);
-  for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::iq4_nl, dtype::q4_k, dtype::q6_k}) {
+  for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1, dtype::iq4_nl, dtype::mxfp4, dtype::q4_k, dtype::q6_k}) {
     ASSERT_TRUE(x16_packable(t) && kt.packed_gemm[dtype_slot(t)]) << dtype_name(t);
     for (std::int64_t rows : {16, 45, 133}) {
       const std::int64_t k = 768, m = rows == 45 ? 75 : 21;

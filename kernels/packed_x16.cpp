@@ -22,6 +22,7 @@ struct block_parts {
   int halves[2][2] = {{-1, 0}, {-1, 0}};  // f16 fields: {from, at}; from -1: none
   int qh_from = -1;               // q5's u32 fifth bits, as 8 masks of 64 bits at 256
   bool flip = false;              // q8_0: the levels + 128
+  int byte[2] = {-1, 0};          // a one-byte field (mxfp4's e8m0 scale): {from, at}, row i's at + i
 };
 
 block_parts parts_of(dtype t) {
@@ -33,6 +34,7 @@ block_parts parts_of(dtype t) {
     case dtype::q5_1: return {24, 32, {{8, 4, 0}}, {{0, 320}, {2, 352}}, 4};
     case dtype::q4_k: return {144, 256, {{16, 32, 0}, {4, 3, 2048}}, {{0, 2240}, {2, 2272}}};
     case dtype::q6_k: return {210, 256, {{0, 32, 0}, {128, 16, 2048}, {192, 4, 3072}}, {{208, 3328}, {-1, 0}}};
+    case dtype::mxfp4: return {17, 32, {{1, 4, 0}}, {{-1, 0}, {-1, 0}}, -1, false, {0, 256}};
     default: return {};
   }
 }
@@ -63,6 +65,7 @@ void move_block(const block_parts& p, std::conditional_t<back, const std::byte*,
   }
   for (const auto& [from, at] : p.halves)
     if (from >= 0) put(g + at + 2 * i, block + from, 2);
+  if (p.byte[0] >= 0) put(g + p.byte[1] + i, block + p.byte[0], 1);
   if (p.qh_from < 0) return;
   // Mask s holds bits 4s..4s+3 of each row's qh at bits 4i..4i+3.
   std::uint32_t qh = 0;

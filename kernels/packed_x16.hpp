@@ -13,6 +13,7 @@
 //
 //   q8_0:   | levels: 8 vectors, each byte + 128 | d[16] (f16) |
 //   q4_0, iq4_nl:  | qs: 4 vectors | d[16] |
+//   mxfp4:  | qs: 4 vectors | e[16] (the e8m0 bytes) |
 //   q4_1:   | qs | d[16] | m[16] (f16) |
 //   q5_0:   | qs | fifth bits: u64 mask s = 0..7, bit 4i + t = bit 4s + t of row i's qh | d[16] |
 //   q5_1:   | qs | the q5_0 masks | d[16] | m[16] |
@@ -31,7 +32,7 @@
 
 namespace strata::kernels {
 
-/// Whether type t has a 16-row packed layout (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q4_K, q6_K).
+/// Whether type t has a 16-row packed layout (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q4_K, q6_K).
 bool x16_packable(dtype t);
 /// Bytes of one block of a 16-row group: 16 GGUF blocks.
 std::size_t x16_block_bytes(dtype t);

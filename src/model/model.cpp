@@ -72,7 +72,7 @@ void populate(const void* p, std::size_t n) {
 }
 
 /// Repacks the product matrices of at least 16 rows whose type has a packed kernel on this CPU
-/// (pack_x16: q8_0, the 4- and 5-bit 32-value block types, q4_K and q6_K), on every core: each copy holds
+/// (pack_x16: q8_0, the 4- and 5-bit 32-value block types, mxfp4, q4_K and q6_K), on every core: each copy holds
 /// the row groups, then the rows % 16 left over in the GGUF layout, and takes the place of the
 /// mapped matrix. A stack of experts' matrices is packed one expert at a time, each where its GGUF
 /// bytes were, so that expert e's packed matrix starts at e times the bytes of one. The model then owns every weight it reads:

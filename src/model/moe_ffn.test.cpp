@@ -157,7 +157,7 @@ TEST(moe_ffn, a_token_gets_the_same_output_alone_or_in_a_batch) {
   expect_batch_invariant(layer, h, 9, k_q8_0_vs_reference, gen, "q8_0 seed " + std::to_string(seed));
 }
 
-/// Experts packed 16 rows at a time (q8_0, q4_K, q6_K, as the model's load packs them): decode
+/// Experts packed 16 rows at a time (q8_0, q4_K, q6_K, mxfp4, as the model's load packs them): decode
 /// rows and prefill rows of an expert go through the same packed kernel, so a token's output is the
 /// same bits alone and among 40 tokens that share its experts.
 TEST(moe_ffn, packed_experts_give_a_token_the_same_output_alone_or_in_a_batch) {
@@ -166,11 +166,18 @@ TEST(moe_ffn, packed_experts_give_a_token_the_same_output_alone_or_in_a_batch) {
   hparams h = moe_hparams(false);
   h.n_embd = 256;  // a K-quant super-block
   h.n_ff_exp = 256;
-  for (kernels::dtype t : {kernels::dtype::q8_0, kernels::dtype::q4_k, kernels::dtype::q6_k}) {
+  for (kernels::dtype t : {kernels::dtype::q8_0, kernels::dtype::q4_k, kernels::dtype::q6_k, kernels::dtype::mxfp4}) {
     moe_layer layer(h, t, false, gen);
     if (!layer.pack(h)) GTEST_SKIP() << "no packed kernels on this CPU";
     expect_batch_invariant(layer, h, 40, 4 * k_q8_0_vs_reference, gen, std::string(kernels::dtype_name(t)) + " seed " + std::to_string(seed));
   }
+  // gpt-oss: MXFP4 experts with biases and the clamped SwiGLU.
+  hparams g = moe_hparams(true);
+  g.n_embd = h.n_embd;
+  g.n_ff_exp = h.n_ff_exp;
+  moe_layer layer(g, kernels::dtype::mxfp4, true, gen);
+  ASSERT_TRUE(layer.pack(g));
+  expect_batch_invariant(layer, g, 40, 4 * k_q8_0_vs_reference, gen, "gpt-oss mxfp4 seed " + std::to_string(seed));
 }
 
 }  // namespace
