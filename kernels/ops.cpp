@@ -9,8 +9,19 @@
 namespace strata::kernels {
 
 void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
-  double ss = 0;
-  for (std::int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  // The squares (exact in double) summed into 16 running sums, one per lane of a group of 16
+  // values, then those added pairwise: one running sum would make each addition wait on the last
+  // (a prefill chunk spends more on these sums than on any other small operation), and a fixed
+  // order keeps the result the same bits for a row alone or in any batch.
+  constexpr int k_lanes = 16;
+  double lane[k_lanes] = {};
+  std::int64_t i = 0;
+  for (; i + k_lanes <= n; i += k_lanes)
+    for (int j = 0; j < k_lanes; ++j) lane[j] += static_cast<double>(x[i + j]) * x[i + j];
+  for (int j = 0; i + j < n; ++j) lane[j] += static_cast<double>(x[i + j]) * x[i + j];
+  for (int w = k_lanes / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lane[j] += lane[j + w];
+  const double ss = lane[0];
   float s = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
   if (weight) {
     for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * s * weight[i];

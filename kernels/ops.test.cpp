@@ -110,6 +110,25 @@ TEST(ops, rms_norm_scales_to_unit_rms) {
   EXPECT_NEAR(x[7] * 2.0f, y[7], 1e-5f);
 }
 
+TEST(ops, rms_norm_matches_a_one_sum_reference_at_every_length_around_its_lanes) {
+  // The sum of squares runs in 16 lanes with a tail: every length from 1 to 50 and the model
+  // widths, against one running sum in double.
+  const unsigned seed = test_seed();
+  std::printf("rms_norm seed %u\n", seed);
+  auto lengths = std::vector<std::int64_t>{256, 576, 640, 1027};
+  for (std::int64_t n = 1; n <= 50; ++n) lengths.push_back(n);
+  for (std::int64_t n : lengths) {
+    const auto x = random_values(n, 3.0f, seed + static_cast<unsigned>(n));
+    const auto w = random_values(n, 1.0f, seed + 7u * static_cast<unsigned>(n));
+    std::vector<float> y(static_cast<std::size_t>(n));
+    rms_norm(x.data(), w.data(), y.data(), n, 1e-6f);
+    double ss = 0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const float s = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + 1e-6f);
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(y[i], x[i] * s * w[i]) << "n " << n << " i " << i;
+  }
+}
+
 TEST(ops, rope_rotates_adjacent_pairs_or_halves) {
   // One head of 4 dims, position 1, base 10000: pair i turns by 10000^(-2i/4).
   std::vector<float> normal = {1, 0, 1, 0}, neox = {1, 1, 0, 0};
