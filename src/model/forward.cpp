@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -166,30 +167,28 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
   return h.sliding(il) ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
 }
 
-/// One decode row over at least one attention span (kernels::attention_span) per worker: the
-/// workers take runs of its spans, each reading a span's pages (read_pages) and then attending
-/// every head over them, and the spans' results fold in position order. Each core then reads only
-/// its own range, and whole rows of it; and the row gets the very bits the kernel gives it in one
-/// call (a prefill chunk), which folds the same spans the same way. Returns false (and does
-/// nothing) for any other batch. lse, when set, gets the row's log-sum-exp per head.
+/// One decode row, a span (kernels::attention_span) at a time: the workers take runs of its spans
+/// (all of them on one thread when there is one span or one worker), each reading a span's pages
+/// (read_pages) and then attending every head over them, and the spans' results fold in position
+/// order. Each core then reads only its own range, in whole rows at the memory's pace, and attends
+/// from its cache (walking a kv head's slice of each row straight from memory stalls on every
+/// tile); and the row gets the very bits the kernel gives it in one call (a prefill chunk), which
+/// folds the same spans the same way. Returns false (and does nothing) for any other batch. lse,
+/// when set, gets the row's log-sum-exp per head.
 bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shape, int il, const batch_view& batch,
                           const float* q, float* attn, float* lse_out, const layer_kv& kv, kernels::compute_pool& pool) {
-  const int parts = pool.size();
-  if (batch.n_rows != 1 || parts == 1) return false;
+  if (batch.n_rows != 1) return false;
   const seq_rows& sq = batch.seqs[0];
   const kernels::kv_page_view view = page_view(h, kv, sq.blocks);
   const std::int32_t pos = sq.start_pos, first = first_attended(h, il, pos), span = kernels::attention_span(view);
   const std::int32_t first_span = first / span, spans = pos / span - first_span + 1;
-  if (spans < parts) return false;
   const std::int64_t qd = h.q_dim();
   thread_local std::vector<float> this_threads;
   std::vector<float>& buf = this_threads;  // the workers see the calling thread's buffer through this
   buf.resize(static_cast<std::size_t>(spans * (qd + h.n_head) + h.n_head));
   auto out_of = [&](std::int64_t i) { return buf.data() + i * qd; };
   auto lse_of = [&](std::int64_t i) { return buf.data() + spans * qd + i * h.n_head; };
-  pool.run([&](int ith, int nth) {
-    std::int64_t b, e;
-    kernels::compute_pool::split(spans, 1, ith, nth, b, e);
+  auto attend_spans = [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t c = b; c < e; ++c) {
       const auto lo = std::max(first, static_cast<std::int32_t>((first_span + c) * span));
       const auto hi = std::min(pos, static_cast<std::int32_t>((first_span + c + 1) * span - 1));
@@ -197,7 +196,9 @@ bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shap
       const kernels::attention_row row{q, out_of(c), lo, hi, lse_of(c)};
       kernels::attention(shape, view, &row, 1, 0, h.n_head);
     }
-  });
+  };
+  if (spans == 1 || pool.size() == 1) attend_spans(0, spans);
+  else pool.run_split(spans, 1, std::ref(attend_spans));
   float* lse = lse_of(spans);
   std::fill(attn, attn + qd, 0.0f);
   std::fill(lse, lse + h.n_head, -INFINITY);
@@ -252,10 +253,10 @@ void attend_rows(const hparams& h, int il, const batch_view& batch, const float*
   std::int64_t work = 0;  // key positions times query heads, to skip the pool for tiny steps
   for (const seq_rows& sq : batch.seqs) work += static_cast<std::int64_t>(sq.n_rows) * (sq.start_pos + sq.n_rows);
   work *= h.n_head * h.head_dim;
+  if (attend_one_row_split(h, shape, il, batch, q, attn, lse, kv, pool)) return;
   if (work < (1 << 16) || pool.size() == 1 || units > (1 << 30)) {
     for (std::int64_t u = 0; u < units; ++u) run_unit(u);
   } else {
-    if (attend_one_row_split(h, shape, il, batch, q, attn, lse, kv, pool)) return;
     pool.parallel_for(static_cast<int>(units), [&](int task, int n_tasks) { run_unit(n_tasks - 1 - task); });
   }
 }

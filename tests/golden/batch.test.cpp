@@ -206,7 +206,8 @@ TEST_P(batch, sequences_batched_together_get_the_logits_they_get_alone) {
 }
 
 /// One decode row over a long context: with two workers its positions are split between them and
-/// the two halves' results merged (attend_one_row_split); with one, the kernel walks them all.
+/// the two halves' results merged (attend_one_row_split); with one, that worker attends the same
+/// spans in turn.
 /// Long enough for the split on the tiny models (512 positions x 128 query values) and for each
 /// worker to take its range in several chunks (attend_one_row_split), across a sliding window on
 /// gemma2's alternate layers and gemma3's five of six, and on the quantized model.
