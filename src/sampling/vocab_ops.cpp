@@ -7,18 +7,20 @@ namespace strata::sampling {
 namespace {
 
 constexpr std::int32_t lanes = 8;
+/// The maximum's lanes: a comparison is cheap next to its latency, so more of them stay in flight.
+constexpr std::int32_t max_lanes = 32;
 
 }  // namespace
 
 float max_logit(const float* logits, std::int32_t n) noexcept {
-  float m[lanes];
+  float m[max_lanes];
   for (float& x : m) x = -std::numeric_limits<float>::infinity();
   std::int32_t i = 0;
-  for (; i + lanes <= n; i += lanes)
-    for (std::int32_t j = 0; j < lanes; ++j) m[j] = logits[i + j] > m[j] ? logits[i + j] : m[j];
+  for (; i + max_lanes <= n; i += max_lanes)
+    for (std::int32_t j = 0; j < max_lanes; ++j) m[j] = logits[i + j] > m[j] ? logits[i + j] : m[j];
   for (; i < n; ++i) m[0] = logits[i] > m[0] ? logits[i] : m[0];
   float mx = m[0];
-  for (std::int32_t j = 1; j < lanes; ++j) mx = m[j] > mx ? m[j] : mx;
+  for (std::int32_t j = 1; j < max_lanes; ++j) mx = m[j] > mx ? m[j] : mx;
   return mx;
 }
 
