@@ -110,45 +110,61 @@ using x16_mxfp4 = x16_nibbles<17, 0, false, false, mxfp4_table, true>;  // -128 
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*p));
 }
 
-/// One group of 16 packed rows against a tile of C interleaved activation rows (interleave_q8_x8):
-/// lane i of every vector is weight row i, so a block takes 8 vpdpbusd per activation row (4 bytes
+/// One block of a group of 16 packed rows (its levels u, f32 scales sw and mins mw) against one
+/// tile of C interleaved activation rows (xt at the block): 8 vpdpbusd per activation row (4 bytes
 /// of it broadcast against 4 bytes of each of the 16 weight rows), one conversion and one FMA
-/// (two with mins), and the 16 results are stored as they are. The integer sum of a block is exact
-/// whatever the order of its products (small tiles split it in two chains, which decode's one
-/// column would otherwise wait on), and each (row, column) runs the same float operations
-/// whatever C is, so a row gets the same bits alone or in a batch.
+/// (two with mins) into acc. The integer sum of a block is exact whatever the order of its
+/// products (small tiles split it in two chains, which decode's one column would otherwise wait
+/// on), and each (row, column) runs the same float operations whatever C is.
 template <class F, int C>
-void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y, std::int64_t ldy) {
+[[gnu::always_inline]] inline void x16_block(const __m512i (&u)[8], __m512 sw, [[maybe_unused]] __m512 mw, const std::byte* xt,
+                                             __m512* acc) {
   constexpr int chains = C <= 2 ? 2 : 1;
-  __m512 acc[C];
+  const auto* q = reinterpret_cast<const std::int32_t*>(xt);
+  const std::int32_t* bias = q + 8 * C;
+  const auto* d = reinterpret_cast<const float*>(bias + C);
 #pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) acc[c] = _mm512_setzero_ps();
-  for (std::int64_t b = 0; b < nb; ++b, g += F::block_bytes, xt += interleaved_row_block_bytes(act_format::q8_32) * C) {
-    const auto* q = reinterpret_cast<const std::int32_t*>(xt);
-    const std::int32_t* bias = q + 8 * C;
-    const auto* d = reinterpret_cast<const float*>(bias + C);
+  for (int c = 0; c < C; ++c) {
+    __m512i dot[chains];
+    dot[0] = F::bias_shift >= 0 ? _mm512_set1_epi32(bias[c] >> std::max(F::bias_shift, 0)) : _mm512_setzero_si512();
+    if constexpr (chains == 2) dot[1] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) dpbusd_bcast(dot[s % chains], u[s], q + s * C + c);
+    if constexpr (chains == 2) dot[0] = _mm512_add_epi32(dot[0], dot[1]);
+    acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(sw, _mm512_set1_ps(d[c])), acc[c]);
+    if constexpr (F::has_mins) {
+      // m times d_x * (the activation block's sum): the bias is -128 times that sum, exactly.
+      acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(d[c] * (static_cast<float>(bias[c]) * -0.0078125f)), acc[c]);
+    }
+  }
+}
+
+/// One group of 16 packed rows against T consecutive tiles of C interleaved activation rows
+/// (interleave_q8_x8; tile t at xt + t * tile_bytes): lane i of every vector is weight row i, and
+/// the 16 results of each row are stored as they are. A block's levels are unpacked once for all
+/// T tiles (a prefill takes two tiles of 8 at once: the unpacking is then half as much per row),
+/// and each (row, column) gets the same operations as in a tile of its own (x16_block), so a row
+/// gets the same bits alone or in a batch.
+template <class F, int C, int T = 1>
+void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y, std::int64_t ldy, std::size_t tile_bytes = 0) {
+  __m512 acc[T][C];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+    for (int c = 0; c < C; ++c) acc[t][c] = _mm512_setzero_ps();
+  constexpr std::size_t block_step = interleaved_row_block_bytes(act_format::q8_32) * C;
+  for (std::int64_t b = 0; b < nb; ++b, g += F::block_bytes, xt += block_step) {
     __m512i u[8];
     F::levels(g, u);
     const __m512 sw = F::scales(g);
-    [[maybe_unused]] __m512 mw;
+    __m512 mw = sw;
     if constexpr (F::has_mins) mw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + F::scales_at + 32)));
-#pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) {
-      __m512i dot[chains];
-      dot[0] = F::bias_shift >= 0 ? _mm512_set1_epi32(bias[c] >> std::max(F::bias_shift, 0)) : _mm512_setzero_si512();
-      if constexpr (chains == 2) dot[1] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) dpbusd_bcast(dot[s % chains], u[s], q + s * C + c);
-      if constexpr (chains == 2) dot[0] = _mm512_add_epi32(dot[0], dot[1]);
-      acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot[0]), _mm512_mul_ps(sw, _mm512_set1_ps(d[c])), acc[c]);
-      if constexpr (F::has_mins) {
-        // m times d_x * (the activation block's sum): the bias is -128 times that sum, exactly.
-        acc[c] = _mm512_fmadd_ps(mw, _mm512_set1_ps(d[c] * (static_cast<float>(bias[c]) * -0.0078125f)), acc[c]);
-      }
-    }
+#pragma GCC unroll 2
+    for (int t = 0; t < T; ++t) x16_block<F, C>(u, sw, mw, xt + t * tile_bytes, acc[t]);
   }
+#pragma GCC unroll 2
+  for (int t = 0; t < T; ++t)
 #pragma GCC unroll 8
-  for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + c * ldy, acc[c]);
+    for (int c = 0; c < C; ++c) _mm512_storeu_ps(y + (t * C + c) * ldy, acc[t][c]);
 }
 
 /// q4_K, 16 rows x C activation rows per super-block (k_x16_tile): sub-block s (32 values, qs
@@ -295,9 +311,16 @@ void x16_gemm(const std::byte* w, std::int64_t g0, std::int64_t g1, const std::b
   for (int c0 = 0; c0 < nc; c0 += run) {
     const int c1 = std::min(nc, c0 + run);
     for (std::int64_t g = g0; g < g1; ++g) {
-      for (int c = c0; c < c1; c += 8) {
+      const std::byte* wg = w + static_cast<std::size_t>(g) * group_bytes;
+      int c = c0;
+      if constexpr (F::act == act_format::q8_32) {
+        // Two full tiles at a time where there are (see x16_tile).
+        const std::size_t tile_bytes = interleaved_q8_x8_bytes(F::act, 8, k);
+        for (; c + 16 <= c1; c += 16) x16_tile<F, 8, 2>(wg, nb, xt + interleaved_q8_x8_bytes(F::act, c, k), y + c * ldy + g * 16, ldy, tile_bytes);
+      }
+      for (; c < c1; c += 8) {
         const int cc = std::min(8, c1 - c);
-        tiles[cc - 1](w + static_cast<std::size_t>(g) * group_bytes, nb, xt + interleaved_q8_x8_bytes(F::act, c, k), y + c * ldy + g * 16, ldy);
+        tiles[cc - 1](wg, nb, xt + interleaved_q8_x8_bytes(F::act, c, k), y + c * ldy + g * 16, ldy);
       }
     }
   }
