@@ -79,6 +79,54 @@ void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t 
   for (std::int64_t i = r0; i < r1; ++i) kernels::rms_norm(x + i * dim, w.f32(), y + i * dim, dim, eps);
 }
 
+/// The rotary angles of position pos with layer il's base and scale (kernels::rope_angles, or
+/// rope_angles_yarn): cs, or the same values from this thread's cache. Every layer of one base
+/// rotates a prefill's rows by the same angles (Gemma 3: two bases over 18 layers), so each
+/// thread keeps, for the last two keys (base, scale, n_rot, YaRN), the angles of the last
+/// k_positions positions it computed. Per-frequency factors are weights of one model (no key
+/// tells them apart): those angles are computed each time.
+const float* rope_angles_of(const layer_weights& w, const hparams& h, int il, std::int32_t pos, float* cs) {
+  const float base = h.rope_base(il), scale = h.rope_scale(il);
+  const kernels::yarn_params& y = h.yarn;
+  auto compute = [&](float* out) {
+    if (y.ext_factor != 0) kernels::rope_angles_yarn(pos, h.n_rot, base, scale, y, out);
+    else kernels::rope_angles(pos, h.n_rot, base, scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, out);
+  };
+  if (w.rope_freqs) {
+    compute(cs);
+    return cs;
+  }
+  constexpr std::int32_t k_positions = 512;
+  struct slot {
+    float base = 0, scale = 0;
+    int n_rot = 0;
+    kernels::yarn_params yarn;
+    std::vector<float> cs;
+    std::vector<std::int32_t> pos;
+    bool matches(float b, float sc, int nr, const kernels::yarn_params& v) const {
+      return base == b && scale == sc && n_rot == nr && yarn.ext_factor == v.ext_factor && yarn.attn_factor == v.attn_factor &&
+             yarn.beta_fast == v.beta_fast && yarn.beta_slow == v.beta_slow && yarn.n_ctx_orig == v.n_ctx_orig;
+    }
+  };
+  thread_local std::array<slot, 2> slots;
+  thread_local int oldest = 0;
+  slot* s = slots[0].matches(base, scale, h.n_rot, y) ? &slots[0] : slots[1].matches(base, scale, h.n_rot, y) ? &slots[1] : nullptr;
+  if (!s) {
+    s = &slots[static_cast<std::size_t>(oldest)];
+    oldest ^= 1;
+    *s = slot{base, scale, h.n_rot, y, {}, {}};
+    s->cs.resize(static_cast<std::size_t>(k_positions) * static_cast<std::size_t>(h.n_rot));
+    s->pos.assign(k_positions, -1);
+  }
+  const auto i = static_cast<std::size_t>(pos % k_positions);
+  float* row = s->cs.data() + i * static_cast<std::size_t>(h.n_rot);
+  if (s->pos[i] != pos) {
+    compute(row);
+    s->pos[i] = pos;
+  }
+  return row;
+}
+
 /// Biases, Q/K norms, RoPE (with layer il's base and scale), then the row's K and V into its page
 /// slot, in the page's format: f16, or quantized straight from f32 (no f16 copy of a quantized
 /// sequence's KV ever exists). For q4_0 pages the row's query, key and value are first smoothed
@@ -88,8 +136,7 @@ void rms_norm_rows(const float* x, const tensor_view& w, float* y, std::int64_t 
 void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* q, float* k, float* v,
                   layer_kv& kv, std::int64_t r0, std::int64_t r1, const float* q4_smooth) {
   const std::int64_t qd = h.q_dim(), kvd = h.kv_dim();
-  float cs[kernels::k_attention_max_head_dim];  // n_rot <= head_dim (hparams checks both)
-  const float rope_base = h.rope_base(il), rope_scale = h.rope_scale(il);
+  float cs_buf[kernels::k_attention_max_head_dim];  // n_rot <= head_dim (hparams checks both)
   for (const seq_rows& sq : batch.seqs) {
     if (sq.first_row + sq.n_rows <= r0 || sq.first_row >= r1) continue;
     const kv::kv_format format = kv.format_of(sq.blocks[0]);
@@ -111,8 +158,7 @@ void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_
           kernels::rms_norm(kr + hh * h.head_dim, w.k_norm.f32(), kr + hh * h.head_dim, h.head_dim, h.norm_eps);
       }
       if (h.use_rope) {
-        if (h.yarn.ext_factor != 0) kernels::rope_angles_yarn(pos, h.n_rot, rope_base, rope_scale, h.yarn, cs);
-        else kernels::rope_angles(pos, h.n_rot, rope_base, rope_scale, w.rope_freqs ? w.rope_freqs.f32() : nullptr, cs);
+        const float* cs = rope_angles_of(w, h, il, pos, cs_buf);
         kernels::rope_rotate(qr, h.n_head, h.head_dim, h.n_rot, cs, h.rope_neox);
         kernels::rope_rotate(kr, h.n_head_kv, h.head_dim, h.n_rot, cs, h.rope_neox);
       }
