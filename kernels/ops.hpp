@@ -23,6 +23,7 @@ struct yarn_params {
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
   std::int32_t n_ctx_orig = 0;
+  bool operator==(const yarn_params&) const = default;
 };
 void rope_angles_yarn(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const yarn_params& y, float* cs);
 /// ... and, in place, the rotation of the first n_rot dimensions of each of n_heads heads of

@@ -120,8 +120,8 @@ struct kernel_table {
   /// For the quantized types (the float slots stay null: they take gemm_f32).
   row_gemm_fn row_gemm[k_dtype_slots] = {};
   gemm_f32_fn gemm_f32 = nullptr;
-  /// Weights of the packable types (x16_packable: the 32-value block types but mxfp4, and q4_K,
-  /// q6_K) in 16-row groups (pack_x16), every m, per dtype_slot;
+  /// Weights of the packable types (x16_packable: the 32-value block types, mxfp4 among them,
+  /// and q4_K, q6_K) in 16-row groups (pack_x16), every m, per dtype_slot;
   /// null where the level has none for the type (the weights then stay in their GGUF layout).
   packed_gemm_fn packed_gemm[k_dtype_slots] = {};
 };

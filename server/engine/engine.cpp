@@ -92,9 +92,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // tokens of f16 ones. Pages are reserved up front and touched only when first written, so an
   // idle server's resident memory stays small.
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
-  // The GPU keeps f16 pages only.
   const bool gpu = cfg.model.device == "cuda";
-  e->quantized_kv_ = !gpu && hp.kv_dim() % kv::k_kv_quant_block == 0 && hp.head_dim % kv::k_kv_quant_block == 0;
+  // Quantized pages where requests may ask for them (not on the GPU, whole blocks per head).
+  e->quantized_kv_ = strata::engine::kv_bits_problem(8, gpu, hp.head_dim).empty();
   kv::pool_config& pc = e->pool_cfg_;
   // Only layers without per-sequence state write KV pages (a recurrent or sliding-window layer's
   // pages stay untouched, so unbacked: it keeps its state, or its window, in its state slots).

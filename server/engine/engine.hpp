@@ -87,7 +87,7 @@ class engine {
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
-  /// whole quantization blocks, on the CPU.
+  /// whole quantization blocks, on the CPU (kv_bits_problem says which).
   bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
   /// Why not (kv_bits_problem for this model and device), or empty.
   std::string kv_bits_problem(int bits) const;

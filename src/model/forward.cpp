@@ -104,8 +104,7 @@ const float* rope_angles_of(const layer_weights& w, const hparams& h, int il, st
     std::vector<float> cs;
     std::vector<std::int32_t> pos;
     bool matches(float b, float sc, int nr, const kernels::yarn_params& v) const {
-      return base == b && scale == sc && n_rot == nr && yarn.ext_factor == v.ext_factor && yarn.attn_factor == v.attn_factor &&
-             yarn.beta_fast == v.beta_fast && yarn.beta_slow == v.beta_slow && yarn.n_ctx_orig == v.n_ctx_orig;
+      return base == b && scale == sc && n_rot == nr && yarn == v;
     }
   };
   thread_local std::array<slot, 2> slots;
