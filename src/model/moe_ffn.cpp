@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/quants.hpp"
+#include "kernels/simd.hpp"
 #include "src/model/for_rows.hpp"
 
 namespace strata::model {
@@ -140,15 +142,26 @@ void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::in
   });
 }
 
-void moe_ffn_reference(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out) {
+void moe_ffn_reference(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out,
+                       bool round_activations) {
   const std::int64_t d = h.n_embd, ff = h.n_ff_exp, ne = h.n_expert, k = h.n_expert_used;
-  std::vector<float> row(static_cast<std::size_t>(std::max(d, ff))), logits(static_cast<std::size_t>(ne)), weights(static_cast<std::size_t>(k));
+  const std::size_t widest = static_cast<std::size_t>(std::max(d, ff));
+  std::vector<float> row(widest), rounded(widest), logits(static_cast<std::size_t>(ne)), weights(static_cast<std::size_t>(k));
+  std::vector<std::byte> act_buf(kernels::act_row_bytes(kernels::act_format::q8_32, static_cast<std::int64_t>(widest)) + 64);
   std::vector<float> gate(static_cast<std::size_t>(ff)), up(static_cast<std::size_t>(ff));
   std::vector<std::int32_t> experts(static_cast<std::size_t>(k));
   // Row r of matrix t (cols values) dotted with x, in double.
   auto dot = [&](const tensor_view& t, std::int64_t r, const float* xv) {
     const std::size_t stride = kernels::row_bytes(t.type, t.cols);
     kernels::dequantize_row(t.type, static_cast<const std::byte*>(t.data) + static_cast<std::size_t>(r) * stride, row.data(), t.cols);
+    const kernels::act_format fmt = kernels::act_format_for(t.type);
+    if (round_activations && fmt != kernels::act_format::f32) {
+      void* buf = act_buf.data() + (64 - reinterpret_cast<std::uintptr_t>(act_buf.data()) % 64) % 64;
+      const kernels::act_row q = kernels::quantize_activations(fmt, xv, t.cols, buf);
+      const std::int64_t group = fmt == kernels::act_format::q8_256 ? 256 : 32;
+      for (std::int64_t j = 0; j < t.cols; ++j) rounded[static_cast<std::size_t>(j)] = static_cast<float>(q.qs[j]) * q.d[j / group];
+      xv = rounded.data();
+    }
     double s = 0;
     for (std::int64_t j = 0; j < t.cols; ++j) s += static_cast<double>(row[static_cast<std::size_t>(j)]) * xv[j];
     return static_cast<float>(s);

@@ -20,7 +20,10 @@ void route(const hparams& h, const float* logits, std::int32_t* experts, float* 
 void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out, kernels::compute_pool& pool);
 
 /// The same, one token and one expert at a time on this thread: every matrix row dequantized and
-/// dotted in double against the unrounded activations (the reference moe_ffn is tested against).
-void moe_ffn_reference(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out);
+/// dotted in double (the reference moe_ffn is tested against). With round_activations, each
+/// activation row is first rounded to 8 bits as the kernels of the weight's type round it
+/// (kernels::act_format_for), so that only the order of the sums separates the two.
+void moe_ffn_reference(const layer_weights& w, const hparams& h, const float* cur, std::int64_t n, float* out,
+                       bool round_activations = false);
 
 }  // namespace strata::model

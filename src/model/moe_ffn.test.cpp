@@ -18,10 +18,10 @@
 namespace strata::model {
 namespace {
 
-/// The grouped block against the reference, relative to the largest output: f32 experts differ
-/// only in the order of float sums; q8_0 experts also round the activations to 8 bits.
-constexpr double k_f32_vs_reference = 1e-4;
-constexpr double k_q8_0_vs_reference = 2e-2;
+/// The grouped block against the reference that rounds activations as the kernels do, relative
+/// to the largest output. Only the order of the float sums differs, and with it, now and then, an
+/// activation that lands on the other side of an 8-bit rounding step.
+constexpr double k_vs_reference = 1e-3;
 
 /// Random weights of one mixture-of-experts layer, owned here, with views into them.
 struct moe_layer {
@@ -117,12 +117,11 @@ TEST(moe_ffn, grouped_experts_match_one_token_and_one_expert_at_a_time) {
         for (float& v : x) v = dist(gen);
         std::vector<float> got(x.size()), want(x.size());
         moe_ffn(layer.w, h, x.data(), n, got.data(), pool);
-        moe_ffn_reference(layer.w, h, x.data(), n, want.data());
+        moe_ffn_reference(layer.w, h, x.data(), n, want.data(), /*round_activations=*/true);
         double scale = 0;
         for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-        const double tol = (t == kernels::dtype::f32 ? k_f32_vs_reference : k_q8_0_vs_reference) * scale;
         for (std::size_t i = 0; i < got.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], tol) << (gpt_oss ? "gpt-oss " : "qwen3moe ") << kernels::dtype_name(t) << " n " << n << " at " << i
+          ASSERT_NEAR(got[i], want[i], k_vs_reference * scale) << (gpt_oss ? "gpt-oss " : "qwen3moe ") << kernels::dtype_name(t) << " n " << n << " at " << i
                                             << " seed " << seed;
       }
     }
@@ -131,8 +130,7 @@ TEST(moe_ffn, grouped_experts_match_one_token_and_one_expert_at_a_time) {
 
 /// Runs the batch x (n rows) through the layer at once, then each row alone: every output bit
 /// must agree, and the batch must stay near the reference.
-void expect_batch_invariant(const moe_layer& layer, const hparams& h, std::int64_t n, double tol_vs_reference, std::mt19937& gen,
-                            const std::string& what) {
+void expect_batch_invariant(const moe_layer& layer, const hparams& h, std::int64_t n, std::mt19937& gen, const std::string& what) {
   kernels::compute_pool pool(2);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(static_cast<std::size_t>(n * h.n_embd)), batch(x.size()), want(x.size()), alone(static_cast<std::size_t>(h.n_embd));
@@ -143,10 +141,10 @@ void expect_batch_invariant(const moe_layer& layer, const hparams& h, std::int64
     for (std::int64_t c = 0; c < h.n_embd; ++c)
       ASSERT_EQ(alone[static_cast<std::size_t>(c)], batch[static_cast<std::size_t>(i * h.n_embd + c)]) << what << " row " << i;
   }
-  moe_ffn_reference(layer.w, h, x.data(), n, want.data());
+  moe_ffn_reference(layer.w, h, x.data(), n, want.data(), /*round_activations=*/true);
   double scale = 0;
   for (float v : want) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(batch[i], want[i], tol_vs_reference * scale) << what << " at " << i;
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(batch[i], want[i], k_vs_reference * scale) << what << " at " << i;
 }
 
 TEST(moe_ffn, a_token_gets_the_same_output_alone_or_in_a_batch) {
@@ -154,7 +152,7 @@ TEST(moe_ffn, a_token_gets_the_same_output_alone_or_in_a_batch) {
   std::mt19937 gen(seed);
   const hparams h = moe_hparams(false);
   const moe_layer layer(h, kernels::dtype::q8_0, false, gen);
-  expect_batch_invariant(layer, h, 9, k_q8_0_vs_reference, gen, "q8_0 seed " + std::to_string(seed));
+  expect_batch_invariant(layer, h, 9, gen, "q8_0 seed " + std::to_string(seed));
 }
 
 /// Experts packed 16 rows at a time (q8_0, q4_K, q6_K, mxfp4, as the model's load packs them): decode
@@ -169,7 +167,7 @@ TEST(moe_ffn, packed_experts_give_a_token_the_same_output_alone_or_in_a_batch) {
   for (kernels::dtype t : {kernels::dtype::q8_0, kernels::dtype::q4_k, kernels::dtype::q6_k, kernels::dtype::mxfp4}) {
     moe_layer layer(h, t, false, gen);
     if (!layer.pack(h)) GTEST_SKIP() << "no packed kernels on this CPU";
-    expect_batch_invariant(layer, h, 40, 4 * k_q8_0_vs_reference, gen, std::string(kernels::dtype_name(t)) + " seed " + std::to_string(seed));
+    expect_batch_invariant(layer, h, 40, gen, std::string(kernels::dtype_name(t)) + " seed " + std::to_string(seed));
   }
   // gpt-oss: MXFP4 experts with biases and the clamped SwiGLU.
   hparams g = moe_hparams(true);
@@ -177,7 +175,7 @@ TEST(moe_ffn, packed_experts_give_a_token_the_same_output_alone_or_in_a_batch) {
   g.n_ff_exp = h.n_ff_exp;
   moe_layer layer(g, kernels::dtype::mxfp4, true, gen);
   ASSERT_TRUE(layer.pack(g));
-  expect_batch_invariant(layer, g, 40, 4 * k_q8_0_vs_reference, gen, "gpt-oss mxfp4 seed " + std::to_string(seed));
+  expect_batch_invariant(layer, g, 40, gen, "gpt-oss mxfp4 seed " + std::to_string(seed));
 }
 
 }  // namespace
