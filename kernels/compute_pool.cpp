@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -17,7 +18,7 @@ constexpr auto k_spin = std::chrono::microseconds(200);
 }
 
 compute_pool::compute_pool(int n_threads) : n_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_; ++i) threads_.emplace_back([this, i] { worker(i); });
+  for (int i = 1; i < n_; ++i) threads_.emplace_back([this] { worker(); });
 }
 
 compute_pool::~compute_pool() {
@@ -44,15 +45,35 @@ void compute_pool::run(const std::function<void(int, int)>& fn) {
     return;
   }
   std::lock_guard run_lock(run_mu_);
+  std::uint64_t gen;
   {
     std::lock_guard lock(mu_);
-    job_ = &fn;
-    pending_.store(n_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    job_.store(&fn, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    gen = ((job_state_.load(std::memory_order_relaxed) >> 32) + 1) & 0xFFFFFFFFu;  // wraps after 2^32 jobs
+    job_state_.store(gen << 32, std::memory_order_release);  // slot 0 next
   }
   if (sleepers_.load(std::memory_order_acquire) > 0) cv_.notify_all();
-  fn(0, n_);
-  while (pending_.load(std::memory_order_acquire) != 0) STRATA_PAUSE();
+  // This thread takes slots too, as many as no worker has taken yet: a worker that is asleep or
+  // off its core holds no part of the job up.
+  run_slots(gen);
+  // What is left is in the hands of workers that are running it. One that the OS has taken off
+  // its core gets it back sooner if this thread stops spinning and yields.
+  for (int spins = 0; done_.load(std::memory_order_acquire) != n_; ++spins) {
+    if (spins < 4096) STRATA_PAUSE();
+    else std::this_thread::yield();
+  }
+}
+
+void compute_pool::run_slots(std::uint64_t gen) {
+  for (std::uint64_t s = job_state_.load(std::memory_order_acquire);;) {
+    if (s >> 32 != gen || static_cast<int>(s & 0xFFFFFFFFu) >= n_) return;
+    if (!job_state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // A slot of job gen is taken and not done, so run() has not returned: job_ is still its job.
+    (*job_.load(std::memory_order_acquire))(static_cast<int>(s & 0xFFFFFFFFu), n_);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    s = job_state_.load(std::memory_order_acquire);
+  }
 }
 
 void compute_pool::parallel_for(int n_tasks, const std::function<void(int, int)>& fn) {
@@ -112,25 +133,24 @@ void compute_pool::run_shares(std::int64_t n_chunks, const std::function<void(st
   run(std::ref(job));
 }
 
-void compute_pool::worker(int ith) {
+void compute_pool::worker() {
   std::uint64_t seen = 0;
+  auto gen = [this] { return job_state_.load(std::memory_order_acquire) >> 32; };
   for (;;) {
     auto spin_until = std::chrono::steady_clock::now() + k_spin;
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && !stop_.load(std::memory_order_relaxed)) {
+    while (gen() == seen && !stop_.load(std::memory_order_relaxed)) {
       STRATA_PAUSE();
       if (++spins % 256 == 0 && std::chrono::steady_clock::now() > spin_until) {
         std::unique_lock lock(mu_);
         sleepers_.fetch_add(1);
-        cv_.wait(lock, [&] { return generation_.load() != seen || stop_.load(); });
+        cv_.wait(lock, [&] { return gen() != seen || stop_.load(); });
         sleepers_.fetch_sub(1);
       }
     }
     if (stop_.load()) return;
-    seen = generation_.load(std::memory_order_acquire);
-    const auto* job = job_;
-    (*job)(ith, n_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    seen = gen();
+    run_slots(seen);
   }
 }
 

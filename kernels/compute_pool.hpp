@@ -1,7 +1,10 @@
 #pragma once
-// compute_pool: one thread per core for the heavy kernels. The calling thread takes part as
-// worker 0, so a pool of n threads starts n - 1. Workers spin briefly between jobs (a decode step
-// issues hundreds of short jobs) and then sleep, so an idle server burns no CPU.
+// compute_pool: one thread per core for the heavy kernels. The calling thread takes part, so a
+// pool of n threads starts n - 1. A job is n slots (ith = 0 .. n-1), each taken by whichever
+// thread comes first: the caller takes every slot that no worker has taken yet, so a worker the
+// OS has put to sleep or taken off its core slows a job down instead of stopping it. Workers spin
+// briefly between jobs (a decode step issues hundreds of short jobs) and then sleep, so an idle
+// server burns no CPU.
 
 #include <atomic>
 #include <condition_variable>
@@ -22,8 +25,9 @@ class compute_pool {
 
   int size() const { return n_; }
 
-  /// Runs fn(ith, nth) on every worker (ith = 0 .. nth-1) and returns when all are done. Jobs
-  /// from different callers are serialized. Pass a lambda with several captures as
+  /// Runs fn(ith, nth) once for every slot ith = 0 .. nth-1 (nth = size()), each on whichever
+  /// thread takes it (one thread may run several, one after another), and returns when all are
+  /// done. Jobs from different callers are serialized. Pass a lambda with several captures as
   /// std::ref(lambda): std::function then keeps a reference instead of allocating a copy.
   void run(const std::function<void(int ith, int nth)>& fn);
 
@@ -45,16 +49,18 @@ class compute_pool {
   static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);
 
  private:
-  void worker(int ith);
+  void worker();
+  /// Takes and runs the free slots of job `gen` until none is left.
+  void run_slots(std::uint64_t gen);
 
   int n_;
   std::vector<std::thread> threads_;
   std::mutex run_mu_;  // one job at a time
   std::mutex mu_;
   std::condition_variable cv_;
-  const std::function<void(int, int)>* job_ = nullptr;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  std::atomic<const std::function<void(int, int)>*> job_{nullptr};
+  std::atomic<std::uint64_t> job_state_{0};  // the job's generation << 32 | its next free slot
+  std::atomic<int> done_{0};                 // slots of the job that have run
   std::atomic<bool> stop_{false};
   std::atomic<int> sleepers_{0};
 };

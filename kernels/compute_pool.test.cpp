@@ -58,7 +58,7 @@ TEST(compute_pool, run_shares_lets_a_free_worker_take_from_a_slow_one) {
   EXPECT_GT(taken, 0);
 }
 
-TEST(compute_pool, run_calls_every_worker_once_per_job) {
+TEST(compute_pool, run_calls_every_slot_once_per_job) {
   compute_pool pool(3);
   for (int job = 0; job < 200; ++job) {
     std::atomic<int> seen[3] = {};
@@ -67,6 +67,25 @@ TEST(compute_pool, run_calls_every_worker_once_per_job) {
       seen[ith].fetch_add(1);
     });
     for (auto& s : seen) ASSERT_EQ(s.load(), 1) << "job " << job;
+  }
+}
+
+// More threads than this machine has cores, and pauses between jobs long enough for workers to
+// fall asleep: slots are taken by whoever comes first, the caller included, and each still runs
+// exactly once, with the job's own arguments.
+TEST(compute_pool, slots_run_once_when_workers_sleep_or_wait_for_a_core) {
+  const int threads = static_cast<int>(std::thread::hardware_concurrency()) * 4 + 1;
+  compute_pool pool(threads);
+  for (int job = 0; job < 300; ++job) {
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(threads));
+    std::atomic<int> wrong_job{0};
+    pool.run([&, job](int ith, int nth) {
+      if (nth != threads) wrong_job.fetch_add(1);
+      seen[static_cast<std::size_t>(ith)].fetch_add(job + 1);
+    });
+    ASSERT_EQ(wrong_job.load(), 0);
+    for (int i = 0; i < threads; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)].load(), job + 1) << "job " << job << " slot " << i;
+    if (job % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the workers' spin
   }
 }
 

@@ -19,9 +19,10 @@ namespace strata::model {
 namespace {
 
 /// The grouped block against the reference that rounds activations as the kernels do, relative
-/// to the largest output. Only the order of the float sums differs, and with it, now and then, an
-/// activation that lands on the other side of an 8-bit rounding step.
-constexpr double k_vs_reference = 1e-3;
+/// to the largest output. The order of the float sums differs, and with it, here and there, a
+/// hidden activation lands on the other side of an 8-bit rounding step: one step of an activation
+/// moves an output by up to 0.3% of the largest over 300 seeds (gpt-oss, q8_0; K-quants 0.15%).
+constexpr double k_vs_reference = 1e-2;
 
 /// Random weights of one mixture-of-experts layer, owned here, with views into them.
 struct moe_layer {
