@@ -9,12 +9,15 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
 #include "kernels/cuda/attention.hpp"
+#include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/quantize_block.cuh"
 #include "kernels/cuda/device.hpp"
 
 namespace strata::kernels::cuda {
@@ -73,6 +76,8 @@ template <int HD, int G, bool Q8>
 __global__ void __launch_bounds__(k_threads)
     decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                   launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
+  pdl_launch_dependents();
+  pdl_wait();
   constexpr int L = HD / 8, P = 32 / L, S = (k_threads / 32) * P;
   const int z = static_cast<int>(blockIdx.z), seq = r.rows ? r.rows[z] : z, split = static_cast<int>(blockIdx.y);
   const int kvh = static_cast<int>(blockIdx.x) / ls.chunks, chunk = static_cast<int>(blockIdx.x) % ls.chunks;
@@ -201,7 +206,11 @@ __global__ void __launch_bounds__(k_threads)
     const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     const int h = h0 + g;
     if (ls.splits == 1) {
-      r.out[(static_cast<std::size_t>(seq) * r.n_head + h) * HD + d] = o * inv;
+      // A warp holds 32 consecutive values of one head here (HD is a multiple of 32): one block
+      // of the rounding.
+      const std::size_t at = (static_cast<std::size_t>(seq) * r.n_head + h) * HD + d;
+      r.out[at] = o * inv;
+      if (r.out_q) quantize_block(o * inv, lane, r.out_q + (at - lane), r.out_ds + at / 32);
     } else {
       const std::size_t part = (static_cast<std::size_t>(z) * ls.splits + split) * r.n_head + h;
       part_out[part * HD + d] = o * inv;
@@ -212,7 +221,10 @@ __global__ void __launch_bounds__(k_threads)
 
 /// out of row seq (rows[z] when given), head h: the parts merged by their log-sum-exps (merge_attention).
 __global__ void merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
-                             int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out) {
+                             int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out, std::int8_t* __restrict__ out_q,
+                             float2* __restrict__ out_ds) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int z = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
   const int seq = rows ? rows[z] : z;
   const std::size_t base = static_cast<std::size_t>(z) * splits * n_head + h;
@@ -228,7 +240,11 @@ __global__ void merge_kernel(const float* __restrict__ part_out, const float* __
         o += w * part_out[p * hd + d];
       }
     }
-    out[(static_cast<std::size_t>(seq) * n_head + h) * hd + d] = total > 0.0f ? o / total : 0.0f;
+    const std::size_t at = (static_cast<std::size_t>(seq) * n_head + h) * hd + d;
+    const float y = total > 0.0f ? o / total : 0.0f;
+    out[at] = y;
+    // hd is a multiple of 32 and the block's threads too: whole warps, one rounding block each.
+    if (out_q) quantize_block(y, static_cast<int>(threadIdx.x % 32), out_q + (at - threadIdx.x % 32), out_ds + at / 32);
   }
 }
 
@@ -276,6 +292,15 @@ int resident_blocks(kernel_fn f) {
   return per_sm;
 }
 
+int min_split() {
+  static const int n = [] {
+    const char* v = std::getenv("STRATA_CUDA_ATTENTION_MIN_SPLIT");
+    const int asked = v ? std::atoi(v) : 0;
+    return asked > 0 ? asked : k_attention_min_split;
+  }();
+  return n;
+}
+
 launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   if (kv.n_head_kv <= 0 || r.n_head % kv.n_head_kv != 0 || kv.page_tokens <= 0)
     throw std::invalid_argument("decode_attention: n_head must be a multiple of n_head_kv");
@@ -284,11 +309,11 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   ls.chunks = (ls.group + k_heads_per_block - 1) / k_heads_per_block;
   // Split the rows into as many parts as fit on the device at once (the blocks resident per
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
-  // part at least k_attention_min_split positions long.
+  // part at least min_split() positions long.
   const int per_sm = resident_blocks(kernel_for(kv, ls.group));
   const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessor_count() / blocks;
-  const long long most = (r.max_positions + k_attention_min_split - 1) / k_attention_min_split;
+  const long long most = (r.max_positions + min_split() - 1) / min_split();
   const long long asked = r.splits > 0 ? r.splits : want;
   ls.splits = static_cast<int>(std::max(1LL, std::min({asked, most, static_cast<long long>(k_attention_max_splits)})));
   ls.per_split = (r.max_positions + ls.splits - 1) / ls.splits;
@@ -317,12 +342,11 @@ void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* worksp
     pl = po + static_cast<std::size_t>(r.n_seq) * ls.splits * r.n_head * kv.head_dim;
   }
   const dim3 grid(static_cast<unsigned>(kv.n_head_kv * ls.chunks), static_cast<unsigned>(ls.splits), static_cast<unsigned>(r.n_seq));
-  kernel_for(kv, ls.group)<<<grid, k_threads, 0, stream>>>(static_cast<const __half*>(kv.k), static_cast<const __half*>(kv.v),
-                                                           kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
-  check_launch("decode_attention");
+  launch_pdl("decode_attention", kernel_for(kv, ls.group), grid, k_threads, 0, stream, static_cast<const __half*>(kv.k),
+             static_cast<const __half*>(kv.v), kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
   if (ls.splits > 1) {
-    merge_kernel<<<r.n_seq * r.n_head, 128, 0, stream>>>(po, pl, ls.splits, r.n_head, kv.head_dim, r.rows, r.out);
-    check_launch("decode_attention (merge)");
+    launch_pdl("decode_attention (merge)", merge_kernel, r.n_seq * r.n_head, 128, 0, stream, static_cast<const float*>(po),
+               static_cast<const float*>(pl), ls.splits, r.n_head, kv.head_dim, r.rows, r.out, r.out_q, r.out_ds);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
+#include <vector_types.h>
 
 namespace strata::kernels::cuda {
 
@@ -47,10 +48,18 @@ struct decode_rows {
   /// Parts per row: 0 chooses (as many as fill the device once, see decode_attention_splits);
   /// else at most this many (the bench compares choices with it).
   int splits = 0;
+  /// When set (device; an act_q8's levels and block scales, rows of n_head * head_dim values): each
+  /// row's output is also rounded there, as quantize_act would round `out` (the next matvec's
+  /// input without a launch of its own).
+  std::int8_t* out_q = nullptr;
+  float2* out_ds = nullptr;
 };
 
-/// Positions one block takes at least before a row is split further.
-constexpr int k_attention_min_split = 64;
+/// Positions one block takes at least before a row is split further: one trip of its streams
+/// (8 streams of 2 positions at 128 values a head), so that a short row is spread over several
+/// blocks rather than walked in trips one after another by a few (64 before; the environment's
+/// STRATA_CUDA_ATTENTION_MIN_SPLIT overrides it, for comparison).
+constexpr int k_attention_min_split = 16;
 /// Most parts a row is split into.
 constexpr int k_attention_max_splits = 64;
 

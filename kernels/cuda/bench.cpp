@@ -4,10 +4,12 @@
 // reports the median of several timed replays. Prints a table and writes one JSON file.
 //
 //   strata_cuda_bench [out.json [parts]]    parts: matvec,sets,gemm,attention,prefill (default all)
+//   STRATA_CUDA_BENCH_TYPES=q4_K,q6_K       only these weight types in matvec and sets (default all)
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <random>
@@ -310,26 +312,29 @@ int main(int argc, char** argv) {
     // argv[2]: the parts to run (matvec, sets, gemm, attention, prefill; default all).
     const std::string parts = argc > 2 ? argv[2] : "matvec,sets,gemm,attention,prefill";
     auto wants = [&](const char* part) { return parts.find(part) != std::string::npos; };
+    const char* types_env = std::getenv("STRATA_CUDA_BENCH_TYPES");
+    const std::string types = types_env ? std::string(",") + types_env + "," : "";
+    auto wants_type = [&](dtype t) { return types.empty() || types.find(std::string(",") + dtype_name(t) + ",") != std::string::npos; };
     std::string mv, at, pa;
     const std::int64_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {4096, 14336}, {32000, 4096}};
     for (dtype t : {dtype::f16, dtype::bf16, dtype::q8_0, dtype::q4_0, dtype::q4_1, dtype::q4_k, dtype::q5_k, dtype::q6_k})
       for (const auto& sh : shapes)
         for (int n : {1, 8}) {
-          if (!wants("matvec") || (n == 8 && sh[0] != 14336)) continue;  // the batched kernel on one shape
+          if (!wants("matvec") || !wants_type(t) || (n == 8 && sh[0] != 14336)) continue;  // the batched kernel on one shape
           mv += (mv.empty() ? "" : ",\n    ") + matvec_case(stream, t, sh[0], sh[1], n, rng);
         }
     std::string fu;
     for (dtype t : {dtype::q8_0, dtype::q4_0, dtype::q4_k, dtype::q6_k})
       for (bool gate_up : {false, true})
         for (bool fused : {false, true})
-          if (wants("sets")) fu += (fu.empty() ? "" : ",\n    ") + fused_case(stream, t, gate_up, fused, rng);
+          if (wants("sets") && wants_type(t)) fu += (fu.empty() ? "" : ",\n    ") + fused_case(stream, t, gate_up, fused, rng);
     std::string ge;
     for (dtype t : {dtype::f16, dtype::q8_0, dtype::q4_0, dtype::q4_k, dtype::q6_k})
       for (const auto& sh : {std::array<std::int64_t, 2>{4096, 4096}, std::array<std::int64_t, 2>{14336, 4096}})
         for (int m : {64, 512, 4096})
           if (wants("gemm")) ge += (ge.empty() ? "" : ",\n    ") + gemm_case(stream, t, sh[0], sh[1], m, rng);
     // Each context with the split chosen (0), then with a few forced ones to compare.
-    const int cases[][3] = {{1024, 1, 0}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
+    const int cases[][3] = {{128, 1, 0}, {128, 1, 2}, {1024, 1, 0}, {1024, 1, 16}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
                             {16384, 1, 0}, {16384, 1, 16}, {16384, 1, 33}, {16384, 1, 64}};
     for (const auto& c : cases)
       if (wants("attention")) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);

@@ -102,7 +102,8 @@ void check_matvec(verdicts& v, std::mt19937& rng, compute_pool& pool, dtype t, s
   }
 }
 
-/// Three matrices of one type in one matvec_many launch give what three matvecs give, bit for bit.
+/// Three matrices of one type in one matvec_many launch give what three matvecs give, bit for bit;
+/// the second is added to what its y held (`add`), which must equal that y plus its matvec.
 void check_matvec_many(verdicts& v, std::mt19937& rng, dtype t) {
   const std::int64_t k = 512, rows[3] = {37, 5, 130};
   const int n = 3;
@@ -113,16 +114,17 @@ void check_matvec_many(verdicts& v, std::mt19937& rng, dtype t) {
   std::vector<device_matrix> ms;
   std::vector<device_buffer> fused, alone;
   std::vector<matvec_out> outs;
+  const auto held = uniform(rng, static_cast<std::size_t>(n * rows[1]));
   for (std::int64_t r : rows) {
     const auto wf = uniform(rng, static_cast<std::size_t>(r * k));
     std::vector<std::byte> w(row_bytes(t, k) * static_cast<std::size_t>(r));
     for (std::int64_t i = 0; i < r; ++i) quantize_row(t, wf.data() + i * k, w.data() + i * row_bytes(t, k), k);
     ms.push_back(upload_matrix(t, w.data(), r, k, nullptr));
-    fused.push_back(poisoned(static_cast<std::size_t>(n * r)));
+    fused.push_back(ms.size() == 2 ? to_device(held) : poisoned(static_cast<std::size_t>(n * r)));
     alone.push_back(poisoned(static_cast<std::size_t>(n * r)));
   }
   for (std::size_t i = 0; i < ms.size(); ++i) {
-    outs.push_back({&ms[i], fused[i].as<float>()});
+    outs.push_back({&ms[i], fused[i].as<float>(), i == 1});
     matvec(ms[i], xd.as<float>(), &xq, n, alone[i].as<float>(), nullptr);
   }
   matvec_many(outs.data(), static_cast<int>(outs.size()), xd.as<float>(), &xq, n, nullptr);
@@ -130,9 +132,9 @@ void check_matvec_many(verdicts& v, std::mt19937& rng, dtype t) {
   for (std::size_t i = 0; i < ms.size(); ++i) {
     const std::size_t count = static_cast<std::size_t>(n * rows[i]);
     const auto a = to_host(fused[i], count), b = to_host(alone[i], count);
-    for (std::size_t j = 0; j < count; ++j) same &= std::isfinite(a[j]) && a[j] == b[j];
+    for (std::size_t j = 0; j < count; ++j) same &= std::isfinite(a[j]) && a[j] == (i == 1 ? held[j] + b[j] : b[j]);
   }
-  v.expect(same, std::string("matvec_many ") + dtype_name(t) + " of 37, 5 and 130 rows equals three matvecs");
+  v.expect(same, std::string("matvec_many ") + dtype_name(t) + " of 37, 5 (added to y) and 130 rows equals three matvecs");
 }
 
 void check_gemm(verdicts& v, std::mt19937& rng, dtype t, int m, std::int64_t rows, std::int64_t k) {

@@ -2,12 +2,14 @@
 // and q8_0), and the q8_0 KV store against the CPU's quantize_row, byte for byte.
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 
 #include "kernels/attention.hpp"
 #include "kernels/cuda/attention.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/kv_store.hpp"
+#include "kernels/cuda/matvec.hpp"
 #include "kernels/quants.hpp"
 
 namespace strata::kernels::cuda::checks {
@@ -50,17 +52,31 @@ void run_case(verdicts& v, std::mt19937& rng, const attention_case& c) {
   r.max_positions = max_positions;
   r.scale = shape.scale;
   r.softcap = c.softcap;
+  // The output also rounded by the attention (out_q): the bytes quantize_act makes of out.
+  act_q8 rounded = make_act_q8(static_cast<std::int64_t>(c.n_head) * hd, n_seq), plain = make_act_q8(rounded.k, n_seq);
+  r.out_q = rounded.q.as<std::int8_t>();
+  r.out_ds = rounded.ds.as<float2>();
   const std::size_t ws_bytes = decode_attention_workspace(kv, r);
   const device_buffer ws(ws_bytes);
   decode_attention(kv, r, ws.data(), ws_bytes, nullptr);
+  quantize_act(od.as<float>(), n_seq, plain, nullptr);
   check(cudaDeviceSynchronize(), "decode_attention");
   const auto out = to_host(od, q_values);
+  std::vector<std::int8_t> q_got(q_values), q_want(q_values);
+  std::vector<float> ds_got(q_values / 16), ds_want(ds_got.size());
+  rounded.q.download(q_got.data(), q_values, nullptr);
+  plain.q.download(q_want.data(), q_values, nullptr);
+  rounded.ds.download(ds_got.data(), ds_got.size() * 4, nullptr);
+  plain.ds.download(ds_want.data(), ds_want.size() * 4, nullptr);
   const double err = rel_l2(out.data(), ref.data(), q_values);
   char what[200];
   std::snprintf(what, sizeof what, "attention %s hd=%d heads=%d/%d rows=%d longest=%d splits=%d%s: error %.3g",
                 c.bits == 8 ? "q8_0" : "f16", hd, c.n_head, c.n_head_kv, n_seq, max_positions, decode_attention_splits(kv, r),
                 c.softcap > 0 ? " softcap" : "", err);
   v.expect(err <= k_attention_tolerance, what);
+  std::snprintf(what, sizeof what, "attention %s hd=%d rows=%d splits=%d: its rounded output equals quantize_act's, bit for bit",
+                c.bits == 8 ? "q8_0" : "f16", hd, n_seq, decode_attention_splits(kv, r));
+  v.expect(q_got == q_want && std::memcmp(ds_got.data(), ds_want.data(), ds_got.size() * 4) == 0, what);
 }
 
 /// n rows of dim random keys and values stored by store_kv_q8_0 into random slots of q8_0 pools:

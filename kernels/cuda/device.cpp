@@ -1,5 +1,7 @@
 #include "kernels/cuda/device.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -19,6 +21,14 @@ int multiprocessor_count() {
     return count;
   }();
   return n;
+}
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("STRATA_CUDA_PDL");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
 }
 
 device_buffer::device_buffer(std::size_t bytes) : bytes_(bytes) {

@@ -24,6 +24,10 @@ void check_launch(const char* what);
 /// The multiprocessors of the current device (asked once).
 int multiprocessor_count();
 
+/// Whether the decode kernels may start before the kernel ahead of them ends (pdl.cuh): on
+/// unless the environment sets STRATA_CUDA_PDL=0 (read once).
+bool pdl_enabled();
+
 /// An owned device allocation (cudaMalloc; never managed memory). Move-only.
 class device_buffer {
  public:

@@ -8,6 +8,7 @@
 #include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/fused.hpp"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
@@ -20,6 +21,8 @@ constexpr int k_threads = 1024;  // as ops.cu's norms: a decode row is one block
 __global__ void __launch_bounds__(k_threads)
     add_rms_norm_quantize_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
                                  int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  pdl_wait();
   const std::size_t row = blockIdx.x;
   float* xr = x + row * dim;
   const float* rr = r + row * dim;
@@ -36,6 +39,8 @@ __global__ void __launch_bounds__(k_threads)
 /// One block per (row, head), q heads first, then kv heads; thread i turns pair i as rope_kernel,
 /// and a kv head's block then writes its k and v values as store_kv_kernel.
 __global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int t = static_cast<int>(blockIdx.x), head = static_cast<int>(blockIdx.y);
   const bool is_q = head < a.n_head;
   const int hk = head - a.n_head;
@@ -69,6 +74,8 @@ __global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
 /// A warp per 32 values: silu(g) * u as swiglu_kernel, written back and quantized as quantize_act.
 __global__ void swiglu_quantize_kernel(float* __restrict__ g, const float* __restrict__ u, int blocks, std::int8_t* __restrict__ q,
                                        float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   if (blk >= blocks) return;
   const std::size_t i = static_cast<std::size_t>(blk) * 32 + lane;
@@ -84,8 +91,8 @@ void add_rms_norm_quantize(float* x, const float* r, const float* weight, float*
                            cudaStream_t stream) {
   if (n <= 0) return;
   if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("add_rms_norm_quantize: rows or length differ from the buffer's");
-  add_rms_norm_quantize_kernel<<<n, k_threads, 0, stream>>>(x, r, weight, y, dim, eps, xq.q.as<std::int8_t>(), xq.ds.as<float2>());
-  check_launch("add_rms_norm_quantize");
+  launch_pdl("add_rms_norm_quantize", add_rms_norm_quantize_kernel, n, k_threads, 0, stream, x, r, weight, y, dim, eps,
+             xq.q.as<std::int8_t>(), xq.ds.as<float2>());
 }
 
 void rope_store_kv(const rope_kv_args& a, const rope_args& rope, cudaStream_t stream) {
@@ -94,8 +101,7 @@ void rope_store_kv(const rope_kv_args& a, const rope_args& rope, cudaStream_t st
     throw std::invalid_argument("rope_store_kv: heads or n_rot out of range");
   const dim3 grid(static_cast<unsigned>(a.n), static_cast<unsigned>(a.n_head + a.n_head_kv));
   const int threads = a.head_dim / 2 < 32 ? 32 : a.head_dim / 2;
-  rope_store_kv_kernel<<<grid, threads, 0, stream>>>(a, rope);
-  check_launch("rope_store_kv");
+  launch_pdl("rope_store_kv", rope_store_kv_kernel, grid, threads, 0, stream, a, rope);
 }
 
 void swiglu_quantize(float* g, const float* u, int n, int dim, act_q8& xq, cudaStream_t stream) {
@@ -103,9 +109,8 @@ void swiglu_quantize(float* g, const float* u, int n, int dim, act_q8& xq, cudaS
   if (n > xq.max_rows || dim != xq.k || dim % 32 != 0) throw std::invalid_argument("swiglu_quantize: rows or length differ from the buffer's");
   const int blocks = dim / 32 * n;
   constexpr int per_cta = 8;
-  swiglu_quantize_kernel<<<(blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream>>>(g, u, blocks, xq.q.as<std::int8_t>(),
-                                                                                       xq.ds.as<float2>());
-  check_launch("swiglu_quantize");
+  launch_pdl("swiglu_quantize", swiglu_quantize_kernel, (blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream, g, u, blocks,
+             xq.q.as<std::int8_t>(), xq.ds.as<float2>());
 }
 
 }  // namespace strata::kernels::cuda

@@ -4,11 +4,14 @@
 
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/kv_store.hpp"
+#include "kernels/cuda/pdl.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
 
 __global__ void add_bias_kernel(float* x, const float* bias, long long n, int dim) {
+  pdl_launch_dependents();
+  pdl_wait();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) x[i] += bias[i % dim];
 }
@@ -65,8 +68,7 @@ unsigned blocks_for(long long n, int threads) { return static_cast<unsigned>((n 
 void add_bias(float* x, const float* bias, int n, int dim, cudaStream_t stream) {
   const long long total = static_cast<long long>(n) * dim;
   if (total <= 0) return;
-  add_bias_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(x, bias, total, dim);
-  check_launch("add_bias");
+  launch_pdl("add_bias", add_bias_kernel, blocks_for(total, 256), 256, 0, stream, x, bias, total, dim);
 }
 
 void store_kv_f16(const float* k, const float* v, int n, int dim, const std::int32_t* slots, void* k_pages, void* v_pages,

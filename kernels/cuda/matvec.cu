@@ -6,9 +6,13 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/matvec.hpp"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
@@ -240,6 +244,7 @@ struct mv_args {
   float* y[k_matvec_max_outputs];
   int end[k_matvec_max_outputs];
   int count;
+  unsigned add;  // bit i: matrix i's products are added to its y rather than written
   std::size_t q_row, s_row;
   int units, k, n;
   const float* x;
@@ -247,36 +252,69 @@ struct mv_args {
   const float2* xds;
 };
 
-/// y[b * rows + row] for b < n: warp `row` walks its row's units, `unroll` at a time per lane.
-/// NB is the compile-time bound on n (1, or k_matvec_max_batch with n read at run time).
-template <class W, int NB>
-__global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
-  const int row = blockIdx.x * k_warps + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  if (row >= a.end[a.count - 1]) return;
-  // The matrix this row is in (compile-time indices only: the arguments stay in constant memory).
+/// Where one row's product goes: its matrix's weights and scales, its y, and whether it adds.
+struct mv_row {
+  const std::uint8_t* q;
+  const std::uint8_t* s;
+  float* y;  // y[b * stride] is the row's output for activation row b
+  int stride;
+  bool add;
+};
+
+/// Row `row` of the launch (< a.end[a.count - 1]): the matrix it is in, picked with compile-time
+/// indices only, so that the arguments stay in constant memory.
+__device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
   const std::uint8_t* q = a.q[0];
   const std::uint8_t* s = a.s[0];
   float* y = a.y[0];
   int first = 0, rows = a.end[0];
+  bool add = a.add & 1u;
 #pragma unroll
   for (int i = 1; i < k_matvec_max_outputs; ++i) {
     if (i < a.count && row >= a.end[i - 1]) {
       q = a.q[i], s = a.s[i], y = a.y[i];
       first = a.end[i - 1], rows = a.end[i] - a.end[i - 1];
+      add = (a.add >> i) & 1u;
     }
   }
-  const std::uint8_t* qr = q + static_cast<std::size_t>(row - first) * a.q_row;
-  const std::uint8_t* sr = s + static_cast<std::size_t>(row - first) * a.s_row;
-  float acc[NB];
+  return {q + static_cast<std::size_t>(row - first) * a.q_row, s + static_cast<std::size_t>(row - first) * a.s_row,
+          y + (row - first), rows, add};
+}
+
+/// y[b * rows + row] for b < n: each warp takes R consecutive rows (the activations it loads serve
+/// all R) and walks their units, U at a time per lane. NB is the compile-time bound on n (1, or
+/// k_matvec_max_batch with n read at run time). The first units' weights are loaded before
+/// pdl_wait (pdl.cuh): they overlap the kernel before.
+template <class W, int NB, int R, int U>
+__global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
+  pdl_launch_dependents();
+  const int warp = blockIdx.x * k_warps + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int total = a.end[a.count - 1], row0 = warp * R;
+  if (row0 >= total) {
+    pdl_wait();
+    return;
+  }
+  // A row past the end reads row0's weights again (no branch in the loads) and writes nothing.
+  mv_row rw[R];
 #pragma unroll
-  for (int b = 0; b < NB; ++b) acc[b] = 0.0f;
-  constexpr int U = W::unroll;
+  for (int j = 0; j < R; ++j) rw[j] = locate(a, row0 + j < total ? row0 + j : row0);
+  float acc[NB][R];
+#pragma unroll
+  for (int b = 0; b < NB; ++b) {
+#pragma unroll
+    for (int j = 0; j < R; ++j) acc[b][j] = 0.0f;
+  }
   const int units = a.units, k = a.k;
+  if (lane >= units) pdl_wait();  // a lane with no units (k < 32 units) reads nothing either
   for (int u0 = lane; u0 < units; u0 += 32 * U) {
-    typename W::regs r[U];
+    typename W::regs r[U][R];
 #pragma unroll
     for (int i = 0; i < U; ++i)
-      if (u0 + 32 * i < units) W::load(qr, sr, u0 + 32 * i, r[i]);
+      if (u0 + 32 * i < units) {
+#pragma unroll
+        for (int j = 0; j < R; ++j) W::load(rw[j].q, rw[j].s, u0 + 32 * i, r[i][j]);
+      }
+    if (u0 == lane) pdl_wait();  // the first trip's weights are in flight meanwhile
 #pragma unroll
     for (int i = 0; i < U; ++i) {
       const int u = u0 + 32 * i;
@@ -284,33 +322,99 @@ __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
 #pragma unroll
       for (int b = 0; b < NB; ++b) {
         if (NB > 1 && b >= a.n) break;
-        if constexpr (W::float_x) acc[b] += W::dot(r[i], u, a.x + static_cast<std::size_t>(b) * k);
-        else acc[b] += W::dot(r[i], u, a.xq + static_cast<std::size_t>(b) * k, a.xds + static_cast<std::size_t>(b) * (k / 32));
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+          if constexpr (W::float_x) acc[b][j] += W::dot(r[i][j], u, a.x + static_cast<std::size_t>(b) * k);
+          else acc[b][j] += W::dot(r[i][j], u, a.xq + static_cast<std::size_t>(b) * k, a.xds + static_cast<std::size_t>(b) * (k / 32));
+        }
       }
     }
   }
 #pragma unroll
   for (int b = 0; b < NB; ++b) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[b] += __shfl_xor_sync(0xFFFFFFFFu, acc[b], o);
+    for (int j = 0; j < R; ++j) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) acc[b][j] += __shfl_xor_sync(0xFFFFFFFFu, acc[b][j], o);
+    }
   }
   if (lane == 0) {
 #pragma unroll
-    for (int b = 0; b < NB; ++b)
-      if (NB == 1 || b < a.n) y[static_cast<std::size_t>(b) * rows + row - first] = acc[b];
+    for (int j = 0; j < R; ++j) {
+      if (row0 + j >= total) break;
+#pragma unroll
+      for (int b = 0; b < NB; ++b)
+        if (NB == 1 || b < a.n) {
+          float& out = rw[j].y[static_cast<std::size_t>(b) * rw[j].stride];
+          out = rw[j].add ? out + acc[b][j] : acc[b][j];
+        }
+    }
   }
 }
 
+/// Rows per warp and units in flight per lane of the one-row kernel, per type. Measured on the
+/// H100 (kernels/cuda/NOTES.md): q8_0, q4_K and q6_K take two rows a warp, one unit of each in
+/// flight per lane (the same registers as one row of two units, half the activation loads); the
+/// others one row of `unroll` units, as measured before. STRATA_CUDA_MATVEC="q4_K=1x2,q6_K=2x2"
+/// (type=RxU, R 1 or 2, U 1, 2 or 4) overrides them, for comparison.
+struct mv_shape {
+  int rows, unroll;
+};
+
 template <class W>
-void launch(mv_args a, cudaStream_t stream) {
+mv_shape default_shape(dtype t) {
+  if (t == dtype::q8_0 || t == dtype::q4_k || t == dtype::q6_k) return {2, 1};
+  return {1, W::unroll};
+}
+
+template <class W>
+mv_shape shape_for(dtype t) {
+  static const mv_shape chosen = [t] {
+    mv_shape sh = default_shape<W>(t);
+    const char* env = std::getenv("STRATA_CUDA_MATVEC");
+    if (!env) return sh;
+    const std::string spec(env), name = std::string(dtype_name(t)) + "=";
+    for (std::size_t at = spec.find(name); at != std::string::npos; at = spec.find(name, at + 1)) {
+      if (at > 0 && spec[at - 1] != ',') continue;
+      int r = 0, u = 0;
+      if (std::sscanf(spec.c_str() + at + name.size(), "%dx%d", &r, &u) == 2 && (r == 1 || r == 2) && (u == 1 || u == 2 || u == 4))
+        sh = {r, u};
+      break;
+    }
+    return sh;
+  }();
+  return chosen;
+}
+
+template <class W, int R, int U>
+void launch_one(const mv_args& a, cudaStream_t stream) {
+  const int warps = (a.end[a.count - 1] + R - 1) / R;
+  const dim3 grid(static_cast<unsigned>((warps + k_warps - 1) / k_warps)), block(k_warps * 32);
+  launch_pdl("matvec", matvec_kernel<W, 1, R, U>, grid, block, 0, stream, a);
+}
+
+template <class W>
+void launch(mv_args a, dtype t, cudaStream_t stream) {
   a.units = a.k / W::values;
-  const dim3 grid(static_cast<unsigned>((a.end[a.count - 1] + k_warps - 1) / k_warps)), block(k_warps * 32);
-  if (a.n == 1) matvec_kernel<W, 1><<<grid, block, 0, stream>>>(a);
-  else matvec_kernel<W, k_matvec_max_batch><<<grid, block, 0, stream>>>(a);
-  check_launch("matvec");
+  if (a.n > 1) {
+    const dim3 grid(static_cast<unsigned>((a.end[a.count - 1] + k_warps - 1) / k_warps)), block(k_warps * 32);
+    launch_pdl("matvec", matvec_kernel<W, k_matvec_max_batch, 1, W::unroll>, grid, block, 0, stream, a);
+    return;
+  }
+  const mv_shape sh = shape_for<W>(t);
+  if (sh.rows == 2) {
+    if (sh.unroll == 1) return launch_one<W, 2, 1>(a, stream);
+    if (sh.unroll == 2) return launch_one<W, 2, 2>(a, stream);
+    return launch_one<W, 2, 4>(a, stream);
+  }
+  if (sh.unroll == 1) return launch_one<W, 1, 1>(a, stream);
+  if (sh.unroll == 2) return launch_one<W, 1, 2>(a, stream);
+  return launch_one<W, 1, 4>(a, stream);
 }
 
 __global__ void quantize_act_kernel(const float* __restrict__ x, int blocks, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  pdl_wait();
   const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   if (blk >= blocks) return;
   quantize_block(x[static_cast<std::size_t>(blk) * 32 + lane], lane, q + static_cast<std::size_t>(blk) * 32, ds + blk);
@@ -322,9 +426,8 @@ void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream) {
   if (n < 1 || n > a.max_rows) throw std::invalid_argument("quantize_act: more rows than the buffer holds");
   const int blocks = static_cast<int>(a.k / 32) * n;
   constexpr int per_cta = 8;
-  quantize_act_kernel<<<(blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream>>>(x, blocks, a.q.as<std::int8_t>(),
-                                                                                   a.ds.as<float2>());
-  check_launch("quantize_act");
+  launch_pdl("quantize_act", quantize_act_kernel, (blocks + per_cta - 1) / per_cta, per_cta * 32, 0, stream, x, blocks,
+             a.q.as<std::int8_t>(), a.ds.as<float2>());
 }
 
 void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream) {
@@ -351,19 +454,20 @@ void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8
     a.q[i] = w.q.as<const std::uint8_t>();
     a.s[i] = w.s.as<const std::uint8_t>();
     a.y[i] = outs[i].y;
+    if (outs[i].add) a.add |= 1u << i;
     end += w.rows;
     if (end > (1LL << 30)) throw std::invalid_argument("matvec_many: too many rows");
     a.end[i] = static_cast<int>(end);
   }
   switch (w0.type) {
-    case dtype::f16: return launch<f16_w>(a, stream);
-    case dtype::bf16: return launch<bf16_w>(a, stream);
-    case dtype::q8_0: return launch<q8_0_w>(a, stream);
-    case dtype::q4_0: return launch<q4_0_w>(a, stream);
-    case dtype::q4_1: return launch<q4_1_w>(a, stream);
-    case dtype::q4_k: return launch<k45_w<false>>(a, stream);
-    case dtype::q5_k: return launch<k45_w<true>>(a, stream);
-    case dtype::q6_k: return launch<q6_k_w>(a, stream);
+    case dtype::f16: return launch<f16_w>(a, w0.type, stream);
+    case dtype::bf16: return launch<bf16_w>(a, w0.type, stream);
+    case dtype::q8_0: return launch<q8_0_w>(a, w0.type, stream);
+    case dtype::q4_0: return launch<q4_0_w>(a, w0.type, stream);
+    case dtype::q4_1: return launch<q4_1_w>(a, w0.type, stream);
+    case dtype::q4_k: return launch<k45_w<false>>(a, w0.type, stream);
+    case dtype::q5_k: return launch<k45_w<true>>(a, w0.type, stream);
+    case dtype::q6_k: return launch<q6_k_w>(a, w0.type, stream);
     default: throw std::invalid_argument("matvec: unsupported weight type");
   }
 }

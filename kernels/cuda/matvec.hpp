@@ -66,10 +66,12 @@ void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream);
 /// (x may then be null). y is f32 on the device.
 void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream);
 
-/// One product of matvec_many: y = W x, laid out as matvec's.
+/// One product of matvec_many: y = W x, laid out as matvec's; with `add`, y += W x (the residual
+/// add after a layer's last product, in the same launch: y + (W x) rounds as an add kernel would).
 struct matvec_out {
   const device_matrix* w = nullptr;
   float* y = nullptr;
+  bool add = false;
 };
 /// matvec for up to k_matvec_max_outputs matrices of one type and k against the same x (a
 /// layer's q, k and v; its gate and up) in one launch: the small ones no longer pay a launch and

@@ -6,6 +6,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/block_sum.cuh"
 #include "kernels/cuda/ops.hpp"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
@@ -22,6 +23,8 @@ __device__ float inv_rms(const float* xr, int dim, float eps) {
 
 __global__ void __launch_bounds__(k_norm_threads)
     rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps) {
+  pdl_launch_dependents();
+  pdl_wait();
   const float* xr = x + static_cast<std::size_t>(blockIdx.x) * dim;
   float* yr = y + static_cast<std::size_t>(blockIdx.x) * dim;
   const float s = inv_rms(xr, dim, eps);
@@ -32,6 +35,8 @@ __global__ void __launch_bounds__(k_norm_threads)
 __global__ void __launch_bounds__(k_norm_threads)
     rms_norm_quantize_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
                              std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  pdl_wait();
   const std::size_t row = blockIdx.x;
   const float* xr = x + row * dim;
   const float s = inv_rms(xr, dim, eps);
@@ -39,6 +44,8 @@ __global__ void __launch_bounds__(k_norm_threads)
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* y, long long n) {
+  pdl_launch_dependents();
+  pdl_wait();
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = a[i] + b[i];
 }
@@ -77,20 +84,18 @@ void rms_norm_quantize(const float* x, const float* weight, float* y, int n, int
                        cudaStream_t stream) {
   if (n <= 0) return;
   if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("rms_norm_quantize: rows or length differ from the buffer's");
-  rms_norm_quantize_kernel<<<n, k_norm_threads, 0, stream>>>(x, weight, y, dim, eps, xq.q.as<std::int8_t>(), xq.ds.as<float2>());
-  check_launch("rms_norm_quantize");
+  launch_pdl("rms_norm_quantize", rms_norm_quantize_kernel, n, k_norm_threads, 0, stream, x, weight, y, dim, eps,
+             xq.q.as<std::int8_t>(), xq.ds.as<float2>());
 }
 
 void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream) {
   if (n <= 0) return;
-  add_kernel<<<blocks_for(n, 256), 256, 0, stream>>>(a, b, y, n);
-  check_launch("add");
+  launch_pdl("add", add_kernel, blocks_for(n, 256), 256, 0, stream, a, b, y, static_cast<long long>(n));
 }
 
 void rms_norm(const float* x, const float* weight, float* y, int n, int dim, float eps, cudaStream_t stream) {
   if (n <= 0) return;
-  rms_norm_kernel<<<n, k_norm_threads, 0, stream>>>(x, weight, y, dim, eps);
-  check_launch("rms_norm");
+  launch_pdl("rms_norm", rms_norm_kernel, n, k_norm_threads, 0, stream, x, weight, y, dim, eps);
 }
 
 std::vector<float> rope_inv_freq(int n_rot, float freq_base) {

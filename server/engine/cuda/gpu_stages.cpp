@@ -67,24 +67,25 @@ void norm_input(const float* h, const cu::device_buffer& w, float* cur, std::int
   }
 }
 
-/// y_i = W_i x for each pair: one matvec_many launch for decode rows when the matrices share their
-/// type, else a matvec or GEMM each (a GEMM may split k in `work`, when it is large enough).
+/// y_i = W_i x for each pair: for decode rows, one matvec_many launch per run of neighbours that
+/// share their type and k (q and k in q4_K with v in q6_K: two launches), else a GEMM each (which
+/// may split k in `work`, when it is large enough).
 void project(std::initializer_list<std::pair<const cu::device_matrix*, float*>> ws, const float* x, const cu::act_q8& xq,
              const cu::device_buffer& x16, std::int32_t n, cudaStream_t s, const cu::device_buffer* work = nullptr) {
   if (n > cu::k_matvec_max_batch) {
     for (const auto& [w, y] : ws) cu::gemm(*w, x16.data(), n, y, s, work ? work->data() : nullptr, work ? work->bytes() : 0);
     return;
   }
-  const cu::device_matrix* first = ws.begin()->first;
-  const bool same = std::all_of(ws.begin(), ws.end(), [&](const auto& p) { return p.first->type == first->type && p.first->k == first->k; });
-  if (same && ws.size() > 1 && ws.size() <= cu::k_matvec_max_outputs) {
-    std::array<cu::matvec_out, cu::k_matvec_max_outputs> outs;
-    int count = 0;
-    for (const auto& [w, y] : ws) outs[static_cast<std::size_t>(count++)] = {w, y};
-    cu::matvec_many(outs.data(), count, x, &xq, n, s);
-    return;
+  std::array<cu::matvec_out, cu::k_matvec_max_outputs> outs;
+  int count = 0;
+  for (const auto& [w, y] : ws) {
+    if (count > 0 && (count == cu::k_matvec_max_outputs || w->type != outs[0].w->type || w->k != outs[0].w->k)) {
+      cu::matvec_many(outs.data(), count, x, &xq, n, s);
+      count = 0;
+    }
+    outs[static_cast<std::size_t>(count++)] = {w, y, false};
   }
-  for (const auto& [w, y] : ws) cu::matvec(*w, x, &xq, n, y, s);
+  cu::matvec_many(outs.data(), count, x, &xq, n, s);
 }
 
 }  // namespace
@@ -247,11 +248,17 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   cu::rope_store_kv(rk, ra, s);
 
   // A prefill's rows in tiles on the tensor cores, the other rows each over its sequence's pages.
-  const cu::decode_rows rows = attention_rows(st, sc);
+  // Decode rows only: the attention also rounds its output for the output projection's matvec.
+  cu::decode_rows rows = attention_rows(st, sc);
+  const bool rounded = n <= cu::k_matvec_max_batch && st.n_tiles == 0;
+  if (rounded) {
+    rows.out_q = sc.xq_q.q.as<std::int8_t>();
+    rows.out_ds = sc.xq_q.ds.as<float2>();
+  }
   cu::prefill_attention(pages(), rows, st.tiles.as<cu::prefill_tile>(), st.n_tiles, s);
   cu::decode_attention(pages(), rows, sc.workspace.data(), sc.workspace.bytes(), s);
 
-  prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
+  if (!rounded) prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
   project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s, &sc.workspace);
 
   // Feed-forward block; decode rows take the residual add with the norm, and SwiGLU with the
@@ -272,8 +279,13 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
     cu::swiglu(g, u, g, static_cast<std::int64_t>(n) * ff, s);
     prepare_input(g, n, ff, sc.xq_ff, sc.x16, s);
   }
-  project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s, &sc.workspace);
-  cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
+  if (decode) {  // x += W_down g in the matvec itself: one launch fewer
+    const cu::matvec_out down{&down_, x, true};
+    cu::matvec_many(&down, 1, g, &sc.xq_ff, n, s);
+  } else {
+    project({{&down_, out}}, g, sc.xq_ff, sc.x16, n, s, &sc.workspace);
+    cu::add(x, out, x, static_cast<std::int64_t>(n) * d, s);
+  }
 }
 
 void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {

@@ -1,5 +1,6 @@
 #include "server/engine/cuda/step_graph.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -10,11 +11,27 @@ namespace strata::engine::gpu {
 
 namespace cu = kernels::cuda;
 
+namespace {
+
+bool graph_stats() {
+  static const bool on = [] {
+    const char* v = std::getenv("STRATA_CUDA_GRAPH_STATS");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+}  // namespace
+
 step_graph::~step_graph() {
   if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_stats() && launches_ > 0)
+    std::fprintf(stderr, "step_graph: %ld launches, %ld instantiations, %.1f us of host time a launch\n", launches_, instantiations_,
+                 host_seconds_ * 1e6 / static_cast<double>(launches_));
 }
 
 void step_graph::run(cudaStream_t stream, const std::function<void(cudaStream_t)>& queue) {
+  const auto start = std::chrono::steady_clock::now();
   if (off_) {
     queue(stream);
     return;
@@ -68,6 +85,7 @@ void step_graph::run(cudaStream_t stream, const std::function<void(cudaStream_t)
   cudaGraphDestroy(graph);
   cu::check(cudaGraphLaunch(exec_, stream), "cudaGraphLaunch");
   ++launches_;
+  host_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 bool graphs_enabled() {

@@ -34,7 +34,12 @@ class step_graph {
   std::size_t nodes_ = 0;  // the kernels in exec_
   bool off_ = false;
   long launches_ = 0, instantiations_ = 0;
+  double host_seconds_ = 0;  // spent in run(): capture, update or instantiation, launch
 };
+
+/// With STRATA_CUDA_GRAPH_STATS=1 each layer's graph prints its launches and the host time a launch
+/// took (capture, update, launch) when it goes: against the device's time per layer, whether the
+/// host keeps ahead of the device in decode.
 
 /// Whether decode steps run as graphs: yes unless STRATA_CUDA_GRAPHS=0 (to compare).
 bool graphs_enabled();
