@@ -9,7 +9,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -292,15 +291,6 @@ int resident_blocks(kernel_fn f) {
   return per_sm;
 }
 
-int min_split() {
-  static const int n = [] {
-    const char* v = std::getenv("STRATA_CUDA_ATTENTION_MIN_SPLIT");
-    const int asked = v ? std::atoi(v) : 0;
-    return asked > 0 ? asked : k_attention_min_split;
-  }();
-  return n;
-}
-
 launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   if (kv.n_head_kv <= 0 || r.n_head % kv.n_head_kv != 0 || kv.page_tokens <= 0)
     throw std::invalid_argument("decode_attention: n_head must be a multiple of n_head_kv");
@@ -309,11 +299,14 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   ls.chunks = (ls.group + k_heads_per_block - 1) / k_heads_per_block;
   // Split the rows into as many parts as fit on the device at once (the blocks resident per
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
-  // part at least min_split() positions long.
+  // part at least k_attention_min_split positions long (or, for a short row, up to
+  // k_attention_short_parts parts of at least k_attention_min_short_split).
   const int per_sm = resident_blocks(kernel_for(kv, ls.group));
   const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessor_count() / blocks;
-  const long long most = (r.max_positions + min_split() - 1) / min_split();
+  const long long most = std::max<long long>((r.max_positions + k_attention_min_split - 1) / k_attention_min_split,
+                                  std::min<long long>(k_attention_short_parts,
+                                                      (r.max_positions + k_attention_min_short_split - 1) / k_attention_min_short_split));
   const long long asked = r.splits > 0 ? r.splits : want;
   ls.splits = static_cast<int>(std::max(1LL, std::min({asked, most, static_cast<long long>(k_attention_max_splits)})));
   ls.per_split = (r.max_positions + ls.splits - 1) / ls.splits;

@@ -36,6 +36,37 @@ __global__ void __launch_bounds__(k_threads)
   scale_quantize_row<k_threads>(xr, s, w, y, row, dim, q, ds);
 }
 
+/// add_rms_norm_quantize_kernel for dim == V * k_threads, the values in registers through both
+/// passes as rms_norm_quantize_regs_kernel (ops.cu); the same operations, so the same bits.
+template <int V>
+__global__ void __launch_bounds__(k_threads)
+    add_rms_norm_quantize_regs_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
+                                      int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  const int t = static_cast<int>(threadIdx.x);
+  float wv[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) wv[j] = w ? w[t + j * k_threads] : 0.0f;
+  pdl_wait();
+  const std::size_t row = blockIdx.x;
+  float* xr = x + row * dim;
+  const float* rr = r + row * dim;
+  float xv[V], rv[V], ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    xv[j] = xr[t + j * k_threads];
+    rv[j] = rr[t + j * k_threads];
+  }
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    xv[j] = xv[j] + rv[j];
+    xr[t + j * k_threads] = xv[j];
+    ss += xv[j] * xv[j];
+  }
+  const float s = 1.0f / sqrtf(block_sum<k_threads>(ss) / static_cast<float>(dim) + eps);
+  scale_quantize_regs<k_threads, V>(xv, wv, w != nullptr, s, y, row, dim, q, ds);
+}
+
 /// One block per (row, head), q heads first, then kv heads; thread i turns pair i as rope_kernel,
 /// and a kv head's block then writes its k and v values as store_kv_kernel.
 __global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
@@ -91,8 +122,16 @@ void add_rms_norm_quantize(float* x, const float* r, const float* weight, float*
                            cudaStream_t stream) {
   if (n <= 0) return;
   if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("add_rms_norm_quantize: rows or length differ from the buffer's");
-  launch_pdl("add_rms_norm_quantize", add_rms_norm_quantize_kernel, n, k_threads, 0, stream, x, r, weight, y, dim, eps,
-             xq.q.as<std::int8_t>(), xq.ds.as<float2>());
+  std::int8_t* q = xq.q.as<std::int8_t>();
+  float2* ds = xq.ds.as<float2>();
+  const char* what = "add_rms_norm_quantize";
+  switch (dim % k_threads == 0 ? dim / k_threads : 0) {
+    case 1: return launch_pdl(what, add_rms_norm_quantize_regs_kernel<1>, n, k_threads, 0, stream, x, r, weight, y, dim, eps, q, ds);
+    case 2: return launch_pdl(what, add_rms_norm_quantize_regs_kernel<2>, n, k_threads, 0, stream, x, r, weight, y, dim, eps, q, ds);
+    case 4: return launch_pdl(what, add_rms_norm_quantize_regs_kernel<4>, n, k_threads, 0, stream, x, r, weight, y, dim, eps, q, ds);
+    case 8: return launch_pdl(what, add_rms_norm_quantize_regs_kernel<8>, n, k_threads, 0, stream, x, r, weight, y, dim, eps, q, ds);
+    default: launch_pdl(what, add_rms_norm_quantize_kernel, n, k_threads, 0, stream, x, r, weight, y, dim, eps, q, ds);
+  }
 }
 
 void rope_store_kv(const rope_kv_args& a, const rope_args& rope, cudaStream_t stream) {

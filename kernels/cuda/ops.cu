@@ -43,6 +43,32 @@ __global__ void __launch_bounds__(k_norm_threads)
   scale_quantize_row<k_norm_threads>(xr, s, w, y, row, dim, q, ds);
 }
 
+/// rms_norm_quantize_kernel for dim == V * k_norm_threads (d = 4096: V = 4): thread t keeps its
+/// values t, t + 1024, ... in registers through both passes, which are the values its warp rounds
+/// in the second (block b = warp + 32 j), and loads its weights before pdl_wait; the loop version
+/// waited a memory trip per block of the second pass. The same operations in the same order, so
+/// the same bits.
+template <int V>
+__global__ void __launch_bounds__(k_norm_threads)
+    rms_norm_quantize_regs_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
+                                  std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+  pdl_launch_dependents();
+  const int t = static_cast<int>(threadIdx.x);
+  float wv[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) wv[j] = w ? w[t + j * k_norm_threads] : 0.0f;
+  pdl_wait();
+  const std::size_t row = blockIdx.x;
+  const float* xr = x + row * dim;
+  float xv[V], ss = 0.0f;
+#pragma unroll
+  for (int j = 0; j < V; ++j) xv[j] = xr[t + j * k_norm_threads];
+#pragma unroll
+  for (int j = 0; j < V; ++j) ss += xv[j] * xv[j];
+  const float s = 1.0f / sqrtf(block_sum<k_norm_threads>(ss) / static_cast<float>(dim) + eps);
+  scale_quantize_regs<k_norm_threads, V>(xv, wv, w != nullptr, s, y, row, dim, q, ds);
+}
+
 __global__ void add_kernel(const float* a, const float* b, float* y, long long n) {
   pdl_launch_dependents();
   pdl_wait();
@@ -84,8 +110,15 @@ void rms_norm_quantize(const float* x, const float* weight, float* y, int n, int
                        cudaStream_t stream) {
   if (n <= 0) return;
   if (n > xq.max_rows || dim != xq.k) throw std::invalid_argument("rms_norm_quantize: rows or length differ from the buffer's");
-  launch_pdl("rms_norm_quantize", rms_norm_quantize_kernel, n, k_norm_threads, 0, stream, x, weight, y, dim, eps,
-             xq.q.as<std::int8_t>(), xq.ds.as<float2>());
+  std::int8_t* q = xq.q.as<std::int8_t>();
+  float2* ds = xq.ds.as<float2>();
+  switch (dim % k_norm_threads == 0 ? dim / k_norm_threads : 0) {
+    case 1: return launch_pdl("rms_norm_quantize", rms_norm_quantize_regs_kernel<1>, n, k_norm_threads, 0, stream, x, weight, y, dim, eps, q, ds);
+    case 2: return launch_pdl("rms_norm_quantize", rms_norm_quantize_regs_kernel<2>, n, k_norm_threads, 0, stream, x, weight, y, dim, eps, q, ds);
+    case 4: return launch_pdl("rms_norm_quantize", rms_norm_quantize_regs_kernel<4>, n, k_norm_threads, 0, stream, x, weight, y, dim, eps, q, ds);
+    case 8: return launch_pdl("rms_norm_quantize", rms_norm_quantize_regs_kernel<8>, n, k_norm_threads, 0, stream, x, weight, y, dim, eps, q, ds);
+    default: launch_pdl("rms_norm_quantize", rms_norm_quantize_kernel, n, k_norm_threads, 0, stream, x, weight, y, dim, eps, q, ds);
+  }
 }
 
 void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream) {

@@ -38,4 +38,21 @@ __device__ __forceinline__ void scale_quantize_row(const float* xr, float s, con
   }
 }
 
+/// scale_quantize_row for a row of dim == V * Threads values whose thread t holds values
+/// t + j * Threads in xv[j] (and the weights in wv[j] when weighted): warp w's j-th block is block
+/// w + j * Threads / 32, as in scale_quantize_row, and each value is computed by the same
+/// operations, so both give the same bytes.
+template <int Threads, int V>
+__device__ __forceinline__ void scale_quantize_regs(const float (&xv)[V], const float (&wv)[V], bool weighted, float s, float* y,
+                                                    std::size_t row, int dim, std::int8_t* q, float2* ds) {
+  const int t = static_cast<int>(threadIdx.x), lane = t % 32;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int i = t + j * Threads, b = i / 32;
+    const float v = weighted ? xv[j] * s * wv[j] : xv[j] * s;
+    if (y) y[row * dim + i] = v;
+    quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
+  }
+}
+
 }  // namespace strata::kernels::cuda
