@@ -283,14 +283,19 @@ __device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
 
 /// y[b * rows + row] for b < n: each warp takes R consecutive rows (the activations it loads serve
 /// all R) and walks their units, U at a time per lane. NB is the compile-time bound on n (1, or
-/// k_matvec_max_batch with n read at run time). The first units' weights are loaded before
-/// pdl_wait (pdl.cuh): they overlap the kernel before.
-template <class W, int NB, int R, int U>
+/// k_matvec_max_batch with n read at run time). With KS = k_warps the block's warps share the R
+/// rows, each taking every KS-th trip of units, and add their sums in shared memory (for long
+/// rows: more loads in flight than one warp a row group gives). The first units' weights are
+/// loaded before pdl_wait (pdl.cuh): they overlap the kernel before.
+template <class W, int NB, int R, int U, int KS>
 __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
+  static_assert(KS == 1 || (KS == k_warps && NB == 1), "a block is one row group, of one activation row");
   pdl_launch_dependents();
-  const int warp = blockIdx.x * k_warps + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int wib = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  const int warp = KS == 1 ? static_cast<int>(blockIdx.x) * k_warps + wib : static_cast<int>(blockIdx.x);
+  const int slice = KS == 1 ? 0 : wib, first_u = lane + 32 * U * slice;
   const int total = a.end[a.count - 1], row0 = warp * R;
-  if (row0 >= total) {
+  if (row0 >= total) {  // the whole block when KS > 1
     pdl_wait();
     return;
   }
@@ -305,8 +310,8 @@ __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
     for (int j = 0; j < R; ++j) acc[b][j] = 0.0f;
   }
   const int units = a.units, k = a.k;
-  if (lane >= units) pdl_wait();  // a lane with no units (k < 32 units) reads nothing either
-  for (int u0 = lane; u0 < units; u0 += 32 * U) {
+  if (first_u >= units) pdl_wait();  // a lane with no units reads nothing either
+  for (int u0 = first_u; u0 < units; u0 += 32 * U * KS) {
     typename W::regs r[U][R];
 #pragma unroll
     for (int i = 0; i < U; ++i)
@@ -314,7 +319,7 @@ __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
 #pragma unroll
         for (int j = 0; j < R; ++j) W::load(rw[j].q, rw[j].s, u0 + 32 * i, r[i][j]);
       }
-    if (u0 == lane) pdl_wait();  // the first trip's weights are in flight meanwhile
+    if (u0 == first_u) pdl_wait();  // the first trip's weights are in flight meanwhile
 #pragma unroll
     for (int i = 0; i < U; ++i) {
       const int u = u0 + 32 * i;
@@ -336,6 +341,21 @@ __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
     for (int j = 0; j < R; ++j) {
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) acc[b][j] += __shfl_xor_sync(0xFFFFFFFFu, acc[b][j], o);
+    }
+  }
+  if constexpr (KS > 1) {
+    __shared__ float part[KS][R];
+    if (lane == 0) {
+#pragma unroll
+      for (int j = 0; j < R; ++j) part[slice][j] = acc[0][j];
+    }
+    __syncthreads();
+    if (slice != 0) return;
+#pragma unroll
+    for (int j = 0; j < R; ++j) {
+      acc[0][j] = part[0][j];
+#pragma unroll
+      for (int i = 1; i < KS; ++i) acc[0][j] += part[i][j];
     }
   }
   if (lane == 0) {
@@ -386,11 +406,28 @@ mv_shape shape_for(dtype t) {
   return chosen;
 }
 
+/// Units per row from which the one-row kernel splits each row group over a block's warps (KS):
+/// the down projection's 14,336 values (224 q4_K units). STRATA_CUDA_MATVEC_SPLIT=units changes it
+/// (0: never), for comparison.
+int split_units() {
+  static const int n = [] {
+    const char* v = std::getenv("STRATA_CUDA_MATVEC_SPLIT");
+    if (!v) return 192;
+    const int u = std::atoi(v);
+    return u > 0 ? u : 1 << 30;
+  }();
+  return n;
+}
+
 template <class W, int R, int U>
 void launch_one(const mv_args& a, cudaStream_t stream) {
-  const int warps = (a.end[a.count - 1] + R - 1) / R;
-  const dim3 grid(static_cast<unsigned>((warps + k_warps - 1) / k_warps)), block(k_warps * 32);
-  launch_pdl("matvec", matvec_kernel<W, 1, R, U>, grid, block, 0, stream, a);
+  const int groups = (a.end[a.count - 1] + R - 1) / R;
+  const dim3 block(k_warps * 32);
+  if (a.units >= split_units()) {
+    launch_pdl("matvec", matvec_kernel<W, 1, R, U, k_warps>, dim3(static_cast<unsigned>(groups)), block, 0, stream, a);
+    return;
+  }
+  launch_pdl("matvec", matvec_kernel<W, 1, R, U, 1>, dim3(static_cast<unsigned>((groups + k_warps - 1) / k_warps)), block, 0, stream, a);
 }
 
 template <class W>
@@ -398,7 +435,7 @@ void launch(mv_args a, dtype t, cudaStream_t stream) {
   a.units = a.k / W::values;
   if (a.n > 1) {
     const dim3 grid(static_cast<unsigned>((a.end[a.count - 1] + k_warps - 1) / k_warps)), block(k_warps * 32);
-    launch_pdl("matvec", matvec_kernel<W, k_matvec_max_batch, 1, W::unroll>, grid, block, 0, stream, a);
+    launch_pdl("matvec", matvec_kernel<W, k_matvec_max_batch, 1, W::unroll, 1>, grid, block, 0, stream, a);
     return;
   }
   const mv_shape sh = shape_for<W>(t);
