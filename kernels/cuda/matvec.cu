@@ -406,15 +406,16 @@ mv_shape shape_for(dtype t) {
   return chosen;
 }
 
-/// Units per row from which the one-row kernel splits each row group over a block's warps (KS):
-/// the down projection's 14,336 values (224 q4_K units). STRATA_CUDA_MATVEC_SPLIT=units changes it
-/// (0: never), for comparison.
-int split_units() {
+/// Values per row from which the one-row kernel splits each row group over a block's warps (KS):
+/// the down projection's 14,336 (measured for q8_0, q4_K and q6_K; the 4,096 of the other
+/// matrices stay one warp a row group). STRATA_CUDA_MATVEC_SPLIT=values changes it (0: never),
+/// for comparison.
+int split_k() {
   static const int n = [] {
     const char* v = std::getenv("STRATA_CUDA_MATVEC_SPLIT");
-    if (!v) return 192;
-    const int u = std::atoi(v);
-    return u > 0 ? u : 1 << 30;
+    if (!v) return 8192;
+    const int k = std::atoi(v);
+    return k > 0 ? k : 1 << 30;
   }();
   return n;
 }
@@ -423,7 +424,7 @@ template <class W, int R, int U>
 void launch_one(const mv_args& a, cudaStream_t stream) {
   const int groups = (a.end[a.count - 1] + R - 1) / R;
   const dim3 block(k_warps * 32);
-  if (a.units >= split_units()) {
+  if (a.k >= split_k()) {
     launch_pdl("matvec", matvec_kernel<W, 1, R, U, k_warps>, dim3(static_cast<unsigned>(groups)), block, 0, stream, a);
     return;
   }
