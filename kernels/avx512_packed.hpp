@@ -210,10 +210,16 @@ struct x16_q4_k {
       }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
-        __m512i dot = _mm512_setzero_si512();
+        // Decode's one or two columns sum in two chains, so as not to wait on one chain of 8
+        // (the integer sum is the same whatever the order).
+        constexpr int chains = C <= 2 ? 2 : 1;
+        __m512i dot[chains];
+#pragma GCC unroll 2
+        for (int h = 0; h < chains; ++h) dot[h] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int j = 0; j < 8; ++j) dpbusd_bcast(dot, u[j], q + (8 * s + j) * C + c);
-        is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
+        for (int j = 0; j < 8; ++j) dpbusd_bcast(dot[j % chains], u[j], q + (8 * s + j) * C + c);
+        if constexpr (chains == 2) dot[0] = _mm512_add_epi32(dot[0], dot[1]);
+        is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot[0], scale));
       }
     }
   }

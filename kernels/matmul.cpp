@@ -12,6 +12,11 @@ namespace strata::kernels {
 namespace {
 
 constexpr std::int64_t k_row_block = 16;  // weight rows per row GEMM call / f32 tile
+// Below these sizes, quantizing activation rows (values) or interleaving them (bytes) takes a
+// few microseconds: less than handing the work to the pool and waiting for every worker (a decode
+// step's expert products would otherwise add two such hand-offs per layer).
+constexpr std::int64_t k_min_pooled_values = 1 << 14;
+constexpr std::size_t k_min_pooled_bytes = std::size_t{1} << 16;
 
 /// A per-thread buffer that grows on first use and is reused afterwards.
 template <class T>
@@ -121,7 +126,7 @@ act_row* prepare_rows(compute_pool& pool, const kernel_table& kt, prepared_x& px
       xs[i] = quantize_activations(kt, fmt, x + i * k, k, data + static_cast<std::size_t>(i) * per_row);
     if (xt) interleave_q8_x8(fmt, xs, b, e, m, k, xt);
   };
-  if (single || m < 4) {
+  if (single || m < 4 || m * k < k_min_pooled_values) {
     quantize(0, m);
   } else {
     // Whole tiles of interleaved rows per worker: rows of one tile share cache lines.
@@ -140,7 +145,7 @@ std::byte* interleave_groups(compute_pool& pool, prepared_x& px, act_format fmt,
   for (std::size_t g = 0; g < groups.size(); ++g) at[g + 1] = at[g] + interleaved_q8_x8_bytes(fmt, groups[g].count, k);
   std::byte* xt = scratch(px.interleaved, at.back());
   auto one = [&](std::size_t g) { interleave_q8_x8(fmt, xs + groups[g].first, 0, groups[g].count, groups[g].count, k, xt + at[g]); };
-  if (single) {
+  if (single || at.back() < k_min_pooled_bytes) {
     for (std::size_t g = 0; g < groups.size(); ++g) one(g);
   } else {
     auto each = [&](int g, int) { one(static_cast<std::size_t>(g)); };
