@@ -6,6 +6,7 @@
 // died of SIGILL where AVX-512 is missing); the kernels run only where
 // simd_level_enabled(avx512) said so.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -79,6 +80,33 @@ void axpy(float a, const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += 16) {
     __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+/// rms_norm with scalar::rms_norm's very operations: its 16 running sums of the squares in double
+/// are the lanes of two vectors of 8 (a square of a float is exact in double, so an FMA rounds
+/// each addition as the scalar one does; the tail's missing lanes add +0), added pairwise in the
+/// same order; then y = (x * s) * weight.
+void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();  // lanes 0..7 and 8..15
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+    const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    lo = _mm512_fmadd_pd(a, a, lo);
+    hi = _mm512_fmadd_pd(b, b, hi);
+  }
+  const __m512d w8 = _mm512_add_pd(lo, hi);
+  const __m256d w4 = _mm256_add_pd(_mm512_castpd512_pd256(w8), _mm512_extractf64x4_pd(w8, 1));
+  const __m128d w2 = _mm_add_pd(_mm256_castpd256_pd128(w4), _mm256_extractf128_pd(w4, 1));
+  const double ss = _mm_cvtsd_f64(_mm_add_sd(w2, _mm_unpackhi_pd(w2, w2)));
+  const float s = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  const __m512 sv = _mm512_set1_ps(s);
+  for (std::int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(n - i);
+    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), sv);
+    if (weight) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i));
+    _mm512_mask_storeu_ps(y + i, m, v);
   }
 }
 
@@ -381,6 +409,7 @@ void fill_table(kernel_table& t) {
   t.quantize_groups = x86_quantize_groups;
   t.silu = x86_sigmoid_gate<false>;
   t.gelu = x86_sigmoid_gate<true>;
+  t.rms_norm = rms_norm;
   t.row_dot[dtype_slot(dtype::f32)] = row_dot_f<piece_f32>;
   t.row_dot[dtype_slot(dtype::f16)] = row_dot_f<piece_f16>;
   t.row_dot[dtype_slot(dtype::bf16)] = row_dot_f<piece_bf16>;

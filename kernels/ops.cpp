@@ -8,6 +8,8 @@
 
 namespace strata::kernels {
 
+namespace scalar {
+
 void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
   // The squares (exact in double) summed into 16 running sums, one per lane of a group of 16
   // values, then those added pairwise: one running sum would make each addition wait on the last
@@ -28,6 +30,12 @@ void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, flo
   } else {
     for (std::int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
   }
+}
+
+}  // namespace scalar
+
+void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps) {
+  active_kernels().rms_norm(x, weight, y, n, eps);
 }
 
 void rope_angles_yarn(std::int32_t pos, int n_rot, float freq_base, float freq_scale, const yarn_params& y, float* cs) {

@@ -129,6 +129,33 @@ TEST(ops, rms_norm_matches_a_one_sum_reference_at_every_length_around_its_lanes)
   }
 }
 
+TEST(ops, rms_norm_of_every_simd_level_gives_the_scalar_bits) {
+  // Every length from 1 to 50 (whole vectors and tails) and the model widths, with and without a
+  // weight, in place too.
+  const unsigned seed = test_seed();
+  std::printf("rms_norm levels seed %u\n", seed);
+  auto lengths = std::vector<std::int64_t>{256, 576, 640, 1027, 2048};
+  for (std::int64_t n = 1; n <= 50; ++n) lengths.push_back(n);
+  const kernel_table& scalar_kt = kernels_for(simd_level::scalar);
+  for (simd_level level : {simd_level::avx2, simd_level::avx512}) {
+    if (!simd_level_enabled(level)) continue;
+    const kernel_table& kt = kernels_for(level);
+    for (std::int64_t n : lengths) {
+      const auto x = random_values(n, 3.0f, seed + static_cast<unsigned>(n));
+      const auto w = random_values(n, 1.0f, seed + 7u * static_cast<unsigned>(n));
+      std::vector<float> want(static_cast<std::size_t>(n)), got(want.size());
+      for (const float* weight : {w.data(), static_cast<const float*>(nullptr)}) {
+        scalar_kt.rms_norm(x.data(), weight, want.data(), n, 1e-6f);
+        kt.rms_norm(x.data(), weight, got.data(), n, 1e-6f);
+        ASSERT_EQ(got, want) << simd_level_name(level) << " n " << n << (weight ? "" : " no weight") << " seed " << seed;
+        got = x;
+        kt.rms_norm(got.data(), weight, got.data(), n, 1e-6f);
+        ASSERT_EQ(got, want) << simd_level_name(level) << " in place, n " << n << " seed " << seed;
+      }
+    }
+  }
+}
+
 TEST(ops, rope_rotates_adjacent_pairs_or_halves) {
   // One head of 4 dims, position 1, base 10000: pair i turns by 10000^(-2i/4).
   std::vector<float> normal = {1, 0, 1, 0}, neox = {1, 1, 0, 0};

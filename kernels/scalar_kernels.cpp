@@ -272,6 +272,7 @@ void fill_table(kernel_table& t) {
   t.f32_to_f16 = f32_to_f16;
   t.silu = silu;
   t.gelu = gelu;
+  t.rms_norm = rms_norm;
   t.quantize_groups = quantize_groups;
   t.level = simd_level::scalar;
   t.dot = dot;

@@ -110,6 +110,8 @@ struct kernel_table {
   /// In place: x * sigmoid(x), and GELU with the tanh approximation.
   void (*silu)(float* x, std::int64_t n) = nullptr;
   void (*gelu)(float* x, std::int64_t n) = nullptr;
+  /// kernels::rms_norm; every level gives the scalar one's bits.
+  void (*rms_norm)(const float* x, const float* weight, float* y, std::int64_t n, float eps) = nullptr;
   /// Wrapping sum of n 64-bit words (n a multiple of 32) with the widest loads the level has,
   /// 1, 2 or 4 of them per iteration: the probes `strata bench` measures the memory read
   /// bandwidth with. Which reads fastest depends on the CPU (on Zen 5 a loop of one or two 64-byte
@@ -170,6 +172,7 @@ void quantize_groups(const float* x, std::int64_t k, int group, int sum_group, s
                      std::int32_t* sums);
 void silu(float* x, std::int64_t n);
 void gelu(float* x, std::int64_t n);
+void rms_norm(const float* x, const float* weight, float* y, std::int64_t n, float eps);
 std::uint64_t sum_words(const std::uint64_t* p, std::int64_t n);
 void fill_table(kernel_table& t);
 }  // namespace scalar
