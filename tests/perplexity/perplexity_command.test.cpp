@@ -34,9 +34,12 @@ namespace {
 /// The command against the computation here: the same model, tokens and kernels, so only the
 /// order of float sums differs (the command runs a chunk's two halves as two batches).
 constexpr double k_same_ppl = 1e-5;
-/// How far the wrong chunk rules must move the figure for this test to tell them apart: a
-/// hundred times the tolerance above.
-constexpr double k_rule_effect = 100 * k_same_ppl;
+/// How far the wrong chunk rules must move the figure for this test to tell them apart: past
+/// twice the tolerance above, so that the check above would fail on them. On this random-weight
+/// model the perplexity is near the vocabulary's size and the rules move it by chance amounts:
+/// 7e-5 at the least over 280 seeds (a hundred times the tolerance, asked before, failed one
+/// seed in ten).
+constexpr double k_rule_effect = 2 * k_same_ppl;
 /// q8_0 KV against f16 KV: the relative change of the perplexity.
 constexpr double k_q8_vs_f16 = 0.005;
 
