@@ -34,6 +34,12 @@ std::size_t delta_rule_work_floats(int dim) {
   return 3 * static_cast<std::size_t>(C) * static_cast<std::size_t>(dim) + 2 * static_cast<std::size_t>(C * C) + C;
 }
 
+int delta_rule_chunk_for(int block_tokens) {
+  int c = k_delta_rule_max_chunk;
+  while (c > 1 && block_tokens % c != 0) --c;
+  return c;
+}
+
 void delta_rule_chunked(const kernel_table& kt, const delta_rule_rows& r, int dim, float scale, float* state, float* work, int chunk) {
   chunk = std::clamp(chunk, 1, k_delta_rule_max_chunk);
   // The chunk's working set: M0 k_t, M0 q_t and u_t (C x dim each), k_s . k_t and k_s . q_t
@@ -41,8 +47,10 @@ void delta_rule_chunked(const kernel_table& kt, const delta_rule_rows& r, int di
   struct {
     float *w, *p, *u, *kk, *qk, *cum;
   } b{work, work + C * dim, work + 2 * C * dim, work + 3 * C * dim, work + 3 * C * dim + C * C, work + 3 * C * dim + 2 * C * C};
-  for (std::int64_t t0 = 0; t0 < r.n; t0 += chunk) {
-    const int c = static_cast<int>(std::min<std::int64_t>(chunk, r.n - t0));
+  for (std::int64_t t0 = 0, step = 0; t0 < r.n; t0 += step) {
+    // Up to the next position that is a multiple of chunk.
+    step = std::min<std::int64_t>(chunk - (r.pos + t0) % chunk, r.n - t0);
+    const int c = static_cast<int>(step);
     auto q = [&](int t) { return r.q + (t0 + t) * r.qkv_stride; };
     auto k = [&](int t) { return r.k + (t0 + t) * r.qkv_stride; };
     float sum = 0;

@@ -39,6 +39,10 @@ struct delta_rule_rows {
   float* out = nullptr;
   std::int64_t out_stride = 0;
   std::int64_t n = 0;
+  /// The sequence position of row 0: delta_rule_chunked's chunks start at multiples of its chunk
+  /// length in these positions, not at row 0, so that where a step's rows begin does not change
+  /// the sums (see delta_rule_chunk_for).
+  std::int64_t pos = 0;
 };
 
 /// The rows of a chunk in delta_rule_chunked, at most.
@@ -47,11 +51,20 @@ constexpr int k_delta_rule_max_chunk = 64;
 /// The recurrence, row by row; state (dim x dim) is read and left updated.
 void delta_rule_recurrent(const kernel_table& kt, const delta_rule_rows& r, int dim, float scale, float* state);
 
+/// The chunk length for sequences whose prefix cache cuts them at multiples of block_tokens (the
+/// KV block, where snapshots of the state are taken): the largest length up to
+/// k_delta_rule_max_chunk that divides it, so that a sequence resumed from a snapshot and one
+/// computed from its start cut their chunks at the same positions (the scheduler ends their
+/// steps at multiples of it too).
+int delta_rule_chunk_for(int block_tokens);
+
 /// Floats of the workspace delta_rule_chunked needs for heads of `dim` values.
 std::size_t delta_rule_work_floats(int dim);
 
-/// The same outputs and state in chunks of `chunk` rows (1 .. k_delta_rule_max_chunk); `work`
-/// holds delta_rule_work_floats(dim) floats.
+/// The same outputs and state (up to the order of float sums) in chunks of `chunk` rows (1 ..
+/// k_delta_rule_max_chunk) that start at positions r.pos + t that are multiples of `chunk`: rows
+/// that come in steps whose ends fall on such multiples get the same bits however the steps are
+/// cut. `work` holds delta_rule_work_floats(dim) floats.
 void delta_rule_chunked(const kernel_table& kt, const delta_rule_rows& r, int dim, float scale, float* state, float* work,
                         int chunk = k_delta_rule_max_chunk);
 

@@ -39,8 +39,8 @@ void ssm_scan_chunked(const kernel_table& kt, const ssm_scan_rows& r, int head_d
   float* w = work;                // w[t * L + s]: e^{G_t - G_s} (C_t . B_s) dt_s, s <= t
   float* G = work + L * L;        // running log-decay
   float* coef = G + L;            // e^{G_last - G_s} dt_s
-  for (std::int64_t c0 = 0; c0 < r.n; c0 += chunk) {
-    const std::int64_t n = std::min<std::int64_t>(chunk, r.n - c0);
+  for (std::int64_t c0 = 0, n = 0; c0 < r.n; c0 += n) {
+    n = std::min<std::int64_t>(chunk - (r.pos + c0) % chunk, r.n - c0);  // up to the next multiple of chunk
     float g = 0.0f;
     for (std::int64_t t = 0; t < n; ++t) G[t] = g += r.dt[(c0 + t) * r.dt_stride] * a;
     for (std::int64_t t = 0; t < n; ++t) {

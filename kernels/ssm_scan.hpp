@@ -37,6 +37,9 @@ struct ssm_scan_rows {
   float* y = nullptr;
   std::int64_t y_stride = 0;
   std::int64_t n = 0;
+  /// The sequence position of row 0: ssm_scan_chunked's chunks start at multiples of its chunk
+  /// length in these positions (as delta_rule_chunked's: kernels/delta_rule.hpp).
+  std::int64_t pos = 0;
 };
 
 /// The rows of a chunk in ssm_scan_chunked, at most.
@@ -49,8 +52,9 @@ void ssm_scan_recurrent(const ssm_scan_rows& r, int head_dim, int d_state, float
 /// Floats of the workspace ssm_scan_chunked needs.
 std::size_t ssm_scan_work_floats(int head_dim);
 
-/// The same outputs and state in chunks of `chunk` rows (1 .. k_ssm_scan_max_chunk); `work` holds
-/// ssm_scan_work_floats(head_dim) floats.
+/// The same outputs and state (up to the order of float sums) in chunks of `chunk` rows (1 ..
+/// k_ssm_scan_max_chunk) that start at positions r.pos + t that are multiples of `chunk`; `work`
+/// holds ssm_scan_work_floats(head_dim) floats.
 void ssm_scan_chunked(const kernel_table& kt, const ssm_scan_rows& r, int head_dim, int d_state, float a, float* state, float* work,
                       int chunk = k_ssm_scan_max_chunk);
 

@@ -105,13 +105,26 @@ bool batch_planner::preempt_one(std::uint64_t keep, step_plan& plan) {
   return false;
 }
 
+std::int32_t batch_planner::aligned_end(std::int32_t from, std::int32_t end, std::int32_t total) const {
+  const std::int32_t a = opts_.chunk_align;
+  if (a <= 1 || end >= total) return end;
+  const std::int32_t down = end / a * a;
+  if (down > from) return down;
+  // No multiple within reach this step: wait for a step that has room for one (there is one
+  // whenever the budget exceeds a chunk and a token for every other running sequence). A
+  // sequence resumed off the multiples (from a prompt's end snapshot) runs as far as it can.
+  if (from % a == 0 && opts_.token_budget >= a + opts_.max_running) return from;
+  return end;
+}
+
 bool batch_planner::schedule_chunk(sequence& s, step_plan& plan, std::int32_t& budget) {
   const auto total = static_cast<std::int32_t>(s.tokens.size());
   std::int32_t want = std::min(total - s.n_computed, budget);
   // A chunk ends at the next snapshot boundary at the latest: the state is copied out there.
   want = std::min(want, cache_.options().snapshots.next_after(s.n_computed, s.n_prompt) - s.n_computed);
+  want = aligned_end(s.n_computed, s.n_computed + want, total) - s.n_computed;
   if (want <= 0) return false;
-  const std::int32_t n = cache_.cover(s.id, s.n_computed + want) - s.n_computed;
+  const std::int32_t n = aligned_end(s.n_computed, cache_.cover(s.id, s.n_computed + want), total) - s.n_computed;
   if (n <= 0) return false;
   plan.items.push_back({s.id, s.n_computed, n, s.n_computed + n == total});
   plan.n_tokens += n;

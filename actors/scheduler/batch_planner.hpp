@@ -52,6 +52,12 @@ struct planner_options {
   /// src/kv/snapshot_index.hpp); chunks end at those boundaries.
   bool snapshots = false;
   int snapshot_every = 0;
+  /// When above 1: a prompt chunk ends at a position that is a multiple of it, or at the
+  /// sequence's last token (shorter only where a multiple cannot be reached). The chunked delta
+  /// rule of recurrent layers cuts its chunks at such multiples (kernels::delta_rule_chunk_for),
+  /// so a prompt gets the same bits whatever steps the budget cuts it into and wherever a
+  /// snapshot resumes it.
+  int chunk_align = 0;
 };
 
 /// The settings of the cache a planner with these options plans with.
@@ -162,6 +168,10 @@ class batch_planner {
   bool admit_next(step_plan& plan, std::int32_t& budget);
   /// Schedules the next chunk of s's known tokens within the budget; false if none fits.
   bool schedule_chunk(sequence& s, step_plan& plan, std::int32_t& budget);
+  /// Where a chunk of positions [from, end) of a sequence of `total` tokens ends under
+  /// opts_.chunk_align: end itself, or the last multiple of the alignment before it (from: none
+  /// fits this step).
+  std::int32_t aligned_end(std::int32_t from, std::int32_t end, std::int32_t total) const;
 
   planner_options opts_;
   kv::kv_cache_manager& cache_;

@@ -16,6 +16,7 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 #include "actors/ssd/ssd_store.hpp"
 #include "io/ssd/segment_store.hpp"
+#include "kernels/delta_rule.hpp"
 #include "server/engine/stages.hpp"
 #include "src/sampling/text_stream.hpp"
 
@@ -252,6 +253,9 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   sc.planner.prefix_cache = cfg_.cache.mode != config::cache_mode::off;
   sc.planner.snapshots = model_->hp.has_state();
   sc.planner.snapshot_every = cfg_.cache.snapshot_every;
+  // Recurrent layers' chunked delta rule: steps end where its chunks do (layer_stage sets the
+  // same length), so the prefix cache on or off, a prompt gets the same bits.
+  if (model_->hp.has_state()) sc.planner.chunk_align = kernels::delta_rule_chunk_for(page_tokens_);
   sc.planner.cache_ns.model = fingerprint_;
   sc.n_layers = model_->hp.n_layer;
   if (ssd_) {

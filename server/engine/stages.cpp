@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kernels/delta_rule.hpp"
 #include "src/common/block_buffers.hpp"
 
 namespace strata::engine {
@@ -13,7 +14,10 @@ layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const
                          std::shared_ptr<kernels::compute_pool> pool, std::int32_t state_slots, std::int32_t max_chunk)
     : m_(std::move(m)), layer_(layer), kv_(pages, page_tokens, m_->hp.kv_dim()), pool_(std::move(pool)) {
   const std::int32_t slots = std::max<std::int32_t>(state_slots, 1);
-  if (m_->hp.recurrent(layer_)) state_.emplace(m_->hp, slots, layer_);
+  if (m_->hp.recurrent(layer_)) {
+    state_.emplace(m_->hp, slots, layer_);
+    state_->set_rule_chunk(kernels::delta_rule_chunk_for(page_tokens));
+  }
   if (m_->hp.sliding(layer_)) ring_.emplace(slots, page_tokens, m_->hp.kv_dim(), m_->hp.sliding_window, max_chunk);
   for (int il = 0; il < m_->hp.n_layer; ++il) {
     if (m_->hp.keeps_state(il)) continue;

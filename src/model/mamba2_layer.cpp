@@ -31,7 +31,7 @@ struct mamba2_buffers {
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
 /// One sequence's scan in head hd: chunked over its rows, or the recurrence for one row.
-void scan_head(const hparams& h, const seq_rows& sq, int head, float a, mamba2_buffers& b, float* state) {
+void scan_head(const hparams& h, const seq_rows& sq, int head, float a, mamba2_buffers& b, float* state, int chunk) {
   const std::int64_t cd = h.ssm_conv_dim(), hd = h.ssm_head_dim(), ds = h.ssm_state;
   const std::int64_t g = head / (h.ssm_v_heads / h.ssm_k_heads);
   const float* row0 = b.conv.data() + sq.first_row * cd;
@@ -46,13 +46,14 @@ void scan_head(const hparams& h, const seq_rows& sq, int head, float a, mamba2_b
   r.y = b.y.data() + sq.first_row * h.ssm_inner + head * hd;
   r.y_stride = h.ssm_inner;
   r.n = sq.n_rows;
+  r.pos = sq.start_pos;
   if (sq.n_rows == 1) {
     kernels::ssm_scan_recurrent(r, static_cast<int>(hd), h.ssm_state, a, state);
     return;
   }
   thread_local std::vector<float> work;  // this worker's
   work.resize(kernels::ssm_scan_work_floats(static_cast<int>(hd)));
-  kernels::ssm_scan_chunked(kernels::active_kernels(), r, static_cast<int>(hd), h.ssm_state, a, state, work.data());
+  kernels::ssm_scan_chunked(kernels::active_kernels(), r, static_cast<int>(hd), h.ssm_state, a, state, work.data(), chunk);
 }
 
 }  // namespace
@@ -83,7 +84,7 @@ void mamba2_mixer(const layer_weights& w, const hparams& h, int il, const batch_
     for (std::int64_t task = begin; task < end; ++task) {
       const seq_rows& sq = batch.seqs[static_cast<std::size_t>(task / nh)];
       const int head = static_cast<int>(task % nh);
-      scan_head(h, sq, head, w.ssm_a.f32()[head], b, state.delta(il, sq.state_slot) + head * hd * h.ssm_state);
+      scan_head(h, sq, head, w.ssm_a.f32()[head], b, state.delta(il, sq.state_slot) + head * hd * h.ssm_state, state.rule_chunk());
     }
   };
   if (pool.size() > 1 && n_seqs * nh > 1 && n * di * h.ssm_state >= (1 << 14)) pool.run_split(n_seqs * nh, 1, run);

@@ -33,7 +33,7 @@ float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
 /// One sequence's delta rule in head hv: chunked over its rows, or the recurrence for one row.
-void delta_head(const hparams& h, const seq_rows& sq, int hv, mixer_buffers& b, float* state) {
+void delta_head(const hparams& h, const seq_rows& sq, int hv, mixer_buffers& b, float* state, int chunk) {
   const std::int64_t cd = h.ssm_conv_dim(), S = h.ssm_state;
   const int hk = hv % h.ssm_k_heads;
   const float* row0 = b.conv.data() + sq.first_row * cd;
@@ -48,6 +48,7 @@ void delta_head(const hparams& h, const seq_rows& sq, int hv, mixer_buffers& b, 
   r.out = b.o.data() + sq.first_row * h.ssm_inner + hv * S;
   r.out_stride = h.ssm_inner;
   r.n = sq.n_rows;
+  r.pos = sq.start_pos;
   const kernels::kernel_table& kt = kernels::active_kernels();
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   if (sq.n_rows == 1) {
@@ -56,7 +57,7 @@ void delta_head(const hparams& h, const seq_rows& sq, int hv, mixer_buffers& b, 
   }
   thread_local std::vector<float> work;  // this worker's
   work.resize(kernels::delta_rule_work_floats(h.ssm_state));
-  kernels::delta_rule_chunked(kt, r, h.ssm_state, scale, state, work.data());
+  kernels::delta_rule_chunked(kt, r, h.ssm_state, scale, state, work.data(), chunk);
 }
 
 }  // namespace
@@ -93,7 +94,7 @@ void recurrent_mixer(const layer_weights& w, const hparams& h, int il, const bat
     for (std::int64_t task = begin; task < end; ++task) {
       const seq_rows& sq = batch.seqs[static_cast<std::size_t>(task / hvs)];
       const int hv = static_cast<int>(task % hvs);
-      delta_head(h, sq, hv, b, state.delta(il, sq.state_slot) + hv * S * S);
+      delta_head(h, sq, hv, b, state.delta(il, sq.state_slot) + hv * S * S, state.rule_chunk());
     }
   };
   if (pool.size() > 1 && n_seqs * hvs > 1 && n * S * S >= (1 << 14)) pool.run_split(n_seqs * hvs, 1, run);

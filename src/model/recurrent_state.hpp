@@ -38,6 +38,12 @@ class recurrent_state {
   /// Bytes of one slot in one recurrent layer (its convolution rows, then its delta state).
   std::size_t layer_slot_bytes() const { return (conv_floats_ + delta_floats_) * sizeof(float); }
 
+  /// The chunk length of the delta rule and the Mamba-2 scan in prefill (kernels::delta_rule_chunked,
+  /// kernels::ssm_scan_chunked): their chunks start at positions that are multiples of it. A server
+  /// sets kernels::delta_rule_chunk_for(block_tokens).
+  int rule_chunk() const { return rule_chunk_; }
+  void set_rule_chunk(int rows) { rule_chunk_ = rows; }
+
  private:
   float* at(int il, std::int32_t slot) {
     return layers_[static_cast<std::size_t>(il)].data() + static_cast<std::size_t>(slot) * (conv_floats_ + delta_floats_);
@@ -45,6 +51,7 @@ class recurrent_state {
   std::int32_t n_slots_;
   std::size_t conv_floats_, delta_floats_, n_recurrent_ = 0;
   std::vector<std::vector<float>> layers_;  // per layer; empty for attention layers
+  int rule_chunk_ = 64;                      // kernels::k_delta_rule_max_chunk
 };
 
 }  // namespace strata::model

@@ -6,6 +6,7 @@ almost all of what a pure-attention model would."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -76,8 +77,8 @@ def run_all(base_url: str, token_lists: list[list[int]]) -> list[tuple[str, int]
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_cache_on_and_off_give_the_same_tokens_for_many_concurrent_prompts_at_every_kv_width(tmp_path: Path, launch, arch: str):
-    seed = random.randrange(1 << 30)
-    print(f"seed {seed}")
+    seed = int(os.environ.get("STRATA_TEST_SEED") or random.randrange(1 << 30))
+    print(f"seed {seed} (rerun with STRATA_TEST_SEED={seed})")
     model = synth(tmp_path, arch)
     off = launch(["--model", str(model), "--config", str(config(tmp_path)), "--cache-mode", "off"])
     token_lists = [tokenize(off.base_url, p) for p in prompts(seed)]
