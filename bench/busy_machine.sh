@@ -20,7 +20,10 @@ for b in "${builds[@]}"; do [ -x "$b/strata" ] || { echo "busy_machine.sh: $b/st
 
 spinners=()
 stop_spinners() {
-  [ ${#spinners[@]} -gt 0 ] && kill "${spinners[@]}" 2> /dev/null && wait "${spinners[@]}" 2> /dev/null
+  if [ ${#spinners[@]} -gt 0 ]; then
+    kill "${spinners[@]}" 2> /dev/null || true
+    wait "${spinners[@]}" 2> /dev/null || true  # killed: a nonzero status, expected
+  fi
   spinners=()
 }
 trap stop_spinners EXIT
