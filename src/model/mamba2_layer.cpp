@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/delta_rule.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/ops.hpp"
 #include "kernels/ssm_scan.hpp"
@@ -29,6 +30,10 @@ struct mamba2_buffers {
 };
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// The scan takes the delta rule's chunk length (recurrent_state::rule_chunk), so every length
+// kernels::delta_rule_chunk_for gives must be one ssm_scan_chunked accepts.
+static_assert(kernels::k_ssm_scan_max_chunk >= kernels::k_delta_rule_max_chunk);
 
 /// One sequence's scan in head hd: chunked over its rows, or the recurrence for one row.
 void scan_head(const hparams& h, const seq_rows& sq, int head, float a, mamba2_buffers& b, float* state, int chunk) {

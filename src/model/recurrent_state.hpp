@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/delta_rule.hpp"
 #include "src/model/hparams.hpp"
 
 namespace strata::model {
@@ -51,7 +52,7 @@ class recurrent_state {
   std::int32_t n_slots_;
   std::size_t conv_floats_, delta_floats_, n_recurrent_ = 0;
   std::vector<std::vector<float>> layers_;  // per layer; empty for attention layers
-  int rule_chunk_ = 64;                      // kernels::k_delta_rule_max_chunk
+  int rule_chunk_ = kernels::k_delta_rule_max_chunk;
 };
 
 }  // namespace strata::model
