@@ -42,12 +42,9 @@ template <int V>
 __global__ void __launch_bounds__(k_threads)
     add_rms_norm_quantize_regs_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
                                       int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
-  pdl_launch_dependents();
-  const int t = static_cast<int>(threadIdx.x);
   float wv[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) wv[j] = w ? w[t + j * k_threads] : 0.0f;
-  pdl_wait();
+  norm_weights_then_wait<k_threads, V>(w, wv);
+  const int t = static_cast<int>(threadIdx.x);
   const std::size_t row = blockIdx.x;
   float* xr = x + row * dim;
   const float* rr = r + row * dim;

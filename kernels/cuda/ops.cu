@@ -52,12 +52,9 @@ template <int V>
 __global__ void __launch_bounds__(k_norm_threads)
     rms_norm_quantize_regs_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
                                   std::int8_t* __restrict__ q, float2* __restrict__ ds) {
-  pdl_launch_dependents();
-  const int t = static_cast<int>(threadIdx.x);
   float wv[V];
-#pragma unroll
-  for (int j = 0; j < V; ++j) wv[j] = w ? w[t + j * k_norm_threads] : 0.0f;
-  pdl_wait();
+  norm_weights_then_wait<k_norm_threads, V>(w, wv);
+  const int t = static_cast<int>(threadIdx.x);
   const std::size_t row = blockIdx.x;
   const float* xr = x + row * dim;
   float xv[V], ss = 0.0f;

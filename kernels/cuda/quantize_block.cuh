@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace strata::kernels::cuda {
 
 __device__ __forceinline__ void quantize_block(float v, int lane, std::int8_t* q, float2* ds) {
@@ -53,6 +55,18 @@ __device__ __forceinline__ void scale_quantize_regs(const float (&xv)[V], const 
     if (y) y[row * dim + i] = v;
     quantize_block(v, lane, q + row * dim + 32 * b, ds + row * (dim / 32) + b);
   }
+}
+
+/// The start of a norm kernel that keeps its row in registers (thread t: values t + j * Threads):
+/// lets the next kernel be placed, loads the thread's norm weights (0 without weights) while the
+/// kernel before still runs (they never change), then waits for that kernel (pdl.cuh).
+template <int Threads, int V>
+__device__ __forceinline__ void norm_weights_then_wait(const float* w, float (&wv)[V]) {
+  pdl_launch_dependents();
+  const int t = static_cast<int>(threadIdx.x);
+#pragma unroll
+  for (int j = 0; j < V; ++j) wv[j] = w ? w[t + j * Threads] : 0.0f;
+  pdl_wait();
 }
 
 }  // namespace strata::kernels::cuda
