@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Two strata builds (-DSTRATA_CUDA=ON) timed in one run on the same GPU, alternating so that the
 # card's state falls on both alike: `strata gpu-check --bench` on a synthesized Llama-3-8B-shaped
-# Q4_K_M model (prefill 4k; decode of 128 tokens after 16 and after 4,096). Writes OUT/decode_ab.json.
+# Q4_K_M model (decode of 128 tokens after each prompt length of AB_BENCH, default 16 and 4,096;
+# AB_BENCH=16,16384 for the long context). Writes OUT/decode_ab.json.
 #
-#   bench/gpu_decode_ab.sh BEFORE_BIN AFTER_BIN OUT      env: ROUNDS (2), STRATA_GPU_WORK (/tmp/strata-gpu)
+#   bench/gpu_decode_ab.sh BEFORE_BIN AFTER_BIN OUT      env: ROUNDS (2), AB_BENCH (16,4096), STRATA_GPU_WORK (/tmp/strata-gpu)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 before=$1 after=$2 out=$3
@@ -19,7 +20,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     bin=$before
     [ $side = after ] && bin=$after
     echo "== round $round: $side"
-    timeout 200 "$bin" gpu-check --model "$model" --no-cpu --bench 16,4096 --bench-gen 128 \
+    timeout 300 "$bin" gpu-check --model "$model" --no-cpu --bench "${AB_BENCH:-16,4096}" --bench-gen 128 \
       --json "$work/ab-$side-$round.json" >"$out/ab-$side-$round.log" 2>&1 || rc=1
     grep "^prompt" "$out/ab-$side-$round.log"
     runs+=("$side-$round:$work/ab-$side-$round.json")

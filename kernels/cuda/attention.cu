@@ -2,13 +2,17 @@
 // and one part of a row's positions. Its 128 threads form S independent streams of HD / 8 lanes;
 // a stream walks every S-th position of the part, each lane loading 16 bytes (8 dims) of the
 // position's K and V row, keeping an online softmax (running max, sum, weighted V) per query
-// head. The streams are merged by log-sum-exp at the end, then the parts of a row by merge_kernel.
+// head. Where a launch fills the device at least twice, a stream loads its next trip's K and V
+// before it computes the current one (PF). The streams are merged by log-sum-exp at the end, then
+// the parts of a row by merge_kernel.
 // Over q8_0 pages a lane's 8 dims are 8 int8 of one 34-byte block (2-byte aligned: four 16-bit
 // loads) and the block's f16 scale, dequantized in registers as the CPU's q8_0 rows are.
 
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <utility>
@@ -71,7 +75,7 @@ __device__ __forceinline__ void unit_to_f32(const uint4& w, float* f) {
   }
 }
 
-template <int HD, int G, bool Q8>
+template <int HD, int G, bool Q8, bool PF>
 __global__ void __launch_bounds__(k_threads)
     decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                   launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
@@ -109,13 +113,15 @@ __global__ void __launch_bounds__(k_threads)
   const std::size_t row_q8 = row / 32 * 34, block_q8 = col / 32 * 34;
   const int within = static_cast<int>(col % 32);
   // Every lane of a warp takes the same trips (the score sums shuffle across lanes); positions
-  // past the part's end are masked.
-  for (int tb = t_lo; tb <= t_hi; tb += S * k_unroll) {
-    const int t0 = tb + sid;
-    uint4 kr[k_unroll] = {}, vr[k_unroll] = {};
+  // past the part's end are masked. With PF the next trip's K and V are loaded before this
+  // trip's products, so each warp has a trip's loads in flight while it computes; without, each
+  // trip loads its own (fewer registers: short rows, whose launches leave the device half empty).
+  auto load = [&](int tb, uint4 (&kr)[k_unroll], uint4 (&vr)[k_unroll]) {
 #pragma unroll
     for (int j = 0; j < k_unroll; ++j) {
-      const int t = t0 + j * S;
+      const int t = tb + sid + j * S;
+      kr[j] = make_uint4(0, 0, 0, 0);
+      vr[j] = make_uint4(0, 0, 0, 0);
       if (t <= t_hi) {
         const std::size_t page = static_cast<std::size_t>(__ldg(blocks + t / page_tokens));
         const std::size_t slot = page * page_tokens + t % page_tokens;
@@ -129,6 +135,22 @@ __global__ void __launch_bounds__(k_threads)
           vr[j] = __ldg(reinterpret_cast<const uint4*>(vp + at));
         }
       }
+    }
+  };
+  uint4 kn[k_unroll], vn[k_unroll];
+  if constexpr (PF) load(t_lo, kn, vn);
+  for (int tb = t_lo; tb <= t_hi; tb += S * k_unroll) {
+    const int t0 = tb + sid;
+    uint4 kr[k_unroll], vr[k_unroll];
+    if constexpr (PF) {
+#pragma unroll
+      for (int j = 0; j < k_unroll; ++j) {
+        kr[j] = kn[j];
+        vr[j] = vn[j];
+      }
+      if (tb + S * k_unroll <= t_hi) load(tb + S * k_unroll, kn, vn);
+    } else {
+      load(tb, kr, vr);
     }
     float s[G][k_unroll];
 #pragma unroll
@@ -218,10 +240,57 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
-/// out of row seq (rows[z] when given), head h: the parts merged by their log-sum-exps (merge_attention).
-__global__ void merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
-                             int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out, std::int8_t* __restrict__ out_q,
-                             float2* __restrict__ out_ds) {
+constexpr int k_merge_threads = 128;
+
+/// out of row seq (rows[z] when given), head h: the parts merged by their log-sum-exps
+/// (merge_attention). Each warp computes the parts' weights exp(lse_i - max) once into shared
+/// memory (no block barrier: a warp's dims need only its own copy), then each lane adds its dims
+/// over the parts with several loads in flight.
+__global__ void __launch_bounds__(k_merge_threads)
+    merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head, int hd,
+                 const std::int32_t* __restrict__ rows, float* __restrict__ out, std::int8_t* __restrict__ out_q,
+                 float2* __restrict__ out_ds) {
+  pdl_launch_dependents();
+  pdl_wait();
+  __shared__ float weight[k_merge_threads / 32][k_attention_max_splits];
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int z = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
+  const int seq = rows ? rows[z] : z;
+  const std::size_t base = static_cast<std::size_t>(z) * splits * n_head + h;
+  float mx = -INFINITY;
+  for (int i = lane; i < splits; i += 32) mx = fmaxf(mx, part_lse[base + static_cast<std::size_t>(i) * n_head]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, o));
+  float total = 0.0f;
+  for (int i = lane; i < splits; i += 32) {
+    const float w = mx == -INFINITY ? 0.0f : __expf(part_lse[base + static_cast<std::size_t>(i) * n_head] - mx);
+    weight[warp][i] = w;
+    total += w;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) total += __shfl_xor_sync(0xFFFFFFFFu, total, o);
+  __syncwarp();
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  const float* w = weight[warp];
+  const std::size_t step = static_cast<std::size_t>(n_head) * hd;
+  for (int d = tid; d < hd; d += k_merge_threads) {
+    const float* po = part_out + base * hd + d;
+    float o = 0.0f;
+#pragma unroll 8
+    for (int i = 0; i < splits; ++i) o += w[i] * po[static_cast<std::size_t>(i) * step];
+    const std::size_t at = (static_cast<std::size_t>(seq) * n_head + h) * hd + d;
+    const float y = o * inv;
+    out[at] = y;
+    // hd is a multiple of 32 and the block's threads too: whole warps, one rounding block each.
+    if (out_q) quantize_block(y, lane, out_q + (at - lane), out_ds + at / 32);
+  }
+}
+
+/// The first merge, for comparison (STRATA_CUDA_ATTENTION_MERGE=loop): each thread walks the
+/// parts one after another, an exp and two loads each.
+__global__ void merge_loop_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
+                                  int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out,
+                                  std::int8_t* __restrict__ out_q, float2* __restrict__ out_ds) {
   pdl_launch_dependents();
   pdl_wait();
   const int z = static_cast<int>(blockIdx.x) / n_head, h = static_cast<int>(blockIdx.x) % n_head;
@@ -242,39 +311,58 @@ __global__ void merge_kernel(const float* __restrict__ part_out, const float* __
     const std::size_t at = (static_cast<std::size_t>(seq) * n_head + h) * hd + d;
     const float y = total > 0.0f ? o / total : 0.0f;
     out[at] = y;
-    // hd is a multiple of 32 and the block's threads too: whole warps, one rounding block each.
     if (out_q) quantize_block(y, static_cast<int>(threadIdx.x % 32), out_q + (at - threadIdx.x % 32), out_ds + at / 32);
   }
 }
 
-using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
-
-template <int HD, bool Q8>
-kernel_fn kernel_for_group(int group) {
-  const int g = std::min(group, k_heads_per_block);
-  if (g == 1) return decode_kernel<HD, 1, Q8>;
-  if (g == 2) return decode_kernel<HD, 2, Q8>;
-  if (g <= 4) return decode_kernel<HD, 4, Q8>;
-  return decode_kernel<HD, 8, Q8>;
+/// Whether a launch of `blocks` blocks takes the kernel that loads a trip ahead. Measured on the
+/// H100 (kernels/cuda/NOTES.md), one row: it wins where the blocks fill the device at least twice
+/// over (4k positions, 512 blocks: 18.6 -> 17.0 us; 16k 40.3 -> 36.1; 64 rows of 1k 117.5 ->
+/// 103.6) and loses with a block or less per multiprocessor (1k in 16 parts, 128 blocks: 10.2 ->
+/// 12.3). STRATA_CUDA_ATTENTION_PREFETCH=0 or 1 takes one kernel always, for comparison; and
+/// STRATA_CUDA_ATTENTION_MERGE=loop the first merge.
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+bool attention_prefetch(long long blocks) {
+  static const int forced = env_is("STRATA_CUDA_ATTENTION_PREFETCH", "0") ? 0 : env_is("STRATA_CUDA_ATTENTION_PREFETCH", "1") ? 1 : -1;
+  if (forced >= 0) return forced == 1;
+  return blocks >= 2LL * multiprocessor_count();
+}
+bool merge_loop() {
+  static const bool on = env_is("STRATA_CUDA_ATTENTION_MERGE", "loop");
+  return on;
 }
 
-template <bool Q8>
+using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
+
+template <int HD, bool Q8, bool PF>
+kernel_fn kernel_for_group(int group) {
+  const int g = std::min(group, k_heads_per_block);
+  if (g == 1) return decode_kernel<HD, 1, Q8, PF>;
+  if (g == 2) return decode_kernel<HD, 2, Q8, PF>;
+  if (g <= 4) return decode_kernel<HD, 4, Q8, PF>;
+  return decode_kernel<HD, 8, Q8, PF>;
+}
+
+template <bool Q8, bool PF>
 kernel_fn kernel_for_dim(int head_dim, int group) {
   switch (head_dim) {
-    case 32: return kernel_for_group<32, Q8>(group);
-    case 64: return kernel_for_group<64, Q8>(group);
-    case 128: return kernel_for_group<128, Q8>(group);
-    case 256: return kernel_for_group<256, Q8>(group);
+    case 32: return kernel_for_group<32, Q8, PF>(group);
+    case 64: return kernel_for_group<64, Q8, PF>(group);
+    case 128: return kernel_for_group<128, Q8, PF>(group);
+    case 256: return kernel_for_group<256, Q8, PF>(group);
     default: throw std::invalid_argument("decode_attention: head_dim must be 32, 64, 128 or 256");
   }
 }
 
 /// The kernel instance for the pages' format, a head size and query heads per kv head (padded to
 /// 1, 2, 4 or 8).
-kernel_fn kernel_for(const kv_pages_f16& kv, int group) {
-  if (kv.bits == 8) return kernel_for_dim<true>(kv.head_dim, group);
-  if (kv.bits != 16) throw std::invalid_argument("decode_attention: pages of 16 (f16) or 8 (q8_0) bits");
-  return kernel_for_dim<false>(kv.head_dim, group);
+kernel_fn kernel_for(const kv_pages_f16& kv, int group, bool pf) {
+  if (kv.bits != 8 && kv.bits != 16) throw std::invalid_argument("decode_attention: pages of 16 (f16) or 8 (q8_0) bits");
+  if (kv.bits == 8) return pf ? kernel_for_dim<true, true>(kv.head_dim, group) : kernel_for_dim<true, false>(kv.head_dim, group);
+  return pf ? kernel_for_dim<false, true>(kv.head_dim, group) : kernel_for_dim<false, false>(kv.head_dim, group);
 }
 
 /// Blocks of f resident per multiprocessor, asked of the runtime once per kernel (each decode
@@ -301,7 +389,7 @@ launch_shape shape_for(const kv_pages_f16& kv, const decode_rows& r) {
   // multiprocessor, whose loads in flight cover the memory latency), never past one wave, each
   // part at least k_attention_min_split positions long (or, for a short row, up to
   // k_attention_short_parts parts of at least k_attention_min_short_split).
-  const int per_sm = resident_blocks(kernel_for(kv, ls.group));
+  const int per_sm = resident_blocks(kernel_for(kv, ls.group, true));  // the more registers of the two
   const long long blocks = std::max(1LL, static_cast<long long>(r.n_seq) * kv.n_head_kv * ls.chunks);  // n_seq may be 0
   const long long want = static_cast<long long>(std::max(per_sm, 1)) * multiprocessor_count() / blocks;
   const long long most = std::max<long long>((r.max_positions + k_attention_min_split - 1) / k_attention_min_split,
@@ -335,11 +423,13 @@ void decode_attention(const kv_pages_f16& kv, const decode_rows& r, void* worksp
     pl = po + static_cast<std::size_t>(r.n_seq) * ls.splits * r.n_head * kv.head_dim;
   }
   const dim3 grid(static_cast<unsigned>(kv.n_head_kv * ls.chunks), static_cast<unsigned>(ls.splits), static_cast<unsigned>(r.n_seq));
-  launch_pdl("decode_attention", kernel_for(kv, ls.group), grid, k_threads, 0, stream, static_cast<const __half*>(kv.k),
+  const bool pf = attention_prefetch(static_cast<long long>(grid.x) * grid.y * grid.z);
+  launch_pdl("decode_attention", kernel_for(kv, ls.group, pf), grid, k_threads, 0, stream, static_cast<const __half*>(kv.k),
              static_cast<const __half*>(kv.v), kv.page_tokens, kv.n_head_kv, r, ls, po, pl);
   if (ls.splits > 1) {
-    launch_pdl("decode_attention (merge)", merge_kernel, r.n_seq * r.n_head, 128, 0, stream, static_cast<const float*>(po),
-               static_cast<const float*>(pl), ls.splits, r.n_head, kv.head_dim, r.rows, r.out, r.out_q, r.out_ds);
+    launch_pdl("decode_attention (merge)", merge_loop() ? merge_loop_kernel : merge_kernel, r.n_seq * r.n_head, k_merge_threads,
+               0, stream, static_cast<const float*>(po), static_cast<const float*>(pl), ls.splits, r.n_head, kv.head_dim, r.rows,
+               r.out, r.out_q, r.out_ds);
   }
 }
 

@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
           if (wants("gemm")) ge += (ge.empty() ? "" : ",\n    ") + gemm_case(stream, t, sh[0], sh[1], m, rng);
     // Each context with the split chosen (0), then with a few forced ones to compare.
     const int cases[][3] = {{128, 1, 0}, {128, 1, 2}, {1024, 1, 0}, {1024, 1, 16}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
-                            {16384, 1, 0}, {16384, 1, 16}, {16384, 1, 33}, {16384, 1, 64}};
+                            {4096, 1, 0},  {4096, 1, 32},  {16384, 1, 0}, {16384, 1, 16},  {16384, 1, 33}};
     for (const auto& c : cases)
       if (wants("attention")) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);
     for (int rows : {512, 4096})
