@@ -8,6 +8,7 @@
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/fused.hpp"
 #include "kernels/cuda/kv_store.hpp"
+#include "kernels/quants.hpp"
 
 namespace strata::kernels::cuda::checks {
 namespace {
@@ -110,12 +111,105 @@ void check_swiglu_quantize(verdicts& v, std::mt19937& rng) {
   }
 }
 
+device_matrix random_matrix(std::mt19937& rng, dtype t, std::int64_t rows, std::int64_t k) {
+  const auto wf = uniform(rng, static_cast<std::size_t>(rows * k));
+  std::vector<std::byte> w(row_bytes(t, k) * static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * k, w.data() + r * row_bytes(t, k), k);
+  return upload_matrix(t, w.data(), rows, k, nullptr);
+}
+
+/// q, k and v of one decode row with RoPE and the page writes in the matvecs' epilogue
+/// (matvec_many_rope) against matvec_many then rope_store_kv: q, k and both pages bit for bit.
+/// q and k of type tq, v of type tv: one launch when they agree, else two (as Q4_K_M's layers).
+void check_matvec_rope(verdicts& v, std::mt19937& rng) {
+  struct shape {
+    dtype tq, tv;
+    int n_head, n_head_kv, head_dim, n_rot;
+    std::int64_t k;
+    bool factors;
+  };
+  for (const shape& sh : {shape{dtype::q4_k, dtype::q4_k, 8, 2, 128, 128, 512, false}, shape{dtype::q4_k, dtype::q6_k, 8, 4, 64, 64, 768, true},
+                          shape{dtype::q6_k, dtype::q6_k, 4, 2, 128, 64, 256, false}, shape{dtype::q8_0, dtype::q8_0, 4, 1, 64, 64, 512, true},
+                          shape{dtype::q4_k, dtype::q6_k, 4, 2, 128, 128, 8192, false}}) {
+    if (!matvec_rope_supported(sh.tq, 1) || !matvec_rope_supported(sh.tv, 1)) {
+      v.expect(false, std::string("matvec_rope_supported refuses ") + dtype_name(sh.tq) + " or " + dtype_name(sh.tv));
+      continue;
+    }
+    const int qd = sh.n_head * sh.head_dim, kvd = sh.n_head_kv * sh.head_dim, page = 16, n_slots = 4 * page;
+    const device_matrix wq = random_matrix(rng, sh.tq, qd, sh.k), wk = random_matrix(rng, sh.tq, kvd, sh.k),
+                        wv = random_matrix(rng, sh.tv, kvd, sh.k);
+    const device_buffer xd = to_device(uniform(rng, static_cast<std::size_t>(sh.k)));
+    act_q8 xq = make_act_q8(sh.k, 1);
+    quantize_act(xd.as<float>(), 1, xq, nullptr);
+    std::uniform_int_distribution<int> pos_d(0, 30000), slot_d(0, n_slots - 1);
+    const std::vector<std::int32_t> pos{pos_d(rng)}, slot{slot_d(rng)};
+    const device_buffer pd = to_device(pos), sd = to_device(slot), fd = to_device(uniform(rng, static_cast<std::size_t>(sh.n_rot / 2), 1.0f, 8.0f)),
+                        id = to_device(rope_inv_freq(sh.n_rot, 5e5f));
+    const std::size_t pool = static_cast<std::size_t>(n_slots) * kvd / 2;  // f16 pages, counted as floats
+    const device_buffer q1 = poisoned(static_cast<std::size_t>(qd)), k1 = poisoned(static_cast<std::size_t>(kvd)),
+                        v1 = poisoned(static_cast<std::size_t>(kvd)), kp1 = poisoned(pool), vp1 = poisoned(pool);
+    const device_buffer q2 = copy_of(q1), k2 = copy_of(k1), v2 = copy_of(v1), kp2 = copy_of(kp1), vp2 = copy_of(vp1);
+    // The reference: the products, then rope_store_kv.
+    const matvec_out ref[3] = {{&wq, q1.as<float>()}, {&wk, k1.as<float>()}, {&wv, v1.as<float>()}};
+    const bool one = sh.tq == sh.tv;
+    matvec_many(ref, one ? 3 : 2, nullptr, &xq, 1, nullptr);
+    if (!one) matvec_many(ref + 2, 1, nullptr, &xq, 1, nullptr);
+    rope_args ra;
+    ra.pos = pd.as<std::int32_t>();
+    ra.inv_freq = id.as<float>();
+    ra.factors = sh.factors ? fd.as<float>() : nullptr;
+    ra.freq_scale = sh.factors ? 0.5f : 1.0f;
+    ra.n_rot = sh.n_rot;
+    rope_kv_args a;
+    a.q = q1.as<float>();
+    a.k = k1.as<float>();
+    a.v = v1.as<float>();
+    a.n = 1;
+    a.n_head = sh.n_head;
+    a.n_head_kv = sh.n_head_kv;
+    a.head_dim = sh.head_dim;
+    a.slots = sd.as<std::int32_t>();
+    a.k_pages = kp1.data();
+    a.v_pages = vp1.data();
+    rope_store_kv(a, ra, nullptr);
+    // The epilogue.
+    matvec_rope rp;
+    rp.pos = ra.pos;
+    rp.inv_freq = ra.inv_freq;
+    rp.factors = ra.factors;
+    rp.freq_scale = ra.freq_scale;
+    rp.n_rot = sh.n_rot;
+    rp.head_dim = sh.head_dim;
+    rp.slots = sd.as<std::int32_t>();
+    rp.k_pages = kp2.data();
+    rp.v_pages = vp2.data();
+    rp.kv_dim = kvd;
+    const matvec_out fused[3] = {{&wq, q2.as<float>()}, {&wk, k2.as<float>()}, {&wv, v2.as<float>()}};
+    matvec_rope first = rp;
+    first.rotate = 3u;
+    first.to_k = 1;
+    first.to_v = one ? 2 : -1;
+    matvec_many_rope(fused, one ? 3 : 2, &xq, first, nullptr);
+    if (!one) {
+      matvec_rope second = rp;
+      second.to_v = 0;
+      matvec_many_rope(fused + 2, 1, &xq, second, nullptr);
+    }
+    v.expect(bytes(q1) == bytes(q2) && bytes(k1) == bytes(k2) && bytes(v1) == bytes(v2) && bytes(kp1) == bytes(kp2) &&
+                 bytes(vp1) == bytes(vp2),
+             std::string("matvec_many_rope ") + dtype_name(sh.tq) + "/" + dtype_name(sh.tv) +
+                 fmt(" k=%.0f head %.0f", static_cast<double>(sh.k), sh.head_dim) + fmt(" n_rot %.0f", sh.n_rot) +
+                 " equals the products then rope_store_kv, bit for bit");
+  }
+}
+
 }  // namespace
 
 void check_fused(verdicts& v, std::mt19937& rng) {
   check_add_norm(v, rng);
   check_rope_kv(v, rng);
   check_swiglu_quantize(v, rng);
+  check_matvec_rope(v, rng);
 }
 
 }  // namespace strata::kernels::cuda::checks

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/matvec.hpp"
 #include "kernels/cuda/pdl.cuh"
@@ -250,6 +251,7 @@ struct mv_args {
   const float* x;
   const std::int8_t* xq;
   const float2* xds;
+  matvec_rope rope;  // rope.pos null: no RoPE epilogue
 };
 
 /// Where one row's product goes: its matrix's weights and scales, its y, and whether it adds.
@@ -259,6 +261,7 @@ struct mv_row {
   float* y;  // y[b * stride] is the row's output for activation row b
   int stride;
   bool add;
+  int matrix, local;  // its matrix, and its row in it
 };
 
 /// Row `row` of the launch (< a.end[a.count - 1]): the matrix it is in, picked with compile-time
@@ -267,7 +270,7 @@ __device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
   const std::uint8_t* q = a.q[0];
   const std::uint8_t* s = a.s[0];
   float* y = a.y[0];
-  int first = 0, rows = a.end[0];
+  int first = 0, rows = a.end[0], matrix = 0;
   bool add = a.add & 1u;
 #pragma unroll
   for (int i = 1; i < k_matvec_max_outputs; ++i) {
@@ -275,10 +278,38 @@ __device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
       q = a.q[i], s = a.s[i], y = a.y[i];
       first = a.end[i - 1], rows = a.end[i] - a.end[i - 1];
       add = (a.add >> i) & 1u;
+      matrix = i;
     }
   }
   return {q + static_cast<std::size_t>(row - first) * a.q_row, s + static_cast<std::size_t>(row - first) * a.s_row,
-          y + (row - first), rows, add};
+          y + (row - first), rows, add, matrix, row - first};
+}
+
+/// The RoPE epilogue (matvec_rope) of one row pair of one activation row: y0, y1 are rows 2i and
+/// 2i + 1 of their matrix (every matrix has an even number of rows, so a warp's two rows are one
+/// pair). The operations of rope_store_kv_kernel in its order.
+__device__ __forceinline__ void rope_pair(const matvec_rope& p, const mv_row& r0, const mv_row& r1, float y0, float y1) {
+  float v0 = y0, v1 = y1;
+  const int c = r0.local % p.head_dim;
+  if (((p.rotate >> r0.matrix) & 1u) && c < p.n_rot) {
+    const int i = c / 2;
+    const float pp = static_cast<float>(p.pos[0]) * p.freq_scale;
+    float theta = pp * p.inv_freq[i];
+    if (p.factors) theta /= p.factors[i];
+    float sn, cs;
+    sincosf(theta, &sn, &cs);
+    const float x0 = y0, x1 = y1;
+    v0 = x0 * cs - x1 * sn;
+    v1 = x0 * sn + x1 * cs;
+  }
+  r0.y[0] = v0;
+  r1.y[0] = v1;
+  if (r0.matrix == p.to_k || r0.matrix == p.to_v) {
+    auto* pages = static_cast<__half*>(r0.matrix == p.to_k ? p.k_pages : p.v_pages);
+    const std::size_t at = static_cast<std::size_t>(p.slots[0]) * p.kv_dim + r0.local;
+    pages[at] = __float2half_rn(v0);
+    pages[at + 1] = __float2half_rn(v1);
+  }
 }
 
 /// y[b * rows + row] for b < n: each warp takes R consecutive rows (the activations it loads serve
@@ -287,9 +318,10 @@ __device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
 /// rows, each taking every KS-th trip of units, and add their sums in shared memory (for long
 /// rows: more loads in flight than one warp a row group gives). The first units' weights are
 /// loaded before pdl_wait (pdl.cuh): they overlap the kernel before.
-template <class W, int NB, int R, int U, int KS>
+template <class W, int NB, int R, int U, int KS, bool RP = false>
 __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
   static_assert(KS == 1 || (KS == k_warps && NB == 1), "a block is one row group, of one activation row");
+  static_assert(!RP || (R == 2 && NB == 1), "the RoPE epilogue takes a row pair of one activation row");
   pdl_launch_dependents();
   const int wib = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int warp = KS == 1 ? static_cast<int>(blockIdx.x) * k_warps + wib : static_cast<int>(blockIdx.x);
@@ -358,6 +390,10 @@ __global__ void __launch_bounds__(k_warps * 32) matvec_kernel(const mv_args a) {
       for (int i = 1; i < KS; ++i) acc[0][j] += part[i][j];
     }
   }
+  if constexpr (RP) {  // rows come in pairs here: row0 is even and total too
+    if (lane == 0) rope_pair(a.rope, rw[0], rw[1], acc[0][0], acc[0][1]);
+    return;
+  }
   if (lane == 0) {
 #pragma unroll
     for (int j = 0; j < R; ++j) {
@@ -420,16 +456,21 @@ int split_k() {
   return n;
 }
 
-template <class W, int R, int U>
+template <class W, int R, int U, bool RP = false>
 void launch_one(const mv_args& a, cudaStream_t stream) {
   const int groups = (a.end[a.count - 1] + R - 1) / R;
   const dim3 block(k_warps * 32);
   if (a.k >= split_k()) {
-    launch_pdl("matvec", matvec_kernel<W, 1, R, U, k_warps>, dim3(static_cast<unsigned>(groups)), block, 0, stream, a);
+    launch_pdl("matvec", matvec_kernel<W, 1, R, U, k_warps, RP>, dim3(static_cast<unsigned>(groups)), block, 0, stream, a);
     return;
   }
-  launch_pdl("matvec", matvec_kernel<W, 1, R, U, 1>, dim3(static_cast<unsigned>((groups + k_warps - 1) / k_warps)), block, 0, stream, a);
+  launch_pdl("matvec", matvec_kernel<W, 1, R, U, 1, RP>, dim3(static_cast<unsigned>((groups + k_warps - 1) / k_warps)), block, 0, stream,
+             a);
 }
+
+/// The types whose one-row kernel may take two rows a warp: those with a RoPE epilogue instance.
+template <class W>
+constexpr bool pairs_rows = std::is_same_v<W, q8_0_w> || std::is_same_v<W, k45_w<false>> || std::is_same_v<W, q6_k_w>;
 
 template <class W>
 void launch(mv_args a, dtype t, cudaStream_t stream) {
@@ -440,6 +481,9 @@ void launch(mv_args a, dtype t, cudaStream_t stream) {
     return;
   }
   const mv_shape sh = shape_for<W>(t);
+  if constexpr (pairs_rows<W>) {
+    if (a.rope.pos) return launch_one<W, 2, 1, true>(a, stream);  // matvec_rope_supported: the 2x1 shape
+  }
   if (sh.rows == 2) {
     if (sh.unroll == 1) return launch_one<W, 2, 1>(a, stream);
     if (sh.unroll == 2) return launch_one<W, 2, 2>(a, stream);
@@ -468,7 +512,10 @@ void quantize_act(const float* x, int n, act_q8& a, cudaStream_t stream) {
              a.q.as<std::int8_t>(), a.ds.as<float2>());
 }
 
-void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream) {
+namespace {
+
+void matvec_launch(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, const matvec_rope* rope,
+                   cudaStream_t stream) {
   if (count < 1 || count > k_matvec_max_outputs)
     throw std::invalid_argument("matvec_many: 1 to k_matvec_max_outputs products");
   if (n < 1 || n > k_matvec_max_batch) throw std::invalid_argument("matvec: 1 to k_matvec_max_batch activation rows");
@@ -497,6 +544,14 @@ void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8
     if (end > (1LL << 30)) throw std::invalid_argument("matvec_many: too many rows");
     a.end[i] = static_cast<int>(end);
   }
+  if (rope) {
+    if (!matvec_rope_supported(w0.type, n) || rope->head_dim <= 0 || rope->head_dim % 2 != 0 || rope->n_rot > rope->head_dim ||
+        !rope->pos || !rope->slots || rope->to_k >= count || rope->to_v >= count)
+      throw std::invalid_argument("matvec_many_rope: not for these weights, rows or heads");
+    for (int i = 0; i < count; ++i)
+      if (outs[i].add || outs[i].w->rows % 2 != 0) throw std::invalid_argument("matvec_many_rope: products must be written, in pairs");
+    a.rope = *rope;
+  }
   switch (w0.type) {
     case dtype::f16: return launch<f16_w>(a, w0.type, stream);
     case dtype::bf16: return launch<bf16_w>(a, w0.type, stream);
@@ -508,6 +563,31 @@ void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8
     case dtype::q6_k: return launch<q6_k_w>(a, w0.type, stream);
     default: throw std::invalid_argument("matvec: unsupported weight type");
   }
+}
+
+}  // namespace
+
+void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream) {
+  matvec_launch(outs, count, x, xq, n, nullptr, stream);
+}
+
+bool matvec_rope_supported(dtype t, int n) {
+  // STRATA_CUDA_ROPE_IN_MATVEC=0: never (RoPE and the page writes by rope_store_kv), for comparison.
+  static const bool off = [] {
+    const char* v = std::getenv("STRATA_CUDA_ROPE_IN_MATVEC");
+    return v && std::string(v) == "0";
+  }();
+  if (off || n != 1) return false;
+  switch (t) {
+    case dtype::q8_0: return shape_for<q8_0_w>(t).rows == 2 && shape_for<q8_0_w>(t).unroll == 1;
+    case dtype::q4_k: return shape_for<k45_w<false>>(t).rows == 2 && shape_for<k45_w<false>>(t).unroll == 1;
+    case dtype::q6_k: return shape_for<q6_k_w>(t).rows == 2 && shape_for<q6_k_w>(t).unroll == 1;
+    default: return false;
+  }
+}
+
+void matvec_many_rope(const matvec_out* outs, int count, const act_q8* xq, const matvec_rope& rope, cudaStream_t stream) {
+  matvec_launch(outs, count, nullptr, xq, 1, &rope, stream);
 }
 
 void matvec(const device_matrix& w, const float* x, const act_q8* xq, int n, float* y, cudaStream_t stream) {

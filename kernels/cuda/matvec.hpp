@@ -79,4 +79,28 @@ struct matvec_out {
 /// (A pointer and a count rather than a span: the .cu files compile as C++17.)
 void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream);
 
+/// RoPE (the normal layout: pairs 2i, 2i + 1 of each head) and the KV page writes of one decode
+/// row, in the epilogue of matvec_many: the products' rows of matrix `rotate` bits turn as
+/// rope_store_kv turns q and k, and matrix to_k's (to_v's) rows are then also written as f16 into
+/// the K (V) page slot slots[0]. The same arithmetic as rope_store_kv, so the same bits; taken
+/// only where matvec_rope_supported says so (the caller runs rope_store_kv otherwise).
+struct matvec_rope {
+  const std::int32_t* pos = nullptr;  // device: the row's position
+  const float* inv_freq = nullptr;
+  const float* factors = nullptr;
+  float freq_scale = 1.0f;
+  int n_rot = 0, head_dim = 0;
+  unsigned rotate = 0;   // bit i: matrix i's rows turn
+  int to_k = -1, to_v = -1;  // the matrix whose rows go into the K / V pages (-1: none)
+  const std::int32_t* slots = nullptr;  // device: the row's page slot
+  void* k_pages = nullptr;
+  void* v_pages = nullptr;
+  int kv_dim = 0;
+};
+/// Whether matvec_many_rope takes weights of this type and n rows: one row, and a type whose warps
+/// take two rows of one unit (the pair of a rotation in one warp; its own kernel instance, so the
+/// other products' kernels stay as they were).
+bool matvec_rope_supported(dtype t, int n);
+void matvec_many_rope(const matvec_out* outs, int count, const act_q8* xq, const matvec_rope& rope, cudaStream_t stream);
+
 }  // namespace strata::kernels::cuda

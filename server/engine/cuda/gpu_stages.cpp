@@ -219,7 +219,43 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
 
   // Attention block: norm, q/k/v, biases, q/k norms, RoPE, the rows' K and V into their pages.
   norm_input(x, attn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
-  project({{&wq_, q}, {&wk_, k}, {&wv_, v}}, cur, sc.xq_embd, sc.x16, n, s, &sc.workspace);
+  // One decode row without biases or q/k norms: RoPE and the page writes in the products'
+  // epilogue (matvec_rope), rather than a launch of their own.
+  const bool rope_in_matvec = n == 1 && !h.rope_neox && !bq_.data() && !bk_.data() && !bv_.data() && !q_norm_.data() &&
+                              cu::matvec_rope_supported(wq_.type, n) && cu::matvec_rope_supported(wk_.type, n) &&
+                              cu::matvec_rope_supported(wv_.type, n);
+  if (rope_in_matvec) {
+    cu::matvec_rope rp;
+    rp.pos = st.pos.as<std::int32_t>();
+    rp.inv_freq = inv_freq_.as<float>();
+    rp.factors = rope_factors_.data() ? rope_factors_.as<float>() : nullptr;
+    rp.freq_scale = h.rope_scale(layer_);
+    rp.n_rot = h.n_rot;
+    rp.head_dim = h.head_dim;
+    rp.slots = st.slots.as<std::int32_t>();
+    rp.k_pages = k_.data();
+    rp.v_pages = v_.data();
+    rp.kv_dim = kvd;
+    // q, k and v in runs of one type, as project() groups them.
+    const std::array<std::pair<const cu::device_matrix*, float*>, 3> ws{{{&wq_, q}, {&wk_, k}, {&wv_, v}}};
+    std::array<cu::matvec_out, 3> outs;
+    int count = 0;
+    cu::matvec_rope run = rp;
+    for (std::size_t i = 0; i <= ws.size(); ++i) {
+      if (count > 0 && (i == ws.size() || ws[i].first->type != outs[0].w->type || ws[i].first->k != outs[0].w->k)) {
+        cu::matvec_many_rope(outs.data(), count, &sc.xq_embd, run, s);
+        count = 0;
+        run = rp;
+      }
+      if (i == ws.size()) break;
+      if (i < 2) run.rotate |= 1u << count;
+      if (i == 1) run.to_k = count;
+      if (i == 2) run.to_v = count;
+      outs[static_cast<std::size_t>(count++)] = {ws[i].first, ws[i].second, false};
+    }
+  } else {
+    project({{&wq_, q}, {&wk_, k}, {&wv_, v}}, cur, sc.xq_embd, sc.x16, n, s, &sc.workspace);
+  }
   if (bq_.data()) cu::add_bias(q, bq_.as<float>(), n, qd, s);
   if (bk_.data()) cu::add_bias(k, bk_.as<float>(), n, kvd, s);
   if (bv_.data()) cu::add_bias(v, bv_.as<float>(), n, kvd, s);
@@ -245,7 +281,7 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   rk.slots = st.slots.as<std::int32_t>();
   rk.k_pages = k_.data();
   rk.v_pages = v_.data();
-  cu::rope_store_kv(rk, ra, s);
+  if (!rope_in_matvec) cu::rope_store_kv(rk, ra, s);
 
   // A prefill's rows in tiles on the tensor cores, the other rows each over its sequence's pages.
   // Decode rows only: the attention also rounds its output for the output projection's matvec.
