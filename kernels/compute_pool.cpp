@@ -65,6 +65,13 @@ void compute_pool::run(const std::function<void(int, int)>& fn) {
   }
 }
 
+void compute_pool::wait_for(const std::atomic<int>& flag) {
+  for (int spins = 0; flag.load(std::memory_order_acquire) == 0; ++spins) {
+    if (spins < 4096) STRATA_PAUSE();
+    else std::this_thread::yield();
+  }
+}
+
 void compute_pool::run_slots(std::uint64_t gen) {
   for (std::uint64_t s = job_state_.load(std::memory_order_acquire);;) {
     if (s >> 32 != gen || static_cast<int>(s & 0xFFFFFFFFu) >= n_) return;

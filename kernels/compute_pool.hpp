@@ -45,6 +45,11 @@ class compute_pool {
   /// empty are not called), and returns when all are done.
   void run_split(std::int64_t n, std::int64_t grain, const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
 
+  /// Waits until `flag` is nonzero (read with acquire), spinning and then yielding the core. A
+  /// task may wait so on a task of the same job only if that one is already taken by a running
+  /// thread (handed out before it, say) and waits on nothing itself.
+  static void wait_for(const std::atomic<int>& flag);
+
   /// Splits [0, n) into one contiguous range per worker, aligned to `grain`.
   static void split(std::int64_t n, std::int64_t grain, int ith, int nth, std::int64_t& begin, std::int64_t& end);
 

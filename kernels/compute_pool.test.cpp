@@ -89,6 +89,31 @@ TEST(compute_pool, slots_run_once_when_workers_sleep_or_wait_for_a_core) {
   }
 }
 
+// Tasks 0..n-1 each publish a value; task n + i waits for task i's (handed out earlier, so taken
+// by a running thread) and reads it: every reader sees its writer's value, with more threads than
+// cores and a writer that sleeps.
+TEST(compute_pool, wait_for_sees_what_an_earlier_task_of_the_job_published) {
+  for (int threads : {1, 2, 5}) {
+    compute_pool pool(threads);
+    constexpr int n = 64;
+    for (int job = 0; job < 20; ++job) {
+      std::vector<int> value(n, 0), read(n, -1);
+      std::vector<std::atomic<int>> ready(n);
+      pool.parallel_for(2 * n, [&](int t, int) {
+        if (t < n) {
+          if (t % 13 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+          value[static_cast<std::size_t>(t)] = job * n + t + 1;  // plain write, published by the flag
+          ready[static_cast<std::size_t>(t)].store(1, std::memory_order_release);
+          return;
+        }
+        compute_pool::wait_for(ready[static_cast<std::size_t>(t - n)]);
+        read[static_cast<std::size_t>(t - n)] = value[static_cast<std::size_t>(t - n)];
+      });
+      for (int i = 0; i < n; ++i) ASSERT_EQ(read[static_cast<std::size_t>(i)], job * n + i + 1) << threads << " threads, job " << job;
+    }
+  }
+}
+
 TEST(compute_pool, split_covers_the_range_in_aligned_pieces) {
   for (int nth : {1, 2, 5})
     for (std::int64_t n : {0, 1, 15, 16, 100, 1001}) {

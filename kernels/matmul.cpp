@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -237,52 +239,47 @@ void matmul(compute_pool& pool, dtype wt, const void* w, std::int64_t rows, std:
   matmul(pool, active_kernels(), wt, w, rows, k, x, m, y, packed);
 }
 
-void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
-                    std::int64_t k, const float* x, const std::int32_t* source) {
-  if (outs.empty() || groups.empty()) return;
-  const act_format fmt = act_format_for(outs[0].type);
-  if (outs.size() > k_matmul_max_outputs ||
-      (outs.size() > 1 && !std::all_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return act_format_for(o.type) == fmt; }))) {
-    for (const auto& o : outs) matmul_grouped(pool, kt, std::span(&o, 1), groups, k, x, source);
-    return;
-  }
-  if (source && fmt == act_format::f32) throw std::invalid_argument("matmul_grouped: source rows are for quantized weights");
-  std::int64_t m = 0, work = 0;
-  for (const expert_rows& g : groups) m = std::max(m, g.first + g.count);
-  for (const auto& o : outs) work += o.rows * k * static_cast<std::int64_t>(groups.size());
-  const bool single = work < 32 * 1024 || pool.size() == 1;
-  thread_local prepared_x px;
-  std::byte* xt;
-  act_row* xs;
-  auto packed_of = [&](const grouped_out& o) {
-    return kt.packed_gemm[dtype_slot(o.type)] ? static_cast<const std::byte*>(o.packed) : nullptr;
-  };
-  const bool any_packed = std::any_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return packed_of(o) != nullptr; });
-  if (source) {
-    // The tokens' rows quantized once, then viewed in gathered order.
-    const std::int64_t tokens = *std::max_element(source, source + m) + 1;
-    const act_row* by_token = prepare_rows(pool, kt, px, fmt, x, tokens, k, single, false, xt);
-    thread_local std::vector<act_row> gathered;
-    xs = scratch(gathered, static_cast<std::size_t>(m));
-    for (std::int64_t i = 0; i < m; ++i) xs[i] = by_token[source[i]];
-  } else {
-    xs = prepare_rows(pool, kt, px, fmt, x, m, k, single, false, xt);
-  }
-  // Packed weights: each group's rows interleaved in a tile stream of their own, from xt_at[g].
-  thread_local std::vector<std::size_t> xt_offsets;
-  if (any_packed) xt = interleave_groups(pool, px, fmt, xs, groups, k, single, xt_offsets);
-  const std::size_t* xt_at = xt_offsets.data();  // the workers see this thread's through it
-  // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
-  std::int64_t total_rows = 0;
-  for (const auto& o : outs) total_rows += o.rows * static_cast<std::int64_t>(groups.size());
-  const std::int64_t run = total_rows / (4 * k_row_block) >= 4 * pool.size() ? 4 * k_row_block : k_row_block;
+namespace {
+
+bool is_quantized_family(std::span<const grouped_out> outs, act_format fmt) {
+  return fmt != act_format::f32 &&
+         std::all_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return !is_float(o.type) && act_format_for(o.type) == fmt; });
+}
+
+/// One grouped product, its activation rows prepared: every (group, weight, run of rows) is a
+/// task, group after group.
+struct grouped_tasks {
+  const kernel_table* kt = nullptr;
+  std::span<const grouped_out> outs;
+  std::span<const expert_rows> groups;
+  std::int64_t k = 0;
+  const float* x = nullptr;           // the gathered float rows (float weights)
+  const act_row* xs = nullptr;        // the gathered rows, quantized
+  const std::byte* xt = nullptr;      // packed weights: each group's interleaved rows, from xt_at[g]
+  const std::size_t* xt_at = nullptr;
+  std::int64_t run = 0;
   std::array<std::int64_t, k_matmul_max_outputs> runs_per_group{};
   std::int64_t per_group = 0;
-  for (std::size_t i = 0; i < outs.size(); ++i) {
-    runs_per_group[i] = (outs[i].rows + run - 1) / run;
-    per_group += runs_per_group[i];
+
+  grouped_tasks(const compute_pool& pool, const kernel_table& table, std::span<const grouped_out> o, std::span<const expert_rows> g,
+                std::int64_t k_) : kt(&table), outs(o), groups(g), k(k_) {
+    // Runs of 64 rows (16 when that leaves too few tasks for the workers), per expert and weight.
+    std::int64_t total_rows = 0;
+    for (const auto& out : outs) total_rows += out.rows * static_cast<std::int64_t>(groups.size());
+    run = total_rows / (4 * k_row_block) >= 4 * pool.size() ? 4 * k_row_block : k_row_block;
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+      runs_per_group[i] = (outs[i].rows + run - 1) / run;
+      per_group += runs_per_group[i];
+    }
   }
-  auto task = [&](std::int64_t t) {
+  std::int64_t count() const { return per_group * static_cast<std::int64_t>(groups.size()); }
+  const std::byte* packed_of(const grouped_out& o) const {
+    return kt->packed_gemm[dtype_slot(o.type)] ? static_cast<const std::byte*>(o.packed) : nullptr;
+  }
+  bool any_packed() const {
+    return std::any_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return packed_of(o) != nullptr; });
+  }
+  void operator()(std::int64_t t) const {
     const std::size_t gi = static_cast<std::size_t>(t / per_group);
     const expert_rows& g = groups[gi];
     t %= per_group;
@@ -293,13 +290,151 @@ void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const 
     const auto* w = static_cast<const std::byte*>(o.w) + static_cast<std::size_t>(g.expert) * static_cast<std::size_t>(o.rows) * stride;
     const std::int64_t b = t * run, e = std::min(o.rows, b + run);
     float* y = o.y + g.first * o.rows;
-    if (is_float(o.type) && g.count >= k_gemm_min_m && k % 16 == 0) gemm_f32_rows(kt, o.type, w, b, e, o.rows, k, x + g.first * k, g.count, y);
+    if (is_float(o.type) && g.count >= k_gemm_min_m && k % 16 == 0) gemm_f32_rows(*kt, o.type, w, b, e, o.rows, k, x + g.first * k, g.count, y);
     else if (const std::byte* p = packed_of(o))
-      dot_rows(kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y,
+      dot_rows(*kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y,
                p + static_cast<std::size_t>(g.expert) * static_cast<std::size_t>(o.rows) * stride, xt + xt_at[gi]);
-    else dot_rows(kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y, nullptr, nullptr);
+    else dot_rows(*kt, o.type, w, b, e, o.rows, k, xs + g.first, g.count, y, nullptr, nullptr);
+  }
+};
+
+/// Whether a grouped product is small enough for the calling thread alone.
+bool grouped_single(const compute_pool& pool, std::span<const grouped_out> outs, std::span<const expert_rows> groups, std::int64_t k) {
+  std::int64_t work = 0;
+  for (const auto& o : outs) work += o.rows * k * static_cast<std::int64_t>(groups.size());
+  return work < 32 * 1024 || pool.size() == 1;
+}
+
+/// X's rows for a grouped product (quantized once per token with `source`; with packed weights
+/// also interleaved group by group), into tasks' xs / xt.
+void prepare_grouped(compute_pool& pool, const kernel_table& kt, prepared_x& px, std::vector<act_row>& gathered,
+                     std::vector<std::size_t>& xt_offsets, grouped_tasks& tasks, act_format fmt, const float* x,
+                     const std::int32_t* source, bool single) {
+  std::int64_t m = 0;
+  for (const expert_rows& g : tasks.groups) m = std::max(m, g.first + g.count);
+  std::byte* xt;
+  act_row* xs;
+  if (source) {
+    // The tokens' rows quantized once, then viewed in gathered order.
+    const std::int64_t tokens = *std::max_element(source, source + m) + 1;
+    const act_row* by_token = prepare_rows(pool, kt, px, fmt, x, tokens, tasks.k, single, false, xt);
+    xs = scratch(gathered, static_cast<std::size_t>(m));
+    for (std::int64_t i = 0; i < m; ++i) xs[i] = by_token[source[i]];
+  } else {
+    xs = prepare_rows(pool, kt, px, fmt, x, m, tasks.k, single, false, xt);
+  }
+  // Packed weights: each group's rows interleaved in a tile stream of their own, from xt_at[g].
+  if (tasks.any_packed()) xt = interleave_groups(pool, px, fmt, xs, tasks.groups, tasks.k, single, xt_offsets);
+  tasks.x = x;
+  tasks.xs = xs;
+  tasks.xt = xt;
+  tasks.xt_at = xt_offsets.data();  // the workers see this thread's through it
+}
+
+}  // namespace
+
+void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
+                    std::int64_t k, const float* x, const std::int32_t* source) {
+  if (outs.empty() || groups.empty()) return;
+  const act_format fmt = act_format_for(outs[0].type);
+  if (outs.size() > k_matmul_max_outputs ||
+      (outs.size() > 1 && !std::all_of(outs.begin(), outs.end(), [&](const grouped_out& o) { return act_format_for(o.type) == fmt; }))) {
+    for (const auto& o : outs) matmul_grouped(pool, kt, std::span(&o, 1), groups, k, x, source);
+    return;
+  }
+  if (source && fmt == act_format::f32) throw std::invalid_argument("matmul_grouped: source rows are for quantized weights");
+  const bool single = grouped_single(pool, outs, groups, k);
+  thread_local prepared_x px;
+  thread_local std::vector<act_row> gathered;
+  thread_local std::vector<std::size_t> xt_offsets;
+  grouped_tasks tasks(pool, kt, outs, groups, k);
+  prepare_grouped(pool, kt, px, gathered, xt_offsets, tasks, fmt, x, source, single);
+  const std::int64_t n_tasks = tasks.count();
+  if (single) {
+    for (std::int64_t t = 0; t < n_tasks; ++t) tasks(t);
+    return;
+  }
+  auto each = [&](int t, int) { tasks(t); };
+  pool.parallel_for(static_cast<int>(n_tasks), std::ref(each));
+}
+
+void matmul_experts(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> first, const grouped_out& second,
+                    std::span<const expert_rows> groups, std::int64_t k, const float* x, const std::int32_t* source,
+                    const float* second_x, const std::function<void(const expert_rows& group)>& between) {
+  if (first.empty() || groups.empty()) return;
+  const std::int64_t k2 = first[0].rows;
+  const act_format fmt = act_format_for(first[0].type), fmt2 = act_format_for(second.type);
+  const std::span<const grouped_out> second_outs(&second, 1);
+  if (first.size() > k_matmul_max_outputs || !is_quantized_family(first, fmt) || !is_quantized_family(second_outs, fmt2) ||
+      std::any_of(first.begin(), first.end(), [&](const grouped_out& o) { return o.rows != k2; })) {
+    matmul_grouped(pool, kt, first, groups, k, x, source);
+    for (const expert_rows& g : groups) between(g);
+    matmul_grouped(pool, kt, second_outs, groups, k2, second_x);
+    return;
+  }
+  const bool single = grouped_single(pool, first, groups, k) && grouped_single(pool, second_outs, groups, k2);
+  thread_local prepared_x px, px2;
+  thread_local std::vector<act_row> gathered;
+  thread_local std::vector<std::size_t> xt_offsets, xt2_offsets;
+  grouped_tasks one(pool, kt, first, groups, k), two(pool, kt, second_outs, groups, k2);
+  prepare_grouped(pool, kt, px, gathered, xt_offsets, one, fmt, x, source, single);
+
+  // The second product's rows: buffers sized here, filled group by group inside the job.
+  std::int64_t m = 0;
+  for (const expert_rows& g : groups) m = std::max(m, g.first + g.count);
+  const std::size_t per_row = act_row_bytes(fmt2, k2);
+  act_row* xs2 = scratch(px2.rows, static_cast<std::size_t>(m));
+  std::byte* data2 = scratch(px2.data, per_row * static_cast<std::size_t>(m + 1));
+  data2 += (64 - reinterpret_cast<std::uintptr_t>(data2) % 64) % 64;
+  std::byte* xt2 = nullptr;
+  if (two.any_packed()) {
+    xt2_offsets.resize(groups.size() + 1);
+    xt2_offsets[0] = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g) xt2_offsets[g + 1] = xt2_offsets[g] + interleaved_q8_x8_bytes(fmt2, groups[g].count, k2);
+    xt2 = scratch(px2.interleaved, xt2_offsets.back());
+  }
+  two.xs = xs2;
+  two.xt = xt2;
+  two.xt_at = xt2_offsets.data();  // the workers see this thread's through it
+
+  // Per group: first-product runs still to finish, and whether its second-product rows are ready.
+  thread_local std::unique_ptr<std::atomic<std::int64_t>[]> left_buf;
+  thread_local std::unique_ptr<std::atomic<int>[]> ready_buf;
+  thread_local std::size_t state_size = 0;
+  if (state_size < groups.size()) {
+    state_size = groups.size();
+    left_buf = std::make_unique<std::atomic<std::int64_t>[]>(state_size);
+    ready_buf = std::make_unique<std::atomic<int>[]>(state_size);
+  }
+  std::atomic<std::int64_t>* left = left_buf.get();
+  std::atomic<int>* ready = ready_buf.get();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    left[g].store(one.per_group, std::memory_order_relaxed);
+    ready[g].store(0, std::memory_order_relaxed);
+  }
+  auto finish_group = [&](std::size_t gi) {
+    const expert_rows& g = groups[gi];
+    between(g);
+    for (std::int64_t i = g.first; i < g.first + g.count; ++i)
+      xs2[i] = quantize_activations(kt, fmt2, second_x + i * k2, k2, data2 + static_cast<std::size_t>(i) * per_row);
+    if (xt2) interleave_q8_x8(fmt2, xs2 + g.first, 0, g.count, g.count, k2, xt2 + two.xt_at[gi]);
+    ready[gi].store(1, std::memory_order_release);
   };
-  const std::int64_t n_tasks = per_group * static_cast<std::int64_t>(groups.size());
+  // The first products' tasks, then the second's: a thread that takes a group's second-product
+  // task finds every first-product task of that group already taken by a running thread, so it
+  // only ever waits on work in progress.
+  const std::int64_t n_one = one.count(), n_tasks = n_one + two.count();
+  auto task = [&](std::int64_t t) {
+    if (t < n_one) {
+      one(t);
+      const std::size_t gi = static_cast<std::size_t>(t / one.per_group);
+      if (left[gi].fetch_sub(1, std::memory_order_acq_rel) == 1) finish_group(gi);
+      return;
+    }
+    t -= n_one;
+    compute_pool::wait_for(ready[static_cast<std::size_t>(t / two.per_group)]);
+    two(t);
+  };
   if (single) {
     for (std::int64_t t = 0; t < n_tasks; ++t) task(t);
     return;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kernels/compute_pool.hpp"
@@ -89,6 +90,21 @@ struct grouped_out {
 ///    a copy per expert. The results are the same bits as with the gathered rows.
 void matmul_grouped(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> outs, std::span<const expert_rows> groups,
                     std::int64_t k, const float* x, const std::int32_t* source = nullptr);
+
+/// A mixture of experts' two grouped products in one pool job: `first` (gate and up, sharing an
+/// activation format) against X as matmul_grouped takes it, then `between(group)` once per group
+/// (the expert's activation: it turns the group's rows of first's outputs into second_x), then
+/// `second` (down) against second_x (X's rows x first[0].rows). A group's second product starts as
+/// soon as its first products are done, on whichever thread is free: the thread that finishes a
+/// group's last first-product run calls between and prepares that group's rows of second_x, so
+/// the pool's workers meet once per layer instead of twice, and the activation and its
+/// quantization run while the other workers still stream weights. Every row gets the very bits
+/// of matmul_grouped(first), between, matmul_grouped(second). Float weights, or a second product
+/// with float activations, take those three steps one after the other. `between` runs on a pool
+/// thread inside the job: it must not use the pool itself.
+void matmul_experts(compute_pool& pool, const kernel_table& kt, std::span<const grouped_out> first, const grouped_out& second,
+                    std::span<const expert_rows> groups, std::int64_t k, const float* x, const std::int32_t* source,
+                    const float* second_x, const std::function<void(const expert_rows& group)>& between);
 
 /// The single-threaded exact reference: dequantize each row, then a plain dot product in double
 /// against the unrounded activations.

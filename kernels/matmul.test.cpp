@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/packed_x16.hpp"
@@ -333,6 +336,79 @@ TEST(matmul, grouped_rows_read_through_source_match_gathered_copies) {
   std::vector<float> y(static_cast<std::size_t>(m * rows));
   const grouped_out o[] = {{dtype::f32, f.w.data(), rows, y.data()}};
   EXPECT_THROW(matmul_grouped(pool, active_kernels(), o, groups, k, f.x.data(), source.data()), std::invalid_argument);
+}
+
+/// matmul_experts (the experts' two products and the activation between them in one pool job)
+/// gives the very bits of matmul_grouped, the activation, and matmul_grouped again, one after the
+/// other: for decode's one row per expert and a batch's groups, rows read through `source` or
+/// gathered, GGUF and packed weights, one thread and two, and mixed types (q4_K gate and up, q6_K
+/// down, as in Q4_K_M files).
+TEST(matmul, experts_in_one_job_match_their_products_one_after_the_other) {
+  const unsigned seed = test_seed();
+  std::mt19937 gen(seed);
+  const kernel_table& kt = active_kernels();
+  compute_pool one(1), two(2);
+  const std::int64_t experts = 6, d = 256, ff = 512, tokens = 9;
+  struct layout {
+    std::vector<expert_rows> groups;
+    std::vector<std::int32_t> source;
+  };
+  // Decode: one token, 4 experts; a batch: each token twice, one expert with many rows.
+  const layout layouts[] = {{{{3, 0, 1}, {0, 1, 1}, {5, 2, 1}, {1, 3, 1}}, {0, 0, 0, 0}},
+                            {{{0, 0, 6}, {1, 6, 1}, {2, 7, 9}, {4, 16, 2}}, {}}};
+  const std::pair<dtype, dtype> types[] = {{dtype::q4_k, dtype::q6_k}, {dtype::q4_0, dtype::q8_0}, {dtype::mxfp4, dtype::q4_k}};
+  for (const auto& [tg, td] : types) {
+    const problem gate = make_problem(tg, experts * ff, d, tokens, gen), up = make_problem(tg, experts * ff, d, 1, gen);
+    const problem down = make_problem(td, experts * d, ff, 1, gen);
+    auto pack = [&](dtype t, const problem& p, std::int64_t rows, std::int64_t k) {
+      std::vector<std::byte> out(p.w.size());
+      const std::size_t bytes = row_bytes(t, k) * static_cast<std::size_t>(rows);
+      for (std::int64_t e = 0; e < experts; ++e) pack_x16(t, p.w.data() + e * bytes, rows, k, out.data() + e * bytes);
+      return out;
+    };
+    const bool packable = x16_packable(tg) && x16_packable(td) && kt.packed_gemm[dtype_slot(tg)] && kt.packed_gemm[dtype_slot(td)];
+    std::vector<std::byte> pg, pu, pd;
+    if (packable) pg = pack(tg, gate, ff, d), pu = pack(tg, up, ff, d), pd = pack(td, down, d, ff);
+    for (const layout& l : layouts) {
+      std::int64_t m = 0;
+      for (const expert_rows& g : l.groups) m = std::max(m, g.first + g.count);
+      std::vector<std::int32_t> source = l.source;
+      if (source.empty())
+        for (std::int64_t i = 0; i < m; ++i) source.push_back(static_cast<std::int32_t>(i * 5 % tokens));
+      for (bool packed : {false, true}) {
+        if (packed && !packable) continue;
+        for (compute_pool* pool : {&one, &two}) {
+          std::vector<float> g_want(static_cast<std::size_t>(m * ff)), u_want(g_want.size()), y_want(static_cast<std::size_t>(m * d));
+          std::vector<float> g_got(g_want.size()), u_got(g_want.size()), y_got(y_want.size());
+          auto act = [&](std::vector<float>& g, const std::vector<float>& u, const expert_rows& r) {
+            for (std::int64_t i = r.first * ff; i < (r.first + r.count) * ff; ++i)
+              g[static_cast<std::size_t>(i)] = g[static_cast<std::size_t>(i)] / (1.0f + std::exp(-g[static_cast<std::size_t>(i)])) *
+                                               u[static_cast<std::size_t>(i)];
+          };
+          const grouped_out first_want[] = {{tg, gate.w.data(), ff, g_want.data(), packed ? pg.data() : nullptr},
+                                            {tg, up.w.data(), ff, u_want.data(), packed ? pu.data() : nullptr}};
+          const grouped_out second_want[] = {{td, down.w.data(), d, y_want.data(), packed ? pd.data() : nullptr}};
+          matmul_grouped(*pool, kt, first_want, l.groups, d, gate.x.data(), source.data());
+          for (const expert_rows& r : l.groups) act(g_want, u_want, r);
+          matmul_grouped(*pool, kt, second_want, l.groups, ff, g_want.data());
+
+          const grouped_out first_got[] = {{tg, gate.w.data(), ff, g_got.data(), packed ? pg.data() : nullptr},
+                                           {tg, up.w.data(), ff, u_got.data(), packed ? pu.data() : nullptr}};
+          const grouped_out second_got{td, down.w.data(), d, y_got.data(), packed ? pd.data() : nullptr};
+          std::atomic<int> calls{0};  // between runs on whichever thread finishes a group
+          auto between = [&](const expert_rows& r) {
+            ++calls;
+            act(g_got, u_got, r);
+          };
+          matmul_experts(*pool, kt, first_got, second_got, l.groups, d, gate.x.data(), source.data(), g_got.data(), std::ref(between));
+          const std::string what = std::string(dtype_name(tg)) + "/" + dtype_name(td) + (packed ? " packed" : "") + ", " +
+                                   std::to_string(pool->size()) + " threads, " + std::to_string(m) + " rows, seed " + std::to_string(seed);
+          EXPECT_EQ(calls.load(), static_cast<int>(l.groups.size())) << what;
+          for (std::size_t i = 0; i < y_want.size(); ++i) ASSERT_EQ(y_got[i], y_want[i]) << what << " at " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(matmul, every_level_quantizes_activations_to_the_same_bytes) {

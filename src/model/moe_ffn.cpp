@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <vector>
 
@@ -118,14 +119,16 @@ void moe_ffn(const layer_weights& w, const hparams& h, const float* cur, std::in
   const kernels::kernel_table& kt = kernels::active_kernels();
   const kernels::grouped_out gate_up[] = {{w.gate_exps.type, w.gate_exps.data, ff, gate, w.gate_exps.packed},
                                           {w.up_exps.type, w.up_exps.data, ff, up, w.up_exps.packed}};
-  kernels::matmul_grouped(pool, kt, gate_up, b.groups, d, by_token ? cur : x, by_token ? source : nullptr);
-  for (const kernels::expert_rows& g : b.groups) {
+  // gate := act(gate) * up per expert, as soon as its rows are done, then down from gate: one
+  // pool job for the experts' three products.
+  auto between = [&](const kernels::expert_rows& g) {
     add_bias(w.gate_exps_b, g.expert, gate, g.first, g.first + g.count, ff);
     add_bias(w.up_exps_b, g.expert, up, g.first, g.first + g.count, ff);
-  }
-  for_rows(pool, rows, ff, [&](std::int64_t r0, std::int64_t r1) { activate(h, gate + r0 * ff, up + r0 * ff, (r1 - r0) * ff); });
-  const kernels::grouped_out down_out[] = {{w.down_exps.type, w.down_exps.data, d, down, w.down_exps.packed}};
-  kernels::matmul_grouped(pool, kt, down_out, b.groups, ff, gate);
+    activate(h, gate + g.first * ff, up + g.first * ff, g.count * ff);
+  };
+  const kernels::grouped_out down_out{w.down_exps.type, w.down_exps.data, d, down, w.down_exps.packed};
+  kernels::matmul_experts(pool, kt, gate_up, down_out, b.groups, d, by_token ? cur : x, by_token ? source : nullptr, gate,
+                          std::ref(between));
   for (const kernels::expert_rows& g : b.groups) add_bias(w.down_exps_b, g.expert, down, g.first, g.first + g.count, d);
 
   // Scatter: each token's experts summed in the router's order, as when it runs alone.
