@@ -35,10 +35,6 @@ bin=$(bench/llamacpp.sh)
 llama_bench=$bin/llama-bench
 batched=$bin/llama-batched-bench
 llama_server=$bin/llama-server
-if [ ! -x "$batched" ]; then
-  echo "moe.sh: building llama-batched-bench next to llama-bench" >&2
-  cmake --build "$(dirname "$bin")" --target llama-batched-bench >&2
-fi
 dir=$(bench_dir "$build")
 [ "$threads" -gt 0 ] || threads=$(nproc)
 
