@@ -22,7 +22,7 @@ struct kv_pages_f16 {
   int page_tokens = 32;
   int n_head_kv = 0;
   int head_dim = 0;  // 32, 64, 128 or 256
-  int bits = 16;     // 16: f16 rows; 8: q8_0 rows (decode_attention only)
+  int bits = 16;     // 16: f16 rows; 8: q8_0 rows
 };
 
 /// n_seq decode rows. Row s: q and out at s * n_head * head_dim (f32, device); it attends the

@@ -94,6 +94,35 @@ void check_rope_kv(verdicts& v, std::mt19937& rng) {
     v.expect(bytes(q1) == bytes(q2) && bytes(k1) == bytes(k2) && bytes(kp1) == bytes(kp2) && bytes(vp1) == bytes(vp2),
              fmt("rope_store_kv (%.0f rows, head %.0f", sh.n, sh.head_dim) + (sh.neox ? ", neox)" : ")") +
                  " equals rope, rope and store_kv_f16, bit for bit");
+
+    // Rows of both formats in one launch (odd rows into q8_0 pages, even rows into f16 ones),
+    // against the turned k1 stored row by row by store_kv_f16 and store_kv_q8_0.
+    std::vector<std::int32_t> s16(slots), s8(slots);
+    for (std::size_t r = 0; r < slots.size(); ++r) (r % 2 ? s16 : s8)[r] = -1;
+    const std::size_t pool8 = static_cast<std::size_t>(n_slots) * (kvd / 32 * 34) / 4;  // q8_0 pages, counted as floats
+    const device_buffer q3 = to_device(q), k3 = to_device(k), s16d = to_device(s16), s8d = to_device(s8);
+    const device_buffer kp3 = poisoned(pool), vp3 = poisoned(pool), kq3 = poisoned(pool8), vq3 = poisoned(pool8);
+    const device_buffer kp4 = copy_of(kp3), vp4 = copy_of(vp3), kq4 = copy_of(kq3), vq4 = copy_of(vq3);
+    for (int r = 0; r < sh.n; ++r) {
+      const float* kr = k1.as<float>() + static_cast<std::size_t>(r) * kvd;
+      const float* vr = vd.as<float>() + static_cast<std::size_t>(r) * kvd;
+      if (r % 2) store_kv_q8_0(kr, vr, 1, kvd, s8d.as<std::int32_t>() + r, kq4.data(), vq4.data(), nullptr);
+      else store_kv_f16(kr, vr, 1, kvd, s16d.as<std::int32_t>() + r, kp4.data(), vp4.data(), nullptr);
+    }
+    rope_kv_args m = a;
+    m.q = q3.as<float>();
+    m.k = k3.as<float>();
+    m.slots = s16d.as<std::int32_t>();
+    m.k_pages = kp3.data();
+    m.v_pages = vp3.data();
+    m.slots_q8 = s8d.as<std::int32_t>();
+    m.k_pages_q8 = kq3.data();
+    m.v_pages_q8 = vq3.data();
+    rope_store_kv(m, ra, nullptr);
+    v.expect(bytes(q1) == bytes(q3) && bytes(k1) == bytes(k3) && bytes(kp3) == bytes(kp4) && bytes(vp3) == bytes(vp4) &&
+                 bytes(kq3) == bytes(kq4) && bytes(vq3) == bytes(vq4),
+             fmt("rope_store_kv (%.0f rows, head %.0f", sh.n, sh.head_dim) + (sh.neox ? ", neox)" : ")") +
+                 " into f16 and q8_0 pages (alternate rows) equals rope, rope, store_kv_f16 and store_kv_q8_0 row by row, bit for bit");
   }
 }
 

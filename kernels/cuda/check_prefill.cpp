@@ -1,6 +1,7 @@
 // Prefill attention on the tensor cores against the CPU's scalar attention over the same pages,
 // as the GPU layers run it: the rows of a step's sequences with many rows in tiles through
-// prefill_attention, the other rows through decode_attention (by their indices), every row checked.
+// prefill_attention, the other rows through decode_attention (by their indices), every row checked;
+// over f16 pages and over q8_0 pages (the CPU's quantize_row bytes, its attention over them).
 
 #include <algorithm>
 
@@ -23,13 +24,14 @@ struct prefill_case {
   std::vector<chunk> seqs;
   int window = 0;  // > 0: row at p attends [p - window + 1, p]
   float softcap = 0.0f;
+  int bits = 16;  // 16: f16 pages; 8: q8_0
 };
 
 void run_case(verdicts& v, std::mt19937& rng, const prefill_case& c) {
   const int hd = c.head_dim, per_row = c.n_head * hd;
   std::vector<int> seq_last;
   for (const auto& s : c.seqs) seq_last.push_back(s.start + s.n_rows - 1);
-  const random_pages pages = make_pages(rng, k_page, c.n_head_kv, hd, seq_last);
+  const random_pages pages = make_pages(rng, k_page, c.n_head_kv, hd, seq_last, c.bits);
   // The step's rows, sequence after sequence; one block table per row (or one for all rows when
   // the step holds one sequence, as the GPU layers pass a prefill).
   const bool one_table = c.seqs.size() == 1;
@@ -91,8 +93,9 @@ void run_case(verdicts& v, std::mt19937& rng, const prefill_case& c) {
   std::string seqs;
   for (const auto& s : c.seqs) seqs += (seqs.empty() ? "" : ",") + std::to_string(s.start) + "+" + std::to_string(s.n_rows);
   char what[300];
-  std::snprintf(what, sizeof what, "prefill attention hd=%d heads=%d/%d rows %s (%zu tiles of %d, %zu decode rows)%s%s: error %.3g", hd,
-                c.n_head, c.n_head_kv, seqs.c_str(), tiles.size(), tile_rows, decode.size(), c.window > 0 ? " window" : "",
+  std::snprintf(what, sizeof what, "prefill attention %s hd=%d heads=%d/%d rows %s (%zu tiles of %d, %zu decode rows)%s%s: error %.3g",
+                c.bits == 8 ? "q8_0" : "f16", hd, c.n_head, c.n_head_kv, seqs.c_str(), tiles.size(), tile_rows, decode.size(),
+                c.window > 0 ? " window" : "",
                 c.softcap > 0 ? " softcap" : "", err);
   v.expect(err <= k_prefill_tolerance, what);
 }
@@ -106,6 +109,12 @@ void check_prefill_attention(verdicts& v, std::mt19937& rng) {
   run_case(v, rng, {256, 8, 8, {{0, 130}, {64, 65}}});              // one query head per kv head: tiles of 64 rows
   run_case(v, rng, {128, 40, 4, {{17, 90}}, 50});                   // a sliding window
   run_case(v, rng, {32, 8, 4, {{0, 16}, {5, 15}, {300, 40}}});      // the shared test models' heads
+  // q8_0 pages: values dequantized in registers, kept as two f16 parts.
+  run_case(v, rng, {128, 32, 8, {{0, 333}}, 0, 0.0f, 8});
+  run_case(v, rng, {128, 32, 8, {{1000, 77}, {0, 1}, {0, 200}, {4099, 1}}, 0, 0.0f, 8});
+  run_case(v, rng, {64, 14, 2, {{37, 100}, {500, 3}}, 0, 30.0f, 8});
+  run_case(v, rng, {256, 8, 8, {{0, 130}, {64, 65}}, 0, 0.0f, 8});
+  run_case(v, rng, {32, 8, 4, {{0, 16}, {5, 15}, {300, 40}}, 0, 0.0f, 8});
 }
 
 }  // namespace strata::kernels::cuda::checks

@@ -1,6 +1,8 @@
 // Fused layer steps (fused.hpp). Each kernel repeats the arithmetic of the kernels it replaces in
 // the same order, so the results match them bit for bit (checked by check_fused.cpp).
 
+#include <algorithm>
+
 #include <cuda_fp16.h>
 
 #include <stdexcept>
@@ -90,12 +92,29 @@ __global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
   __syncthreads();
   const int dim = a.n_head_kv * a.head_dim;
   const long long src = static_cast<long long>(t) * dim + static_cast<long long>(hk) * a.head_dim;
-  const long long dst = static_cast<long long>(a.slots[t]) * dim + static_cast<long long>(hk) * a.head_dim;
-  auto* kp = static_cast<__half*>(a.k_pages);
-  auto* vp = static_cast<__half*>(a.v_pages);
-  for (int c = static_cast<int>(threadIdx.x); c < a.head_dim; c += static_cast<int>(blockDim.x)) {
-    kp[dst + c] = __float2half_rn(a.k[src + c]);
-    vp[dst + c] = __float2half_rn(a.v[src + c]);
+  const int slot = a.slots[t];
+  if (slot >= 0) {
+    const long long dst = static_cast<long long>(slot) * dim + static_cast<long long>(hk) * a.head_dim;
+    auto* kp = static_cast<__half*>(a.k_pages);
+    auto* vp = static_cast<__half*>(a.v_pages);
+    for (int c = static_cast<int>(threadIdx.x); c < a.head_dim; c += static_cast<int>(blockDim.x)) {
+      kp[dst + c] = __float2half_rn(a.k[src + c]);
+      vp[dst + c] = __float2half_rn(a.v[src + c]);
+    }
+    return;
+  }
+  const int slot8 = a.slots_q8 ? a.slots_q8[t] : -1;
+  if (slot8 < 0) return;
+  // q8_0: a warp per block of 32 values of the head (blockDim.x is a multiple of 32), as
+  // store_kv_q8_kernel; the head's blocks are row_blocks / n_head_kv of the row's.
+  const int lane = static_cast<int>(threadIdx.x % 32), warps = static_cast<int>(blockDim.x / 32);
+  const long long row_bytes = static_cast<long long>(dim) / 32 * 34;
+  auto* kp = static_cast<unsigned char*>(a.k_pages_q8);
+  auto* vp = static_cast<unsigned char*>(a.v_pages_q8);
+  for (int b = static_cast<int>(threadIdx.x / 32); b < a.head_dim / 32; b += warps) {
+    const long long at = static_cast<long long>(slot8) * row_bytes + (static_cast<long long>(hk) * a.head_dim / 32 + b) * 34;
+    kv_q8_0_block(a.k[src + b * 32 + lane], lane, kp + at);
+    kv_q8_0_block(a.v[src + b * 32 + lane], lane, vp + at);
   }
 }
 
@@ -135,8 +154,9 @@ void rope_store_kv(const rope_kv_args& a, const rope_args& rope, cudaStream_t st
   if (a.n <= 0) return;
   if (a.n_head <= 0 || a.n_head_kv <= 0 || a.head_dim <= 0 || rope.n_rot > a.head_dim)
     throw std::invalid_argument("rope_store_kv: heads or n_rot out of range");
+  if (a.slots_q8 && a.head_dim % 32 != 0) throw std::invalid_argument("rope_store_kv: q8_0 pages need heads of a multiple of 32 values");
   const dim3 grid(static_cast<unsigned>(a.n), static_cast<unsigned>(a.n_head + a.n_head_kv));
-  const int threads = a.head_dim / 2 < 32 ? 32 : a.head_dim / 2;
+  const int threads = (std::max(a.head_dim / 2, 32) + 31) / 32 * 32;  // whole warps (the q8_0 blocks)
   launch_pdl("rope_store_kv", rope_store_kv_kernel, grid, threads, 0, stream, a, rope);
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/cuda/device.hpp"
 #include "kernels/cuda/kv_store.hpp"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/quantize_block.cuh"
 
 namespace strata::kernels::cuda {
 namespace {
@@ -26,18 +27,6 @@ __global__ void store_kv_kernel(const float* k, const float* v, long long n, int
   vp[at] = __float2half_rn(v[i]);
 }
 
-/// One q8_0 block of 32 values, a value per lane, written at dst (kernels' quant_q8_0, step for step).
-__device__ __forceinline__ void q8_0_block(float x, int lane, unsigned char* dst) {
-  float amax = fabsf(x);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
-  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-  dst[2 + lane] = static_cast<unsigned char>(static_cast<signed char>(lroundf(x * id)));
-  // The scale as one 16-bit store (the block starts on an even byte: 34-byte blocks from an
-  // aligned pool).
-  if (lane == 0) *reinterpret_cast<unsigned short*>(dst) = __half_as_ushort(__float2half_rn(d));
-}
-
 /// A warp per block of 32 values of a row: its keys' and its values' block.
 __global__ void store_kv_q8_kernel(const float* k, const float* v, long long n_blocks, int row_blocks, const std::int32_t* slots,
                                    unsigned char* kp, unsigned char* vp) {
@@ -46,8 +35,8 @@ __global__ void store_kv_q8_kernel(const float* k, const float* v, long long n_b
   if (w >= n_blocks) return;
   const long long r = w / row_blocks, b = w % row_blocks;
   const long long at = (static_cast<long long>(slots[r]) * row_blocks + b) * 34;
-  q8_0_block(k[w * 32 + lane], lane, kp + at);
-  q8_0_block(v[w * 32 + lane], lane, vp + at);
+  kv_q8_0_block(k[w * 32 + lane], lane, kp + at);
+  kv_q8_0_block(v[w * 32 + lane], lane, vp + at);
 }
 
 /// Block (i, which): entry i's key (which = 0) or value page, 16 bytes a thread and step.

@@ -11,6 +11,11 @@
 // max and sum (online softmax, base 2), splits P into two f16 parts in registers (the accumulator
 // fragments of S are the A fragments of P V) and adds P V (V through ldmatrix.trans). A warp skips tiles
 // past the last position of all its rows (the causal triangle).
+//
+// Over q8_0 pages the tiles are loaded through registers instead: each value d * q (an f16 scale
+// times an int8, exact in f32 as the CPU's rows are) is kept as two f16 parts like the queries,
+// in two more stages of K and V, and S and P V take a third product with them (the parts' own
+// product, below 2^-22 of the result, is left out).
 
 #include <cuda_fp16.h>
 
@@ -29,11 +34,12 @@ constexpr float k_log2e = 1.4426950408889634f;
 
 /// Positions per K/V tile and the shared-memory row pitch (8 halves of padding: 16-byte rows of
 /// ldmatrix fall in distinct banks).
-template <int HD>
+template <int HD, bool Q8 = false>
 struct shape {
   static constexpr int bn = HD >= 256 ? 32 : 64;
   static constexpr int ld = HD + 8;
-  static constexpr int smem_bytes = (2 * k_bm + 4 * bn) * ld * 2;  // Q's two parts, then two stages of K and of V
+  // Q's two parts, then two stages of K and of V (q8_0: and of their second parts).
+  static constexpr int smem_bytes = (2 * k_bm + (Q8 ? 8 : 4) * bn) * ld * 2;
 };
 
 __device__ __forceinline__ float ex2(float x) {
@@ -42,16 +48,18 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
-template <int HD>
+template <int HD, bool Q8>
 __global__ void __launch_bounds__(k_threads)
     prefill_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                    const prefill_tile* __restrict__ tiles, int group) {
-  constexpr int BN = shape<HD>::bn, LD = shape<HD>::ld, NT = BN / 8, DT = HD / 8;
+  constexpr int BN = shape<HD, Q8>::bn, LD = shape<HD, Q8>::ld, NT = BN / 8, DT = HD / 8;
   extern __shared__ __align__(16) unsigned char smem[];
   __half* qs = reinterpret_cast<__half*>(smem);  // [k_bm][LD]: the queries rounded to f16
   __half* ql = qs + k_bm * LD;                   // [k_bm][LD]: what the rounding left
   __half* ks = ql + k_bm * LD;                   // [2][BN][LD]
   __half* vs = ks + 2 * BN * LD;                 // [2][BN][LD]
+  __half* kl = vs + 2 * BN * LD;                 // q8_0: [2][BN][LD], what K's f16 part left
+  __half* vl = kl + 2 * BN * LD;                 // q8_0: [2][BN][LD], V's
 
   const prefill_tile tile = tiles[blockIdx.x];
   const int kvh = static_cast<int>(blockIdx.y), h0 = kvh * group;
@@ -90,13 +98,49 @@ __global__ void __launch_bounds__(k_threads)
   // Positions [t0, t0 + BN) of K and V into stage st; positions past kv_hi become zeros (a masked
   // score times a zero value, never times whatever the page holds).
   auto load = [&](int t0, int st) {
-    for (int i = tid; i < BN * (HD / 8); i += k_threads) {
-      const int j = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + j;
-      const bool live = t <= kv_hi;
-      std::size_t at = 0;
-      if (live) at = (static_cast<std::size_t>(blocks[t / page_tokens]) * page_tokens + t % page_tokens) * pitch + kvh * HD + c;
-      cp_async16(ks + (st * BN + j) * LD + c, kp + at, live);
-      cp_async16(vs + (st * BN + j) * LD + c, vp + at, live);
+    if constexpr (Q8) {
+      // A row is n_head_kv * HD / 32 blocks of 34 bytes; 8 values of one block a thread.
+      const std::size_t row_bytes = pitch / 32 * 34;
+      const auto* k8 = reinterpret_cast<const unsigned char*>(kp);
+      const auto* v8 = reinterpret_cast<const unsigned char*>(vp);
+      for (int i = tid; i < BN * (HD / 8); i += k_threads) {
+        const int j = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + j;
+        uint4 khi = make_uint4(0, 0, 0, 0), klo = khi, vhi = khi, vlo = khi;
+        if (t <= kv_hi) {
+          const std::size_t at = (static_cast<std::size_t>(blocks[t / page_tokens]) * page_tokens + t % page_tokens) * row_bytes +
+                                 static_cast<std::size_t>((kvh * HD + c) / 32) * 34;
+          const int within = c % 32;
+          for (int which = 0; which < 2; ++which) {
+            const unsigned char* b = (which == 0 ? k8 : v8) + at;
+            // 2-byte aligned (34-byte blocks from an aligned pool): the scale, then 8 int8 as four 16-bit loads.
+            const float d = __half2float(*reinterpret_cast<const __half*>(b));
+            const auto* q16 = reinterpret_cast<const unsigned short*>(b + 2 + within);
+            unsigned hi[4], lo[4];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const unsigned short u = q16[e];
+              split_half2(d * static_cast<float>(static_cast<signed char>(u & 0xFF)), d * static_cast<float>(static_cast<signed char>(u >> 8)),
+                          hi[e], lo[e]);
+            }
+            (which == 0 ? khi : vhi) = make_uint4(hi[0], hi[1], hi[2], hi[3]);
+            (which == 0 ? klo : vlo) = make_uint4(lo[0], lo[1], lo[2], lo[3]);
+          }
+        }
+        const int o = (st * BN + j) * LD + c;
+        *reinterpret_cast<uint4*>(ks + o) = khi;
+        *reinterpret_cast<uint4*>(kl + o) = klo;
+        *reinterpret_cast<uint4*>(vs + o) = vhi;
+        *reinterpret_cast<uint4*>(vl + o) = vlo;
+      }
+    } else {
+      for (int i = tid; i < BN * (HD / 8); i += k_threads) {
+        const int j = i / (HD / 8), c = (i % (HD / 8)) * 8, t = t0 + j;
+        const bool live = t <= kv_hi;
+        std::size_t at = 0;
+        if (live) at = (static_cast<std::size_t>(blocks[t / page_tokens]) * page_tokens + t % page_tokens) * pitch + kvh * HD + c;
+        cp_async16(ks + (st * BN + j) * LD + c, kp + at, live);
+        cp_async16(vs + (st * BN + j) * LD + c, vp + at, live);
+      }
     }
     cp_async_commit();
   };
@@ -136,6 +180,11 @@ __global__ void __launch_bounds__(k_threads)
           mma16816(s[n + 1], qh, b + 2);
           mma16816(s[n], qr, b);
           mma16816(s[n + 1], qr, b + 2);
+          if constexpr (Q8) {
+            ldmatrix_x4(b, kl + (st * BN + n * 8 + 8 * (li / 2) + lj) * LD + kc * 16 + 8 * (li % 2));
+            mma16816(s[n], qh, b);
+            mma16816(s[n + 1], qh, b + 2);
+          }
         }
       }
       // Mask, then the online softmax in base 2, per product row (a row's 4 lanes share it).
@@ -191,6 +240,11 @@ __global__ void __launch_bounds__(k_threads)
           mma16816(o[d + 1], ph, b + 2);
           mma16816(o[d], pr, b);
           mma16816(o[d + 1], pr, b + 2);
+          if constexpr (Q8) {
+            ldmatrix_x4_trans(b, vl + (st * BN + kc * 16 + lj + 8 * (li % 2)) * LD + d * 8 + 8 * (li / 2));
+            mma16816(o[d], ph, b);
+            mma16816(o[d + 1], ph, b + 2);
+          }
         }
       }
     }
@@ -212,16 +266,17 @@ __global__ void __launch_bounds__(k_threads)
 
 using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, const prefill_tile*, int);
 
-/// The instance for a head size, its shared memory allowed once (past the 48 KB default).
-template <int HD>
+/// The instance for a head size and page format, its shared memory allowed once (past the 48 KB
+/// default).
+template <int HD, bool Q8>
 kernel_fn instance() {
   static const bool ready = [] {
-    check(cudaFuncSetAttribute(prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, shape<HD>::smem_bytes),
+    check(cudaFuncSetAttribute(prefill_kernel<HD, Q8>, cudaFuncAttributeMaxDynamicSharedMemorySize, shape<HD, Q8>::smem_bytes),
           "cudaFuncSetAttribute (prefill_attention)");
     return true;
   }();
   (void)ready;
-  return prefill_kernel<HD>;
+  return prefill_kernel<HD, Q8>;
 }
 
 }  // namespace
@@ -234,7 +289,7 @@ int prefill_tile_rows(int n_head, int n_head_kv, int head_dim) {
 }
 
 void prefill_attention(const kv_pages_f16& kv, const decode_rows& r, const prefill_tile* tiles, int n_tiles, cudaStream_t stream) {
-  if (kv.bits != 16) throw std::invalid_argument("prefill_attention: f16 pages only");
+  if (kv.bits != 16 && kv.bits != 8) throw std::invalid_argument("prefill_attention: pages of 16 (f16) or 8 (q8_0) bits");
   if (n_tiles <= 0) return;
   if (prefill_tile_rows(r.n_head, kv.n_head_kv, kv.head_dim) == 0)
     throw std::invalid_argument("prefill_attention: this head grouping or head size is not taken");
@@ -243,9 +298,12 @@ void prefill_attention(const kv_pages_f16& kv, const decode_rows& r, const prefi
   const auto* k = static_cast<const __half*>(kv.k);
   const auto* v = static_cast<const __half*>(kv.v);
   switch (kv.head_dim) {
-#define STRATA_PREFILL_CASE(HD)                                                                                  \
-  case HD:                                                                                                       \
-    instance<HD>()<<<grid, k_threads, shape<HD>::smem_bytes, stream>>>(k, v, kv.page_tokens, kv.n_head_kv, r, tiles, group); \
+#define STRATA_PREFILL_CASE(HD)                                                                                           \
+  case HD:                                                                                                                \
+    if (kv.bits == 8)                                                                                                     \
+      instance<HD, true>()<<<grid, k_threads, shape<HD, true>::smem_bytes, stream>>>(k, v, kv.page_tokens, kv.n_head_kv, r, tiles, group); \
+    else                                                                                                                  \
+      instance<HD, false>()<<<grid, k_threads, shape<HD, false>::smem_bytes, stream>>>(k, v, kv.page_tokens, kv.n_head_kv, r, tiles, group); \
     break;
     STRATA_PREFILL_CASE(32)
     STRATA_PREFILL_CASE(64)

@@ -1,6 +1,7 @@
 #pragma once
 // Attention of a prefill chunk's rows on the tensor cores: flash attention (mma.sync m16n8k16,
-// f16 in, f32 sums, online softmax) over the same paged f16 KV as decode_attention, for the rows
+// f16 in, f32 sums, online softmax) over the same paged f16 or q8_0 KV as decode_attention (q8_0
+// values dequantized in registers into two f16 parts each), for the rows
 // of a step that belong to a sequence with many rows. The rows are cut into tiles of consecutive
 // rows of one sequence; a block takes one tile and one kv head, and the tile's rows times that kv
 // head's query heads form the rows of its products, so that the query heads of one kv head share

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/pdl.cuh"
 
 namespace strata::kernels::cuda {
@@ -22,6 +24,20 @@ __device__ __forceinline__ void quantize_block(float v, int lane, std::int8_t* q
   for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
   const float d = amax / 127.0f;
   if (lane == 0) *ds = make_float2(d, d * static_cast<float>(sum));
+}
+
+/// One q8_0 block of a KV page (32 values, a value per lane) written at dst: an f16 scale and 32
+/// int8, the bytes of kernels' quant_q8_0 step for step (d = amax / 127 rounded to f16 nearest
+/// even, levels lround(v / d) in f32). Shared by store_kv_q8_0 and rope_store_kv.
+__device__ __forceinline__ void kv_q8_0_block(float x, int lane, unsigned char* dst) {
+  float amax = fabsf(x);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, o));
+  const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+  dst[2 + lane] = static_cast<unsigned char>(static_cast<signed char>(lroundf(x * id)));
+  // The scale as one 16-bit store (the block starts on an even byte: 34-byte blocks from an
+  // aligned pool).
+  if (lane == 0) *reinterpret_cast<unsigned short*>(dst) = __half_as_ushort(__float2half_rn(d));
 }
 
 /// The second pass of a norm over row `row` of dim values (xr: its values), a warp per block of
