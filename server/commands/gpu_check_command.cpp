@@ -1,5 +1,5 @@
 // `strata gpu-check --model M [--prompt N] [--gen G] [--seed S] [--bench 512,4096] [--bench-gen G]
-// [--bench-batch 64x1024+128] [--bench-restore 16384] [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
+// [--bench-batch 64x1024+128] [--bench-restore 16384] [--kv-bits 16|8] [--no-cpu] [--json F]`: runs the model's layers through the CPU stages and the GPU stages
 // (--device cuda) on the same tokens and compares their logits: one sequence's prefill and
 // decode (the decode fed the CPU's greedy token, so that both paths see the same sequence), three
 // sequences decoding in one batch, and a sequence's KV pages saved and loaded, and copied, on the
@@ -9,7 +9,8 @@
 // many sequences prefilled and then decoding together; --bench-restore times a prefix restored
 // from host RAM against its cold prefill (its next token's logits bit for bit). Exit code 1 when a
 // comparison fails. --golden also compares the GPU's logits with a reference dump of exact float
-// math (../shared/golden), within the tolerance its manifest gives.
+// math (../shared/golden), within the tolerance its manifest gives. --kv-bits 8 keeps every
+// sequence's KV pages in q8_0 (on both paths) instead of f16.
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +42,7 @@ struct gpu_check_options {
   int gen = 16;
   int bench_gen = 64;
   int bench_restore = 0;
+  int kv_bits = 16;
   unsigned seed = 0;
   bool no_cpu = false;
   double tolerance = 0.1;
@@ -64,16 +66,19 @@ struct path {
   }
 };
 
-/// A sequence's block table and length; blocks come from one counter shared by every sequence.
+/// A sequence's block table and length; blocks come from one counter shared by every sequence (of
+/// the f16 range for a sequence marked f16, when --kv-bits 8 makes the others q8_0).
 struct sequence {
   std::uint64_t id = 0;
   std::vector<std::int32_t> blocks;
   std::int32_t len = 0;
+  bool f16 = false;
 };
 
 struct planner {
   std::int32_t page_tokens = 32;
   std::int32_t next_block = 0;
+  std::int32_t next_f16 = 0;  // f16 blocks of sequences marked f16
   std::uint64_t next_step = 1;
 
   /// One step: each sequence gets its tokens appended (blocks added as needed).
@@ -82,7 +87,7 @@ struct planner {
     l.step = next_step++;
     for (auto& [s, toks] : parts) {
       const auto n = static_cast<std::int32_t>(toks.size());
-      while (static_cast<std::int32_t>(s->blocks.size()) * page_tokens < s->len + n) s->blocks.push_back(next_block++);
+      while (static_cast<std::int32_t>(s->blocks.size()) * page_tokens < s->len + n) s->blocks.push_back(s->f16 ? next_f16++ : next_block++);
       pipeline::batch_sequence b;
       b.id = s->id;
       b.blocks = s->blocks;
@@ -163,10 +168,12 @@ boost::json::object compare(path& cpu, path& gpu, planner& pl, std::int32_t n_vo
     }
   }
   r["one_sequence"] = single.json();
-  // Three sequences of different lengths, prefilled apart, then decoding together.
+  // Three sequences of different lengths, prefilled apart, then decoding together; with
+  // --kv-bits 8 the middle one keeps f16 pages (steps of both formats).
   comparison batch;
   {
     std::vector<sequence> sc(3), sg(3);
+    sc[1].f16 = sg[1].f16 = o.kv_bits == 8;
     std::vector<std::vector<float>> last(3);
     const int lengths[] = {5, 40, 100};
     for (int i = 0; i < 3; ++i) {
@@ -409,7 +416,15 @@ int run(const gpu_check_options& o) {
     return 2;
   }
   tokens += batch.tokens() + batch.seqs * pl.page_tokens;  // each sequence's last page partly used
-  kv::block_space space{{tokens / pl.page_tokens + 64, 0, 0}};
+  if (o.kv_bits != 16 && o.kv_bits != 8) {
+    std::fprintf(stderr, "strata gpu-check: --kv-bits takes 16 or 8 (the GPU keeps no q4_0 pages)\n");
+    return 2;
+  }
+  // Every sequence's blocks in one format (but one of compare()'s: f16 beside q8_0 ones).
+  const std::int32_t n_blocks = tokens / pl.page_tokens + 64;
+  const bool q8 = o.kv_bits == 8;
+  kv::block_space space{{n_blocks, q8 ? n_blocks : 0, 0}};
+  pl.next_block = space.base(q8 ? kv::kv_format::q8_0 : kv::kv_format::f16);
   auto stages = engine::make_gpu_stages(m, space, pl.page_tokens);
   if (!stages) {
     std::fprintf(stderr, "strata gpu-check: %s\n", stages.err().message.c_str());
@@ -419,7 +434,8 @@ int run(const gpu_check_options& o) {
   path gpu{stages->layers, stages->output};
   std::mt19937 rng(o.seed);
   std::printf("seed %u\n", o.seed);
-  boost::json::object result{{"model", o.model}, {"device", stages->summary}, {"seed", o.seed}};
+  std::printf("KV pages: %s\n", q8 ? "q8_0" : "f16");
+  boost::json::object result{{"model", o.model}, {"device", stages->summary}, {"seed", o.seed}, {"kv_bits", o.kv_bits}};
   bool ok = true;
   if (!o.no_cpu) {
     auto pool = std::make_shared<kernels::compute_pool>(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
@@ -469,6 +485,7 @@ const bool registered = register_command("gpu-check", "Compare the GPU path's lo
   sub.add_option("--bench-gen", o->bench_gen, "Decode steps timed after each prompt")->capture_default_str();
   sub.add_option("--bench-batch", o->bench_batch, "Sequences decoding together, e.g. 64x1024+128 (sequences x prompt + generated)");
   sub.add_option("--bench-restore", o->bench_restore, "Prefix tokens to restore from host RAM, timed against their cold prefill");
+  sub.add_option("--kv-bits", o->kv_bits, "KV page precision: 16 (f16) or 8 (q8_0)")->capture_default_str();
   sub.add_flag("--no-cpu", o->no_cpu, "Skip the comparison with the CPU (bench only)");
   sub.add_option("--json", o->json, "Write the results as JSON here");
   return std::function<int()>([o] { return run(*o); });

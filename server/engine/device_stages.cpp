@@ -26,7 +26,7 @@ result<device_stages> make_gpu_stages(const std::shared_ptr<const model::model>&
     weights += out->weight_bytes();
     d.output = std::move(out);
     d.summary = ctx->device_name() + ", " + std::to_string(weights >> 20) + " MiB of weights and " + std::to_string(kv >> 20) +
-                " MiB of f16 KV pages on it";
+                " MiB of KV pages (f16 and q8_0 pools) on it";
     return d;
   } catch (const std::exception& e) {
     return fail(errc::unsupported, "--device cuda: ", e.what());

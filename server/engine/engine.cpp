@@ -45,7 +45,7 @@ class assembler final : public sched::text_assembler {
 std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim) {
   if (bits == 16) return {};
   if (bits != 8 && bits != 4) return "KV precision is 16, 8 or 4 bits";
-  if (gpu) return "the GPU (--device cuda) keeps KV pages in f16 only";
+  if (gpu && bits == 4) return "the GPU (--device cuda) keeps KV pages in f16 or q8_0 only";
   if (head_dim % kv::k_kv_quant_block != 0)
     return "needs attention heads of a multiple of " + std::to_string(kv::k_kv_quant_block) + " values; this model's have " +
            std::to_string(head_dim);
@@ -94,7 +94,8 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // idle server's resident memory stays small.
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
   const bool gpu = cfg.model.device == "cuda";
-  // Quantized pages where requests may ask for them (not on the GPU, whole blocks per head).
+  // Quantized pages where requests may ask for them (whole blocks per head; on the GPU q8_0 only,
+  // in a device pool of its own beside the f16 one).
   e->quantized_kv_ = strata::engine::kv_bits_problem(8, gpu, hp.head_dim).empty();
   kv::pool_config& pc = e->pool_cfg_;
   // Only layers without per-sequence state write KV pages (a recurrent or sliding-window layer's

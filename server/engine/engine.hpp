@@ -40,8 +40,8 @@ using load_progress = std::function<void(std::string_view stage, double fraction
 
 /// Why requests may not ask for `bits` of KV precision (kv_bits) on this device, for a model whose
 /// attention heads hold head_dim values, or an empty string when they may: 16 always; 8 and 4 on
-/// the CPU when the heads are whole quantization blocks; never 8 or 4 on the GPU (its pages are
-/// f16 only); other values never.
+/// the CPU when the heads are whole quantization blocks, and 8 on the GPU likewise (its pages are
+/// f16 or q8_0); never 4 on the GPU; other values never.
 std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim);
 
 class engine {
@@ -87,8 +87,8 @@ class engine {
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
-  /// whole quantization blocks, on the CPU (kv_bits_problem says which).
-  bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_); }
+  /// whole quantization blocks, 4 on the CPU only (kv_bits_problem says which).
+  bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_ && kv_bits_problem(bits).empty()); }
   /// Why not (kv_bits_problem for this model and device), or empty.
   std::string kv_bits_problem(int bits) const;
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),

@@ -126,11 +126,12 @@ TEST(engine, load_and_start_wire_the_actors_so_that_a_submit_streams_greedy_toke
   system.stop();
 }
 
-TEST(KvBits, AQuantizedKvRequestOnTheGpuIsRefusedForTheGpusReasonNotTheHeadSize) {
-  const std::string why = kv_bits_problem(8, true, 128);
+TEST(KvBits, TheGpuTakesQ8KvForHeadsOfWholeBlocksAndRefusesQ4ForTheGpusReason) {
+  EXPECT_EQ(kv_bits_problem(8, true, 128), "");
+  EXPECT_NE(kv_bits_problem(8, true, 48).find("multiple of 32"), std::string::npos);
+  const std::string why = kv_bits_problem(4, true, 128);
   EXPECT_NE(why.find("GPU"), std::string::npos) << why;
   EXPECT_EQ(why.find("multiple of"), std::string::npos) << why;
-  EXPECT_NE(kv_bits_problem(4, true, 128), "");
   EXPECT_EQ(kv_bits_problem(16, true, 128), "");
 }
 

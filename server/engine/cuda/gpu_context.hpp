@@ -26,6 +26,7 @@
 #include "kernels/cuda/matvec.hpp"
 #include "kernels/cuda/prefill_attention.hpp"
 #include "server/engine/cuda/page_transfer.hpp"
+#include "src/kv/kv_format.hpp"
 #include "src/model/hparams.hpp"
 
 namespace strata::engine::gpu {
@@ -51,17 +52,22 @@ struct step_state {
   std::int32_t n_rows = 0;
   cu::device_buffer hidden;  // n_rows x n_embd f32
   cu::device_buffer pos;     // int32 per row: its position
-  cu::device_buffer slots;   // int32 per row: the f16 page slot its K and V go to (page * page_tokens + offset)
+  cu::device_buffer slots;   // int32 per row: the f16 page slot its K and V go to (page * page_tokens + offset), or -1
+  cu::device_buffer slots_q8;  // int32 per row: its q8_0 page slot (page index within the q8_0 pool), or -1
   cu::device_buffer first;   // int32 per row: 0 (no sliding window on the GPU path)
   cu::device_buffer last;    // int32 per row: its position
-  cu::device_buffer blocks;  // the rows' block tables, blocks_stride apart (0: one table for every row)
+  cu::device_buffer blocks;  // the rows' block tables, blocks_stride apart (0: one table for every row); a q8_0 row's
+                             // blocks as indices within the q8_0 ids (its pool's pages)
   std::int32_t blocks_stride = 0;
   std::int32_t max_positions = 0;  // of the rows decode_attention takes
   /// The rows of sequences with many rows (a prefill), as prefill_attention's tiles, the longest
-  /// first; the other rows' indices for decode_attention (`decode_rows`, only when there are
-  /// tiles: else every row is a decode row).
-  cu::device_buffer tiles, decode_rows;
-  std::int32_t n_tiles = 0, n_decode = 0;
+  /// first, of f16 pages (`tiles`) and of q8_0 pages (`tiles_q8`); the other rows' indices for
+  /// decode_attention, per format (`decode_rows`, `decode_rows_q8`, only when decode_subsets:
+  /// else every row is a decode row of the one format the step holds).
+  cu::device_buffer tiles, decode_rows, tiles_q8, decode_rows_q8;
+  std::int32_t n_tiles = 0, n_decode = 0, n_tiles_q8 = 0, n_decode_q8 = 0;
+  std::int32_t max_positions_q8 = 0;  // of the q8_0 rows decode_attention takes
+  bool has_f16 = true, has_q8 = false, decode_subsets = false;
 };
 
 /// The activations of one layer's kernels, for up to `rows` rows.
@@ -84,6 +90,9 @@ class gpu_context {
   std::mutex& mutex() { return mu_; }
   const model::hparams& hp() const { return hp_; }
   std::int32_t page_tokens() const { return page_tokens_; }
+  /// The block ids' formats (the layer stages' pools); f16 only until set.
+  void set_block_space(const kv::block_space& space) { space_ = space; }
+  const kv::block_space& block_space() const { return space_; }
   /// The GPU's name, for the startup log.
   const std::string& device_name() const { return name_; }
 
@@ -100,14 +109,15 @@ class gpu_context {
  private:
   /// A step's rows for the two attention kernels (see step_state).
   struct row_split {
-    std::vector<cu::prefill_tile> tiles;
-    std::vector<std::int32_t> decode;
-    std::int32_t decode_positions = 0;  // the decode rows' longest reach, plus one
+    std::vector<cu::prefill_tile> tiles, tiles_q8;
+    std::vector<std::int32_t> decode, decode_q8;
+    std::int32_t decode_positions = 0, decode_positions_q8 = 0;  // the decode rows' longest reach, plus one
   };
   row_split split_rows(const pipeline::batch_layout& layout, const std::vector<std::int32_t>& pos) const;
 
   model::hparams hp_;
   std::int32_t page_tokens_;
+  kv::block_space space_;
   std::string name_;
   cudaStream_t stream_ = nullptr;
   std::mutex mu_;

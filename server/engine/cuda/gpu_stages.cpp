@@ -137,21 +137,33 @@ gpu_layer_stage::gpu_layer_stage(std::shared_ptr<const model::model> m, int laye
   k_norm_ = upload_f32(w.k_norm, s);
   rope_factors_ = upload_f32(w.rope_freqs, s);
   inv_freq_ = upload_floats(cu::rope_inv_freq(h.n_rot, h.rope_base(layer)), s);
-  n_pages_ = pages.capacity[static_cast<std::size_t>(kv::format_index(kv::kv_format::f16))];
-  const std::size_t n = page_bytes() * static_cast<std::size_t>(n_pages_);
+  space_ = pages;
+  ctx_->set_block_space(pages);
+  n_pages_ = pages.count(kv::kv_format::f16);
+  n_pages_q8_ = pages.count(kv::kv_format::q8_0);
+  if (n_pages_q8_ > 0 && h.head_dim % 32 != 0) throw std::invalid_argument("q8_0 KV pages need heads of a multiple of 32 values");
+  const std::size_t n = page_bytes(false) * static_cast<std::size_t>(n_pages_), n8 = page_bytes(true) * static_cast<std::size_t>(n_pages_q8_);
   k_ = cu::device_buffer(n);
   v_ = cu::device_buffer(n);
+  k8_ = cu::device_buffer(n8);
+  v8_ = cu::device_buffer(n8);
 }
 
 std::size_t gpu_layer_stage::weight_bytes() const {
   return wq_.bytes() + wk_.bytes() + wv_.bytes() + wo_.bytes() + gate_.bytes() + up_.bytes() + down_.bytes();
 }
 
-std::size_t gpu_layer_stage::page_bytes() const {
-  return static_cast<std::size_t>(ctx_->page_tokens()) * static_cast<std::size_t>(m_->hp.kv_dim()) * 2;
+std::size_t gpu_layer_stage::page_bytes(bool q8) const {
+  return static_cast<std::size_t>(ctx_->page_tokens()) *
+         static_cast<std::size_t>(kv::kv_row_bytes(q8 ? kv::kv_format::q8_0 : kv::kv_format::f16, m_->hp.kv_dim()));
 }
 
-std::size_t gpu_layer_stage::page_offset(std::int32_t block) const { return static_cast<std::size_t>(block) * page_bytes(); }
+gpu_layer_stage::place gpu_layer_stage::where(std::int32_t block) const {
+  if (block < 0 || block >= space_.total()) return {};
+  const kv::kv_format f = space_.format_of(block);
+  if (f == kv::kv_format::q4_0) return {};
+  return {f == kv::kv_format::q8_0, space_.index_in_format(block)};
+}
 
 void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
   const auto& h = m_->hp;
@@ -159,7 +171,8 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   if (n == 0) return;
   for (const auto& sq : layout.seqs)
     for (std::int32_t b : sq.blocks)
-      if (!holds(b)) throw std::invalid_argument("the GPU path keeps f16 KV pages only: block " + std::to_string(b) + " is not one");
+      if (!holds(b))
+        throw std::invalid_argument("the GPU path keeps f16 and q8_0 KV pages: block " + std::to_string(b) + " is neither");
   if (hidden.empty()) {
     hidden.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(d));
     model::embed(*m_, layout.tokens.data(), n, hidden.data());
@@ -169,7 +182,9 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   step_state& st = ctx_->step(layout, hidden);
   scratch& sc = ctx_->reserve(n);
   // One workspace for the attention's parts and the GEMMs' split sums (queued one after another).
-  std::size_t work = cu::decode_attention_workspace(pages(), attention_rows(st, sc));
+  std::size_t work = 0;
+  if (st.has_f16) work = cu::decode_attention_workspace(pages(false), attention_rows(st, sc, false));
+  if (st.has_q8) work = std::max(work, cu::decode_attention_workspace(pages(true), attention_rows(st, sc, true)));
   if (n > cu::k_matvec_max_batch)
     for (const cu::device_matrix* w : {&wq_, &wk_, &wv_, &wo_, &gate_, &up_, &down_}) work = std::max(work, cu::gemm_workspace(*w, n));
   ensure(sc.workspace, work);
@@ -181,11 +196,12 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
   if (last_) ctx_->finish_step(layout, hidden);
 }
 
-cu::kv_pages_f16 gpu_layer_stage::pages() const {
-  return {k_.data(), v_.data(), ctx_->page_tokens(), m_->hp.n_head_kv, m_->hp.head_dim};
+cu::kv_pages_f16 gpu_layer_stage::pages(bool q8) const {
+  if (q8) return {k8_.data(), v8_.data(), ctx_->page_tokens(), m_->hp.n_head_kv, m_->hp.head_dim, 8};
+  return {k_.data(), v_.data(), ctx_->page_tokens(), m_->hp.n_head_kv, m_->hp.head_dim, 16};
 }
 
-cu::decode_rows gpu_layer_stage::attention_rows(const step_state& st, scratch& sc) const {
+cu::decode_rows gpu_layer_stage::attention_rows(const step_state& st, scratch& sc, bool q8) const {
   const auto& h = m_->hp;
   cu::decode_rows rows;
   rows.q = sc.q.as<float>();
@@ -199,10 +215,11 @@ cu::decode_rows gpu_layer_stage::attention_rows(const step_state& st, scratch& s
   rows.max_positions = st.max_positions;
   rows.scale = h.attn_scale;
   rows.softcap = h.attn_softcap;
-  if (st.n_tiles > 0) {  // the prefill rows go to prefill_attention
-    rows.n_seq = st.n_decode;
-    rows.rows = st.decode_rows.as<std::int32_t>();
-  }
+  // The decode rows of this format: all rows of the step, or their list (the prefill rows go to
+  // prefill_attention, the other format's rows to its own kernels).
+  rows.n_seq = q8 ? st.n_decode_q8 : st.n_decode;
+  rows.max_positions = q8 ? st.max_positions_q8 : st.max_positions;
+  if (st.decode_subsets) rows.rows = (q8 ? st.decode_rows_q8 : st.decode_rows).as<std::int32_t>();
   return rows;
 }
 
@@ -221,7 +238,7 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   norm_input(x, attn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
   // One decode row without biases or q/k norms: RoPE and the page writes in the products'
   // epilogue (matvec_rope), rather than a launch of their own.
-  const bool rope_in_matvec = n == 1 && !h.rope_neox && !bq_.data() && !bk_.data() && !bv_.data() && !q_norm_.data() &&
+  const bool rope_in_matvec = n == 1 && !st.has_q8 && !h.rope_neox && !bq_.data() && !bk_.data() && !bv_.data() && !q_norm_.data() &&
                               cu::matvec_rope_supported(wq_.type, n) && cu::matvec_rope_supported(wk_.type, n) &&
                               cu::matvec_rope_supported(wv_.type, n);
   if (rope_in_matvec) {
@@ -281,18 +298,27 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
   rk.slots = st.slots.as<std::int32_t>();
   rk.k_pages = k_.data();
   rk.v_pages = v_.data();
+  if (st.has_q8) {
+    rk.slots_q8 = st.slots_q8.as<std::int32_t>();
+    rk.k_pages_q8 = k8_.data();
+    rk.v_pages_q8 = v8_.data();
+  }
   if (!rope_in_matvec) cu::rope_store_kv(rk, ra, s);
 
   // A prefill's rows in tiles on the tensor cores, the other rows each over its sequence's pages.
   // Decode rows only: the attention also rounds its output for the output projection's matvec.
-  cu::decode_rows rows = attention_rows(st, sc);
-  const bool rounded = n <= cu::k_matvec_max_batch && st.n_tiles == 0;
-  if (rounded) {
-    rows.out_q = sc.xq_q.q.as<std::int8_t>();
-    rows.out_ds = sc.xq_q.ds.as<float2>();
+  // q8_0 rows (dequantized in registers) after the f16 rows, each kernel over its own rows.
+  const bool rounded = n <= cu::k_matvec_max_batch && st.n_tiles == 0 && st.n_tiles_q8 == 0;
+  for (const bool q8 : {false, true}) {
+    if (!(q8 ? st.has_q8 : st.has_f16)) continue;
+    cu::decode_rows rows = attention_rows(st, sc, q8);
+    if (rounded) {
+      rows.out_q = sc.xq_q.q.as<std::int8_t>();
+      rows.out_ds = sc.xq_q.ds.as<float2>();
+    }
+    cu::prefill_attention(pages(q8), rows, (q8 ? st.tiles_q8 : st.tiles).as<cu::prefill_tile>(), q8 ? st.n_tiles_q8 : st.n_tiles, s);
+    cu::decode_attention(pages(q8), rows, sc.workspace.data(), sc.workspace.bytes(), s);
   }
-  cu::prefill_attention(pages(), rows, st.tiles.as<cu::prefill_tile>(), st.n_tiles, s);
-  cu::decode_attention(pages(), rows, sc.workspace.data(), sc.workspace.bytes(), s);
 
   if (!rounded) prepare_input(attn, n, qd, sc.xq_q, sc.x16, s);
   project({{&wo_, out}}, attn, sc.xq_q, sc.x16, n, s, &sc.workspace);
@@ -325,62 +351,80 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
 }
 
 void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
-  const std::size_t n = page_bytes();
-  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
-  std::vector<std::byte*> host;
-  std::vector<std::int32_t> blocks;
-  for (auto& f : saved) {
-    if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
-    if (f.bytes.size() != total || !holds(f.block)) continue;
-    host.push_back(f.bytes.data() + at);
-    blocks.push_back(f.block);
-  }
-  if (!staged_transfers()) {  // the first version, for comparison: a synchronous copy per page
-    std::lock_guard lock(ctx_->mutex());
-    for (std::size_t i = 0; i < blocks.size(); ++i) {
-      k_.download(host[i], n, ctx_->stream(), page_offset(blocks[i]));
-      v_.download(host[i] + n, n, ctx_->stream(), page_offset(blocks[i]));
+  // Each format's blocks apart: their pages differ in size and pool.
+  for (const bool q8 : {false, true}) {
+    const std::size_t n = page_bytes(q8);
+    const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
+    std::vector<std::byte*> host;
+    std::vector<std::int32_t> pages;
+    for (auto& f : saved) {
+      const place p = where(f.block);
+      if (p.page < 0 || p.q8 != q8) continue;
+      if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
+      if (f.bytes.size() != total) continue;
+      host.push_back(f.bytes.data() + at);
+      pages.push_back(p.page);
     }
-    return;
+    if (pages.empty()) continue;
+    cu::device_buffer& kb = q8 ? k8_ : k_;
+    cu::device_buffer& vb = q8 ? v8_ : v_;
+    if (!staged_transfers()) {  // the first version, for comparison: a synchronous copy per page
+      std::lock_guard lock(ctx_->mutex());
+      for (std::size_t i = 0; i < pages.size(); ++i) {
+        kb.download(host[i], n, ctx_->stream(), static_cast<std::size_t>(pages[i]) * n);
+        vb.download(host[i] + n, n, ctx_->stream(), static_cast<std::size_t>(pages[i]) * n);
+      }
+      continue;
+    }
+    ctx_->transfer().save({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex());
   }
-  ctx_->transfer().save({k_.data(), v_.data(), n}, host, blocks, ctx_->stream(), ctx_->mutex());
 }
 
 void gpu_layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies) {
-  const std::size_t n = page_bytes();
   std::lock_guard lock(ctx_->mutex());
   for (const auto& c : copies) {
-    if (!holds(c.from) || !holds(c.to)) continue;
-    for (const cu::device_buffer* b : {&k_, &v_}) {
+    const place from = where(c.from), to = where(c.to);
+    if (from.page < 0 || to.page < 0 || from.q8 != to.q8) continue;
+    const std::size_t n = page_bytes(from.q8);
+    const std::array<const cu::device_buffer*, 2> pools = from.q8 ? std::array<const cu::device_buffer*, 2>{&k8_, &v8_}
+                                                                  : std::array<const cu::device_buffer*, 2>{&k_, &v_};
+    for (const cu::device_buffer* b : pools) {
       auto* base = static_cast<char*>(b->data());
-      cu::check(cudaMemcpyAsync(base + page_offset(c.to), base + page_offset(c.from), n, cudaMemcpyDeviceToDevice, ctx_->stream()),
+      cu::check(cudaMemcpyAsync(base + static_cast<std::size_t>(to.page) * n, base + static_cast<std::size_t>(from.page) * n, n,
+                                cudaMemcpyDeviceToDevice, ctx_->stream()),
                 "cudaMemcpyAsync (copy_pages)");
     }
   }
 }
 
 void gpu_layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
-  const std::size_t n = page_bytes();
-  const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
-  std::vector<const std::byte*> host;
-  std::vector<std::int32_t> ids;
-  for (const auto& f : blocks) {
-    if (f.bytes.size() != total || !holds(f.block)) continue;  // checked by the scheduler
-    host.push_back(f.bytes.data() + at);
-    ids.push_back(f.block);
-  }
-  if (!staged_transfers()) {  // the first version, for comparison: a copy per page, then a wait
-    std::lock_guard lock(ctx_->mutex());
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      k_.upload(host[i], n, ctx_->stream(), page_offset(ids[i]));
-      v_.upload(host[i] + n, n, ctx_->stream(), page_offset(ids[i]));
+  for (const bool q8 : {false, true}) {
+    const std::size_t n = page_bytes(q8);
+    const std::size_t total = n * 2 * static_cast<std::size_t>(m_->hp.n_layer), at = n * 2 * static_cast<std::size_t>(layer_);
+    std::vector<const std::byte*> host;
+    std::vector<std::int32_t> pages;
+    for (const auto& f : blocks) {
+      const place p = where(f.block);
+      if (p.page < 0 || p.q8 != q8 || f.bytes.size() != total) continue;  // checked by the scheduler
+      host.push_back(f.bytes.data() + at);
+      pages.push_back(p.page);
     }
-    cu::check(cudaStreamSynchronize(ctx_->stream()), "cudaStreamSynchronize");
-    return;
+    if (pages.empty()) continue;
+    cu::device_buffer& kb = q8 ? k8_ : k_;
+    cu::device_buffer& vb = q8 ? v8_ : v_;
+    if (!staged_transfers()) {  // the first version, for comparison: a copy per page, then a wait
+      std::lock_guard lock(ctx_->mutex());
+      for (std::size_t i = 0; i < pages.size(); ++i) {
+        kb.upload(host[i], n, ctx_->stream(), static_cast<std::size_t>(pages[i]) * n);
+        vb.upload(host[i] + n, n, ctx_->stream(), static_cast<std::size_t>(pages[i]) * n);
+      }
+      cu::check(cudaStreamSynchronize(ctx_->stream()), "cudaStreamSynchronize");
+      continue;
+    }
+    // Returns once the frozen blocks have been read (they may go then); the step's kernels wait
+    // for the copies on the device.
+    ctx_->transfer().load({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex());
   }
-  // Returns once the frozen blocks have been read (they may go then); the step's kernels wait for
-  // the copies on the device.
-  ctx_->transfer().load({k_.data(), v_.data(), n}, host, ids, ctx_->stream(), ctx_->mutex());
 }
 
 gpu_output_stage::gpu_output_stage(std::shared_ptr<const model::model> m, std::shared_ptr<gpu_context> ctx)
