@@ -42,10 +42,13 @@ class assembler final : public sched::text_assembler {
 
 }  // namespace
 
-std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim) {
+std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim, int default_bits) {
   if (bits == 16) return {};
   if (bits != 8 && bits != 4) return "KV precision is 16, 8 or 4 bits";
   if (gpu && bits == 4) return "the GPU (--device cuda) keeps KV pages in f16 or q8_0 only";
+  if (gpu && default_bits != 8)
+    return "the GPU (--device cuda) keeps q8_0 pages only when the server starts with kv.default_bits = 8 (each format takes "
+           "a device pool of its own, reserved at start)";
   if (head_dim % kv::k_kv_quant_block != 0)
     return "needs attention heads of a multiple of " + std::to_string(kv::k_kv_quant_block) + " values; this model's have " +
            std::to_string(head_dim);
@@ -53,7 +56,7 @@ std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim) {
 }
 
 std::string engine::kv_bits_problem(int bits) const {
-  return strata::engine::kv_bits_problem(bits, cfg_.model.device == "cuda", model_->hp.head_dim);
+  return strata::engine::kv_bits_problem(bits, cfg_.model.device == "cuda", model_->hp.head_dim, cfg_.kv.default_bits);
 }
 
 result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, const std::string& path,
@@ -95,8 +98,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
   const bool gpu = cfg.model.device == "cuda";
   // Quantized pages where requests may ask for them (whole blocks per head; on the GPU q8_0 only,
-  // in a device pool of its own beside the f16 one).
-  e->quantized_kv_ = strata::engine::kv_bits_problem(8, gpu, hp.head_dim).empty();
+  // in a device pool of its own beside the f16 one, so only where kv.default_bits asks for it:
+  // device memory is reserved up front, and a second pool of the whole budget doubles it).
+  e->quantized_kv_ = strata::engine::kv_bits_problem(8, gpu, hp.head_dim, cfg.kv.default_bits).empty();
   kv::pool_config& pc = e->pool_cfg_;
   // Only layers without per-sequence state write KV pages (a recurrent or sliding-window layer's
   // pages stay untouched, so unbacked: it keeps its state, or its window, in its state slots).
@@ -112,7 +116,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   pc.cached_budget = reuse ? std::min<std::int64_t>(static_cast<std::int64_t>(cfg.cache.hot_memory), pc.budget) : 0;
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
-    pc.space.capacity[i] = f == kv::kv_format::f16 || e->quantized_kv_ ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
+    const bool kept = f == kv::kv_format::f16 ||
+                      (e->quantized_kv_ && strata::engine::kv_bits_problem(static_cast<int>(f), gpu, hp.head_dim, cfg.kv.default_bits).empty());
+    pc.space.capacity[i] = kept ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
   }
   e->default_kv_bits_ = cfg.kv.default_bits;
   if (!e->supports_kv_bits(e->default_kv_bits_)) {

@@ -41,8 +41,9 @@ using load_progress = std::function<void(std::string_view stage, double fraction
 /// Why requests may not ask for `bits` of KV precision (kv_bits) on this device, for a model whose
 /// attention heads hold head_dim values, or an empty string when they may: 16 always; 8 and 4 on
 /// the CPU when the heads are whole quantization blocks, and 8 on the GPU likewise (its pages are
-/// f16 or q8_0); never 4 on the GPU; other values never.
-std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim);
+/// f16 or q8_0) when the server's kv.default_bits (default_bits) is 8; never 4 on the GPU; other
+/// values never.
+std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim, int default_bits = 16);
 
 class engine {
  public:

@@ -127,8 +127,12 @@ TEST(engine, load_and_start_wire_the_actors_so_that_a_submit_streams_greedy_toke
 }
 
 TEST(KvBits, TheGpuTakesQ8KvForHeadsOfWholeBlocksAndRefusesQ4ForTheGpusReason) {
-  EXPECT_EQ(kv_bits_problem(8, true, 128), "");
-  EXPECT_NE(kv_bits_problem(8, true, 48).find("multiple of 32"), std::string::npos);
+  EXPECT_EQ(kv_bits_problem(8, true, 128, 8), "");
+  EXPECT_NE(kv_bits_problem(8, true, 48, 8).find("multiple of 32"), std::string::npos);
+  // Without kv.default_bits = 8 the GPU reserves no q8_0 pool, and says so.
+  const std::string no_pool = kv_bits_problem(8, true, 128, 16);
+  EXPECT_NE(no_pool.find("kv.default_bits = 8"), std::string::npos) << no_pool;
+  EXPECT_EQ(kv_bits_problem(8, false, 128, 16), "");
   const std::string why = kv_bits_problem(4, true, 128);
   EXPECT_NE(why.find("GPU"), std::string::npos) << why;
   EXPECT_EQ(why.find("multiple of"), std::string::npos) << why;
