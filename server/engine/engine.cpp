@@ -116,8 +116,8 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   pc.cached_budget = reuse ? std::min<std::int64_t>(static_cast<std::int64_t>(cfg.cache.hot_memory), pc.budget) : 0;
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
-    const bool kept = f == kv::kv_format::f16 ||
-                      (e->quantized_kv_ && strata::engine::kv_bits_problem(static_cast<int>(f), gpu, hp.head_dim, cfg.kv.default_bits).empty());
+    // A format's bits are its kv_bits (f16 is 16, never a problem).
+    const bool kept = strata::engine::kv_bits_problem(static_cast<int>(f), gpu, hp.head_dim, cfg.kv.default_bits).empty();
     pc.space.capacity[i] = kept ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
   }
   e->default_kv_bits_ = cfg.kv.default_bits;
