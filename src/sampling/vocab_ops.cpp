@@ -26,9 +26,10 @@ float max_logit(const float* logits, std::int32_t n) noexcept {
 
 std::int32_t argmax(const float* logits, std::int32_t n) noexcept {
   const float mx = max_logit(logits, n);
+  if (mx == -std::numeric_limits<float>::infinity()) return 0;  // every value is -inf or NaN
   for (std::int32_t i = 0; i < n; ++i)
     if (logits[i] == mx) return i;
-  return 0;  // nothing above -inf: every value is NaN
+  return 0;
 }
 
 double exp_and_sum(const float* logits, std::int32_t n, float shift, float scale, float* out) noexcept {
