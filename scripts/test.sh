@@ -29,7 +29,8 @@ if [ ! -d ../shared ]; then
   exit 1
 fi
 
-step() { printf '\n=== %s ===\n' "$*"; }
+started=$SECONDS
+step() { printf '\n=== %s (%d s in) ===\n' "$*" $((SECONDS - started)); }
 failed=0
 failed_dirs=()
 
@@ -120,4 +121,4 @@ if [ "$failed" -ne 0 ]; then
   echo "test.sh: some tests failed" >&2
   exit 1
 fi
-echo "test.sh: all tests passed"
+echo "test.sh: all tests passed in $((SECONDS - started)) s"
