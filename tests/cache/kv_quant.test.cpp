@@ -56,25 +56,46 @@ std::string long_prompt() {
   return longest;
 }
 
-/// Mean over positions of KL(p || q), p and q the softmax of two logit rows.
-double mean_kl(const std::vector<float>& ref, const std::vector<float>& got, std::int32_t n_vocab) {
-  const std::size_t rows = ref.size() / static_cast<std::size_t>(n_vocab);
+/// The reference rows of mean_kl: each row's log-softmax and softmax.
+struct reference_rows {
+  std::vector<double> log_p;
+  std::vector<float> p;
+  std::int32_t n_vocab = 0;
+};
+
+/// The log of the sum of exp over a row, with its maximum taken out first.
+double log_sum_exp(const float* x, std::int32_t n) {
+  const double m = *std::max_element(x, x + n);
+  double z = 0;
+  for (std::int32_t i = 0; i < n; ++i) z += std::exp(x[i] - m);
+  return m + std::log(z);
+}
+
+reference_rows reference_of(const std::vector<float>& logits, std::int32_t n_vocab) {
+  reference_rows r{std::vector<double>(logits.size()), std::vector<float>(logits.size()), n_vocab};
+  const auto n = static_cast<std::size_t>(n_vocab);
+  for (std::size_t row = 0; row * n < logits.size(); ++row) {
+    const double la = log_sum_exp(logits.data() + row * n, n_vocab);
+    for (std::size_t i = row * n; i < (row + 1) * n; ++i) {
+      r.log_p[i] = logits[i] - la;
+      r.p[i] = static_cast<float>(std::exp(r.log_p[i]));
+    }
+  }
+  return r;
+}
+
+/// Mean over positions of KL(p || q), p the reference rows' softmax and q that of `got`: the sum
+/// of p (log p - log q), each reference row's exponentials taken once for every comparison.
+double mean_kl(const reference_rows& ref, const std::vector<float>& got) {
+  const auto n = static_cast<std::size_t>(ref.n_vocab);
+  const std::size_t rows = ref.p.size() / n;
+  EXPECT_EQ(got.size(), rows * n);
+  if (got.size() != rows * n) return 0;
   double total = 0;
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* a = ref.data() + r * static_cast<std::size_t>(n_vocab);
-    const float* b = got.data() + r * static_cast<std::size_t>(n_vocab);
-    const double ma = *std::max_element(a, a + n_vocab), mb = *std::max_element(b, b + n_vocab);
-    double za = 0, zb = 0;
-    for (std::int32_t i = 0; i < n_vocab; ++i) {
-      za += std::exp(a[i] - ma);
-      zb += std::exp(b[i] - mb);
-    }
-    const double la = ma + std::log(za), lb = mb + std::log(zb);
+    const double lb = log_sum_exp(got.data() + r * n, ref.n_vocab);
     double kl = 0;
-    for (std::int32_t i = 0; i < n_vocab; ++i) {
-      const double lpa = a[i] - la, lpb = b[i] - lb;
-      kl += std::exp(lpa) * (lpa - lpb);
-    }
+    for (std::size_t i = r * n; i < (r + 1) * n; ++i) kl += ref.p[i] * (ref.log_p[i] - (got[i] - lb));
     total += kl;
   }
   return total / static_cast<double>(rows);
@@ -108,11 +129,11 @@ kv_quant_kl measure(const std::filesystem::path& path) {
     EXPECT_TRUE(r) << r.err().message;
     return r ? *r : std::vector<float>{};
   };
-  const auto ref = run(kv::kv_format::f16, true);
+  const auto ref = reference_of(run(kv::kv_format::f16, true), n_vocab);
   kv_quant_kl kl;
-  kl.q8 = mean_kl(ref, run(kv::kv_format::q8_0, true), n_vocab);
-  kl.q4 = mean_kl(ref, run(kv::kv_format::q4_0, true), n_vocab);
-  kl.q4_plain = mean_kl(ref, run(kv::kv_format::q4_0, false), n_vocab);
+  kl.q8 = mean_kl(ref, run(kv::kv_format::q8_0, true));
+  kl.q4 = mean_kl(ref, run(kv::kv_format::q4_0, true));
+  kl.q4_plain = mean_kl(ref, run(kv::kv_format::q4_0, false));
   std::printf("%-40s %4d tokens: mean KL vs f16 KV: q8_0 %.2e, q4_0 rotated %.2e, q4_0 plain %.2e (rotation: %.2fx less)\n",
               path.stem().c_str(), n, kl.q8, kl.q4, kl.q4_plain, kl.q4_plain / kl.q4);
   return kl;
