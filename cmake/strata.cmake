@@ -14,6 +14,11 @@ if(STRATA_SANITIZE)
     set(_san_flags -fsanitize=${STRATA_SANITIZE} -fno-sanitize-recover=all)
   endif()
   add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${_san_flags};-fno-omit-frame-pointer>")
+  # GCC places vzeroupper after AVX code only under -fexpensive-optimizations (on from -O2): at the
+  # -O1 below, every AVX-512 kernel returned with the upper halves of the vector registers dirty,
+  # and the SSE code after it (the sampler's exponentials, libm) ran some 10x slower on Intel CPUs
+  # (a 32k-vocabulary draw took 7.6 ms under ASan instead of 0.3 ms), enough to time e2e tests out.
+  add_compile_options("$<$<COMPILE_LANG_AND_ID:CXX,GNU>:-fexpensive-optimizations>" "$<$<COMPILE_LANG_AND_ID:C,GNU>:-fexpensive-optimizations>")
   add_link_options(${_san_flags})
   add_compile_definitions(STRATA_SANITIZED=1)
   # -O1 with line tables only: sanitizer reports keep file and line, and the Beast-heavy files
