@@ -126,6 +126,11 @@ template <std::size_t bytes>
   asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*p));
 }
 
+/// acc += vpdpwssd(u, the int32 at p in every lane): two int16 products per lane, as dpbusd_bcast.
+[[gnu::always_inline]] inline void dpwssd_bcast(__m512i& acc, __m512i u, const std::int32_t* p) {
+  asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*p));
+}
+
 /// One block of a group of 16 packed rows (its levels u, f32 scales sw and mins mw) against one
 /// tile of C interleaved activation rows (xt at the block): 8 vpdpbusd per activation row (4 bytes
 /// of it broadcast against 4 bytes of each of the 16 weight rows), one conversion and one FMA
@@ -188,7 +193,7 @@ void x16_tile(const std::byte* g, std::int64_t nb, const std::byte* xt, float* y
 /// vectors 8 (s / 2) .. + 7, low nibbles for even s, high for odd) takes 8 vpdpbusd into an exact
 /// int32 dot per row, times its 6-bit scale (vpmulld) into the super-block's integer sum; the mins
 /// go in first as an integer sum of their own (each 6-bit min times the activation sum of its 32
-/// values, through vpdpwssd on the low 16 bits), times dmin * d_x.
+/// values, two sub-blocks per vpdpwssd), times dmin * d_x.
 struct x16_q4_k {
   static constexpr act_format act = act_format::q8_256;
   static constexpr int values = 256;
@@ -204,13 +209,29 @@ struct x16_q4_k {
                            _mm512_or_si512(_mm512_and_si512(u2, four), _mm512_and_si512(_mm512_srli_epi32(u0, 2), top))};
     const __m512i mn[2] = {_mm512_and_si512(u1, six), _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), four),
                                                                        _mm512_and_si512(_mm512_srli_epi32(u1, 2), top))};
+    // Sub-blocks s and s + 2 of each four share a vpdpwssd: their mins as the two int16 halves of
+    // a lane (bytes 0 and 2, or 1 and 3, of mn), against a word of their two activation sums
+    // (|sum| <= 32 * 127 fits 16 bits), made once per column and read as a broadcast operand.
+    // The integer sum is the same as with one product per sub-block; it takes 4 vpdpwssd per
+    // column instead of 8, and no scalar-to-vector broadcasts.
+    const __m512i halves = _mm512_set1_epi32(0x00FF00FF);
+    const __m512i mp[4] = {_mm512_and_si512(mn[0], halves), _mm512_and_si512(_mm512_srli_epi32(mn[0], 8), halves),
+                           _mm512_and_si512(mn[1], halves), _mm512_and_si512(_mm512_srli_epi32(mn[1], 8), halves)};
+    alignas(64) std::int32_t words[4 * C];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+      const int a = 4 * (p / 2) + p % 2;  // with a + 2
 #pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m512i m = _mm512_and_si512(_mm512_srli_epi32(mn[s / 4], 8 * (s % 4)), byte);
-#pragma GCC unroll 8
-      for (int c = 0; c < C; ++c)
-        is[c] = _mm512_dpwssd_epi32(is[c], m, _mm512_set1_epi32((sums[2 * s * C + c] + sums[(2 * s + 1) * C + c]) & 0xFFFF));
+      for (int c = 0; c < C; ++c) {
+        const std::int32_t lo = sums[2 * a * C + c] + sums[(2 * a + 1) * C + c];
+        const std::int32_t hi = sums[(2 * a + 4) * C + c] + sums[(2 * a + 5) * C + c];
+        words[p * C + c] = static_cast<std::int32_t>((static_cast<std::uint32_t>(lo) & 0xFFFFu) | (static_cast<std::uint32_t>(hi) << 16));
+      }
     }
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p)
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) dpwssd_bcast(is[c], mp[p], words + p * C + c);
     const __m512 dminw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + 2272)));
 #pragma GCC unroll 8
     for (int c = 0; c < C; ++c) {
@@ -243,6 +264,9 @@ struct x16_q4_k {
         for (int j = 0; j < 8; ++j) dpbusd_bcast(dot[j % chains], u[j], q + (8 * s + j) * C + c);
         if constexpr (chains == 2) dot[0] = _mm512_add_epi32(dot[0], dot[1]);
         is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot[0], scale));
+        // Keeps the product here: left free, GCC puts every sub-block's dots on the stack and
+        // multiplies them all at the end of the super-block (64 spills and reloads at 8 columns).
+        asm("" : "+v"(is[c]));
       }
     }
 #pragma GCC unroll 8
@@ -253,9 +277,9 @@ struct x16_q4_k {
 /// q6_K, 16 rows x C activation rows per super-block (k_x16_tile). Quarter qd (0..3) of half h is
 /// the 32 values from 128 h + 32 qd: the low (qd < 2) or high nibbles of ql vectors
 /// 16 h + 8 (qd % 2) + j, with bits 2 qd, 2 qd + 1 of qh vectors 8 h + j as bits 4 and 5. Each 16
-/// values (one int8 scale) take 4 vpdpbusd into an int32 dot that starts at -32 * (their
-/// activation sum), the levels' offset, and go into the super-block's integer sum times the scale
-/// (vpmulld).
+/// values (one int8 scale) take 4 vpdpbusd into an int32 dot that goes into the super-block's
+/// integer sum times the scale (vpmulld); the levels' offset, -32 * (their activation sum) times
+/// the scale, goes in first.
 struct x16_q6_k {
   static constexpr act_format act = act_format::q8_256;
   static constexpr int values = 256;
@@ -264,6 +288,29 @@ struct x16_q6_k {
   static void superblock(const std::byte* g, const std::int32_t* q, const std::int32_t* sums, const float*, __m512 (&)[C],
                          __m512i (&is)[C]) {
     const __m512i low4 = _mm512_set1_epi8(0xF), bits45 = _mm512_set1_epi8(0x30);
+    // The levels' offset first: -32 * scale * (activation sum) over the 16 scales, two per
+    // vpdpwssd (the int8 scales of 16-value blocks sb and sb + 2 as int16 halves times -32, against
+    // a word of their two sums, each |sum| <= 16 * 127): 8 per column instead of a scalar product
+    // and a broadcast per 16 values. The integer sum is the same.
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      const __m512i sc = _mm512_loadu_si512(g + 3072 + 64 * v);
+      // Bytes 0 and 2, then 1 and 3, of each lane, sign-extended to 16 bits, times -32.
+      const __m512i pair[2] = {_mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_srai_epi16(_mm512_slli_epi16(sc, 8), 8), 5)),
+                               _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(_mm512_srai_epi16(sc, 8), 5))};
+      alignas(64) std::int32_t words[2 * C];
+#pragma GCC unroll 2
+      for (int o = 0; o < 2; ++o)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c)
+          words[o * C + c] = static_cast<std::int32_t>((static_cast<std::uint32_t>(sums[(4 * v + o) * C + c]) & 0xFFFFu) |
+                                                       (static_cast<std::uint32_t>(sums[(4 * v + o + 2) * C + c]) << 16));
+#pragma GCC unroll 2
+      for (int o = 0; o < 2; ++o)
+#pragma GCC unroll 8
+        for (int c = 0; c < C; ++c) dpwssd_bcast(is[c], pair[o], words + o * C + c);
+    }
+#pragma GCC unroll 2
     for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
       for (int qd = 0; qd < 4; ++qd) {
@@ -284,11 +331,12 @@ struct x16_q6_k {
           }
 #pragma GCC unroll 8
           for (int c = 0; c < C; ++c) {
-            __m512i dot = _mm512_set1_epi32(-32 * sums[sb * C + c]);
+            __m512i dot = _mm512_setzero_si512();
 #pragma GCC unroll 4
             for (int jj = 0; jj < 4; ++jj)
               dpbusd_bcast(dot, u[jj], q + (32 * h + 8 * qd + 4 * t + jj) * C + c);
             is[c] = _mm512_add_epi32(is[c], _mm512_mullo_epi32(dot, scale));
+            asm("" : "+v"(is[c]));  // the product here, not deferred through the stack (x16_q4_k)
           }
         }
       }
