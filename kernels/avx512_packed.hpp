@@ -221,6 +221,14 @@ struct x16_q4_k {
 #pragma GCC unroll 4
     for (int p = 0; p < 4; ++p) {
       const int a = 4 * (p / 2) + p % 2;  // with a + 2
+      if constexpr (C == 8) {
+        // A full tile's eight columns at once (GCC leaves the loop below scalar).
+        auto at = [&](int row) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sums + row * C)); };
+        const __m256i lo = _mm256_add_epi32(at(2 * a), at(2 * a + 1)), hi = _mm256_add_epi32(at(2 * a + 4), at(2 * a + 5));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(words + p * C),
+                           _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(hi, 16)));
+        continue;
+      }
 #pragma GCC unroll 8
       for (int c = 0; c < C; ++c) {
         const std::int32_t lo = sums[2 * a * C + c] + sums[(2 * a + 1) * C + c];
