@@ -55,7 +55,9 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
           // It resumes from the snapshot at the previous prompt's last block boundary (or a deeper one).
           const int boundary = cold.at({c, t - 1}).prompt_tokens / k_block * k_block;
           EXPECT_GE(b.cached_tokens, boundary) << "conversation " << c << " turn " << t;
-          EXPECT_LE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+          // 0 and 3 may resume past `before`: one's next prompt holds their shared first reply
+          // whole, its last token too, and leaves a snapshot at a block boundary inside it.
+          if (c != 0 && c != 3) EXPECT_LE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
         } else if (c == 0 || c == 3) EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
         else EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
       } else if (c == 1) {
