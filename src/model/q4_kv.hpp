@@ -21,6 +21,28 @@
 // rotation over the whole head spreads their outliers furthest.
 //
 // Changing any of this changes what stored q4_0 pages mean: kv::k_q4_layout_revision must move.
+//
+// Measured and not kept yet (strata perplexity on GPL-3, 14 chunks of 512, one build; f16 KV gave
+// SmolLM2 18.380 and Gemma 3 13.908, q4_0 as above 19.347 (+5.3%) and 14.387 (+3.4%)):
+// - Key centering. Softmax is shift-invariant, so a fixed vector m taken from every key of a layer
+//   (after RoPE, smoothing and rotation) leaves attention exact, as long as nothing reads the raw
+//   scores (a softcap does; attention sinks' log-sum-exp would move by q.m). With m the mean of
+//   such keys over 1024 tokens of Apache-2.0: SmolLM2 18.850 (+2.6%), Gemma 3 14.298 (+2.8%);
+//   with STRATA_ISA=avx2, q4_0 19.480 (+6.0%) -> 18.901 (+2.8%, m from 256 tokens of MPL-2.0)
+//   and 14.399 (+3.5%) -> 14.219 (+2.2%). On SmolLM2 256 tokens of MPL-2.0 did as well as the
+//   1024 (18.849), 128 tokens gave 18.994; that m rounded to steps of 1/8 of its RMS 18.912, of
+//   1/2 18.990; random token ids as the text 19.192 (it needs real text). Centering layer 0 alone gave 19.585, layers 1 on 18.997: the mean comes
+//   from the residual stream, and no m taken from the weights alone was found. To keep it: a pass
+//   at load over a fixed built-in text (the model's tokenizer) storing m per layer, m's digest in
+//   the q4_0 cache namespace (its float sums differ by ISA, so another machine's m may differ and
+//   its pages must then never match), and the layout revision moved.
+// - Values centered the same way (m_v added back to the attention output before the inverse
+//   rotation: exact while the weights sum to 1): keys and values 19.017 / 14.237, values alone
+//   19.219 / 14.491. m = the key of BOS at position 0 instead of the mean: 19.340 / 14.299.
+// - Smoothing without Q/K norms from the weights (s from the row norms of W_q diag(g) against
+//   W_k diag(g), g the attn_norm gains, per RoPE pair), SmolLM2, first 6 chunks: 18.79 to 19.53
+//   for exponents 0.05 to 0.35 against 18.995 without: noise, not a gain.
+// q4_0 figures move by a percent or two with the rounding of float sums alone (README).
 
 #include <cstdint>
 
