@@ -42,6 +42,7 @@ io::handler_result completions_service::chain(io::http_request& req, const io::r
     if (e) return error_response(version, *e);
     kv::cache_namespace ns;
     ns.model = engine_.fingerprint();
+    ns.q4_keys = engine_.q4_keys_digest();
     ns.format = r.settings.kv_format;
     ns.block_tokens = engine_.block_tokens();
     // The last prompt token is always computed: the blocks before it are the ones a replica reuses.

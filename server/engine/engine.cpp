@@ -172,6 +172,18 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   }
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
+  if (!gpu && e->supports_kv_bits(4)) {
+    // A prefill of the calibration text with f16 KV (model::q4_key_means): its cost is one short
+    // prompt's, paid once here so that no request waits for it.
+    const auto c0 = std::chrono::steady_clock::now();
+    report("taking the mean keys for q4_0 KV", -1);
+    auto means = q4_key_means_of(e->model_, *e->tok_, *e->pool_);
+    if (!means) return std::move(means).err();
+    e->q4_digest_ = kv::model_fingerprint(std::as_bytes(std::span<const float>(means->m)));
+    e->q4_means_ = std::make_shared<const model::q4_key_means>(std::move(*means));
+    spdlog::info("q4_0 KV: mean keys taken in {:.2f} s (digest {:016x}{:016x})",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count(), e->q4_digest_[1], e->q4_digest_[0]);
+  }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s, device {}; KV: {} MiB ({} MiB of it for cached prefixes) "
                "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
@@ -214,6 +226,15 @@ bool engine::clear_ssd() const {
   return true;
 }
 
+result<model::q4_key_means> q4_key_means_of(std::shared_ptr<const model::model> m, const tokenizer::tokenizer& tok,
+                                            kernels::compute_pool& pool) {
+  std::vector<std::int32_t> tokens;
+  if (tok.add_bos()) tokens.push_back(tok.bos_id());
+  const auto body = tok.encode(model::q4_calibration_text(), false, false);
+  tokens.insert(tokens.end(), body.begin(), body.end());
+  return model::calibrate_q4_keys(std::move(m), pool, tokens);
+}
+
 std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }
 std::string engine::eos_text() const { return std::string(tok_->token_text(tok_->eos_id())); }
 
@@ -225,9 +246,11 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   pipeline::stage_address next = output;
   std::vector<std::shared_ptr<pipeline::layer_compute>> stages = gpu_.layers;
   std::vector<std::shared_ptr<layer_stage>> layers;
-  for (int il = 0; stages.empty() && il < model_->hp.n_layer; ++il)
+  for (int il = 0; stages.empty() && il < model_->hp.n_layer; ++il) {
     layers.push_back(std::make_shared<layer_stage>(model_, il, pool_cfg_.space, page_tokens_, pool_, state_slots(),
                                                    std::max(1, cfg_.scheduler.token_budget)));
+    layers.back()->set_q4_key_means(q4_means_);
+  }
   if (stages.empty()) stages.assign(layers.begin(), layers.end());
   if (cfg_.kv.prefault_tokens > 0 && !layers.empty()) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -264,6 +287,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   // same length), so the prefix cache on or off, a prompt gets the same bits.
   if (model_->hp.has_state()) sc.planner.chunk_align = kernels::delta_rule_chunk_for(page_tokens_);
   sc.planner.cache_ns.model = fingerprint_;
+  sc.planner.cache_ns.q4_keys = q4_digest_;
   sc.n_layers = model_->hp.n_layer;
   if (ssd_) {
     ssd_stats_ = ssd::store_metrics::create(registry);

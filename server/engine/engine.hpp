@@ -30,6 +30,7 @@
 #include "src/kv/block_pool.hpp"
 #include "src/kv/prefix_hash.hpp"
 #include "src/model/model.hpp"
+#include "src/model/q4_kv.hpp"
 #include "src/tokenizer/tokenizer.hpp"
 
 namespace strata::engine {
@@ -44,6 +45,11 @@ using load_progress = std::function<void(std::string_view stage, double fraction
 /// f16 or q8_0) when the server's kv.default_bits (default_bits) is 8; never 4 on the GPU; other
 /// values never.
 std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim, int default_bits = 16);
+
+/// The mean keys that center q4_0 pages (model::calibrate_q4_keys over
+/// model::q4_calibration_text as `tok` encodes it, BOS first when the model adds one).
+result<model::q4_key_means> q4_key_means_of(std::shared_ptr<const model::model> m, const tokenizer::tokenizer& tok,
+                                            kernels::compute_pool& pool);
 
 class engine {
  public:
@@ -84,6 +90,9 @@ class engine {
   std::int32_t block_tokens() const { return page_tokens_; }
   /// The model file's fingerprint (zero with the prefix cache off).
   const std::array<std::uint64_t, 2>& fingerprint() const { return fingerprint_; }
+  /// The digest of the mean keys q4_0 pages are centered with (kv::cache_namespace::q4_keys; zero
+  /// when q4_0 is not served).
+  const std::array<std::uint64_t, 2>& q4_keys_digest() const { return q4_digest_; }
   const config::server_config& config() const { return cfg_; }
   /// kv_bits of requests that give none (kv.default_bits).
   int default_kv_bits() const { return default_kv_bits_; }
@@ -131,6 +140,9 @@ class engine {
   bool quantized_kv_ = false;
   int default_kv_bits_ = 16;
   std::array<std::uint64_t, 2> fingerprint_{};
+  /// q4_0 pages' mean keys (calibrated at load when q4_0 may be asked for) and their digest.
+  std::shared_ptr<const model::q4_key_means> q4_means_;
+  std::array<std::uint64_t, 2> q4_digest_{};
   std::int32_t page_tokens_ = 32;
   config::server_config cfg_;
   sched::scheduler_address scheduler_;

@@ -26,6 +26,13 @@ layer_stage::layer_stage(std::shared_ptr<const model::model> m, int layer, const
   }
 }
 
+void layer_stage::set_q4_key_means(std::shared_ptr<const model::q4_key_means> means) {
+  q4_means_ = std::move(means);
+  const float* m = q4_means_ ? q4_means_->layer(layer_) : nullptr;
+  kv_.set_q4_key_mean(m);
+  if (ring_) ring_->kv().set_q4_key_mean(m);
+}
+
 void layer_stage::run(const pipeline::batch_layout& layout, std::vector<float>& hidden) {
   const auto n = layout.n_rows();
   if (hidden.empty()) {

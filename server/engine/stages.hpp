@@ -11,6 +11,7 @@
 #include "src/model/forward.hpp"
 #include "src/grammar/grammar_matcher.hpp"
 #include "src/model/layer_kv.hpp"
+#include "src/model/q4_kv.hpp"
 #include "src/model/window_ring.hpp"
 #include "src/sampling/sampler.hpp"
 
@@ -33,6 +34,8 @@ class layer_stage final : public pipeline::layer_compute {
   void clear_state(std::int32_t slot) override;
   void save_state(std::int32_t slot, std::vector<std::byte>& out) override;
   void load_state(std::int32_t slot, std::span<const std::byte> in) override;
+  /// Centers this layer's q4_0 keys with `means` (model::calibrate_q4_keys; null: none).
+  void set_q4_key_means(std::shared_ptr<const model::q4_key_means> means);
   /// Backs the first n_pages pages of format f now (layer_kv::prefault); returns the bytes.
   std::size_t prefault(kv::kv_format f, std::int32_t n_pages) { return kv_index_ < 0 ? 0 : kv_.prefault(f, n_pages); }
 
@@ -51,6 +54,7 @@ class layer_stage final : public pipeline::layer_compute {
   int kv_index_ = -1;
   model::layer_kv kv_;
   std::shared_ptr<kernels::compute_pool> pool_;
+  std::shared_ptr<const model::q4_key_means> q4_means_;
   std::vector<model::seq_rows> rows_;
   std::optional<model::recurrent_state> state_;  // recurrent layers only: one slot per running sequence
   std::optional<model::window_ring> ring_;       // sliding-window layers only: one ring per running sequence

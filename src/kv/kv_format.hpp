@@ -28,12 +28,14 @@ constexpr std::optional<kv_format> kv_format_from_bits(int bits) {
   }
 }
 
-/// What stored q4_0 pages mean: revision 2 smooths and rotates keys and queries and rotates values
-/// before quantizing them (src/model/q4_kv.hpp); revision 1 (whose cache roots did not name it)
+/// What stored q4_0 pages mean: revision 3 smooths, rotates and centers keys (the centering's mean
+/// keys named by their digest next to it in the root, cache_namespace::q4_keys), smooths and
+/// rotates queries and rotates values before quantizing them (src/model/q4_kv.hpp); revision 2 did
+/// not center; revision 1 (whose cache roots did not name it)
 /// rotated keys and queries only. A q4_0 cache's root hash carries it, so that blocks written
 /// under another revision, on disk or in the cluster directory, never match and are never misread.
 /// Move it whenever what q4_0 pages hold changes.
-inline constexpr std::uint8_t k_q4_layout_revision = 2;
+inline constexpr std::uint8_t k_q4_layout_revision = 3;
 
 /// Values per quantization block of q8_0 and q4_0: quantized rows must be a multiple of it.
 inline constexpr std::int64_t k_kv_quant_block = 32;

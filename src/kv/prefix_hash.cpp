@@ -78,7 +78,10 @@ block_hash prefix_hasher::root(const cache_namespace& ns) {
   update(ns.model.data(), sizeof ns.model);
   const auto format = static_cast<std::uint8_t>(ns.format);
   update(&format, 1);
-  if (ns.format == kv_format::q4_0) update(&k_q4_layout_revision, 1);
+  if (ns.format == kv_format::q4_0) {
+    update(&k_q4_layout_revision, 1);
+    update(ns.q4_keys.data(), sizeof ns.q4_keys);
+  }
   update(&ns.block_tokens, sizeof ns.block_tokens);
   const std::uint64_t extra_len = ns.extra.size();
   update(&extra_len, sizeof extra_len);

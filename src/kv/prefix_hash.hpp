@@ -4,6 +4,7 @@
 // size are the same:
 //
 //   root     = SHA-256("strata.kv.root/1" | model fingerprint | kv format | block tokens | extra keys)
+//              (for q4_0, after the format: its layout revision and the digest of its mean keys)
 //              (extra keys: the request's cache salt, if any; see make_cache_salt)
 //   block[0] = SHA-256("strata.kv.block/1" | root     | token count | tokens[0 .. B))
 //   block[i] = SHA-256("strata.kv.block/1" | block[i-1] | token count | tokens[iB .. (i+1)B))
@@ -62,6 +63,10 @@ struct cache_namespace {
   /// Fingerprint of the model file (see model_fingerprint).
   std::array<std::uint64_t, 2> model{};
   kv_format format = kv_format::f16;
+  /// For q4_0 only: the digest of the mean keys its pages are centered with (src/model/q4_kv.hpp),
+  /// which differ with the ISA the server computed them on; pages written under another m never
+  /// match.
+  std::array<std::uint64_t, 2> q4_keys{};
   std::int32_t block_tokens = 32;
   /// Anything else that must separate caches (a tenant salt, an adapter): raw bytes.
   std::string extra;

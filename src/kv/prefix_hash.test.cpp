@@ -66,8 +66,9 @@ TEST(prefix_hash, every_part_of_the_namespace_separates_caches) {
   EXPECT_EQ(hasher.root(base).hex(), *roots.find(hasher.root(base).hex()));
 }
 
-/// The bytes a root hashes, written out here (tag, model, format, [q4_0 layout revision], block
-/// tokens, extra length, extra), so that the layout of a root is pinned down by the test.
+/// The bytes a root hashes, written out here (tag, model, format, [q4_0 layout revision and mean
+/// keys' digest], block tokens, extra length, extra), so that the layout of a root is pinned down
+/// by the test.
 std::vector<std::byte> root_bytes(const cache_namespace& ns, bool with_revision) {
   std::vector<std::byte> b;
   auto put = [&](const void* p, std::size_t n) {
@@ -79,7 +80,10 @@ std::vector<std::byte> root_bytes(const cache_namespace& ns, bool with_revision)
   put(ns.model.data(), sizeof ns.model);
   const auto format = static_cast<std::uint8_t>(ns.format);
   put(&format, 1);
-  if (with_revision) put(&k_q4_layout_revision, 1);
+  if (with_revision) {
+    put(&k_q4_layout_revision, 1);
+    put(ns.q4_keys.data(), sizeof ns.q4_keys);
+  }
   put(&ns.block_tokens, sizeof ns.block_tokens);
   const std::uint64_t extra_len = ns.extra.size();
   put(&extra_len, sizeof extra_len);
@@ -98,6 +102,29 @@ TEST(prefix_hash, a_q4_0_root_names_the_q4_layout_revision_so_older_q4_blocks_ne
   ns.format = kv_format::q4_0;
   EXPECT_EQ(hasher.root(ns), hasher.sha256(root_bytes(ns, true)));
   EXPECT_NE(hasher.root(ns), hasher.sha256(root_bytes(ns, false))) << "a revision-1 q4_0 root";
+  EXPECT_EQ(k_q4_layout_revision, 3) << "revision 3: centered keys";
+}
+
+TEST(prefix_hash, a_q4_0_root_names_its_mean_keys_so_pages_centered_with_another_m_never_match) {
+  prefix_hasher hasher;
+  cache_namespace ns;
+  ns.model = {0x1234, 0x5678};
+  ns.format = kv_format::q4_0;
+  const block_hash none = hasher.root(ns);
+  ns.q4_keys = {0xabcd, 0xef01};
+  const block_hash some = hasher.root(ns);
+  EXPECT_EQ(some, hasher.sha256(root_bytes(ns, true)));
+  EXPECT_NE(some, none);
+  ns.q4_keys[1] ^= 1;
+  EXPECT_NE(hasher.root(ns), some) << "another machine's m (one bit of its digest)";
+  // Other formats do not read it: their pages do not depend on m.
+  for (kv_format f : {kv_format::f16, kv_format::q8_0}) {
+    ns.format = f;
+    ns.q4_keys = {};
+    const block_hash a = hasher.root(ns);
+    ns.q4_keys = {0xabcd, 0xef01};
+    EXPECT_EQ(hasher.root(ns), a) << static_cast<int>(f);
+  }
 }
 
 TEST(prefix_hash, different_salts_never_share_a_block_and_one_salt_gives_one_chain) {

@@ -129,7 +129,8 @@ const float* rope_angles_of(const layer_weights& w, const hparams& h, int il, st
 /// Biases, Q/K norms, RoPE (with layer il's base and scale), then the row's K and V into its page
 /// slot, in the page's format: f16, or quantized straight from f32 (no f16 copy of a quantized
 /// sequence's KV ever exists). For q4_0 pages the row's query, key and value are first smoothed
-/// and rotated (prepare_q4_row, with q4_smooth from q4_key_smoothing or null): q.k is unchanged
+/// and rotated, and the key centered (prepare_q4_row, with q4_smooth from q4_key_smoothing or
+/// null, and the layer's kv.q4_key_mean()): attention is unchanged
 /// and K and V quantize with less error. Rows [r0, r1) of the batch; each row writes only its own
 /// slot, so disjoint ranges can run at once.
 void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_view& batch, float* q, float* k, float* v,
@@ -172,7 +173,7 @@ void prepare_rows(const layer_weights& w, const hparams& h, int il, const batch_
           kernels::quantize_row(kernels::dtype::q8_0, vr, kv.v(page, slot), kvd);
           break;
         case kv::kv_format::q4_0:
-          if (kv.rotate_q4()) prepare_q4_row(h, q4_smooth, qr, kr, vr);
+          if (kv.rotate_q4()) prepare_q4_row(h, q4_smooth, kv.q4_key_mean(), qr, kr, vr);
           quantize_q4_row(kr, vr, kvd, kv.k(page, slot), kv.v(page, slot));
           break;
       }

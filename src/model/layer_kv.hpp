@@ -69,6 +69,10 @@ class layer_kv {
   /// quantization (src/model/q4_kv.hpp); on by default, off only to measure what that buys.
   bool rotate_q4() const { return rotate_q4_; }
   void set_rotate_q4(bool on) { rotate_q4_ = on; }
+  /// The mean key taken from this layer's q4_0 keys (kv_dim values, src/model/q4_kv.hpp), or null
+  /// for none; the caller keeps it alive. Used only with rotate_q4.
+  const float* q4_key_mean() const { return q4_key_mean_; }
+  void set_q4_key_mean(const float* m) { q4_key_mean_ = m; }
 
   std::int32_t n_pages() const { return space_.total(); }
   std::int32_t page_tokens() const { return page_tokens_; }
@@ -106,6 +110,7 @@ class layer_kv {
   std::array<std::int64_t, 3> row_bytes_{};
   arrays k_, v_;
   bool rotate_q4_ = true;
+  const float* q4_key_mean_ = nullptr;
 };
 
 }  // namespace strata::model

@@ -11,6 +11,7 @@
 #include "src/model/forward.hpp"
 #include "src/model/layer_kv.hpp"
 #include "src/model/model.hpp"
+#include "src/model/q4_kv.hpp"
 #include "src/model/recurrent_state.hpp"
 
 namespace strata::model {
@@ -25,6 +26,13 @@ class session {
   void set_rotate_q4(bool on) {
     for (auto& l : kv_) l.set_rotate_q4(on);
   }
+
+  /// Centers q4_0 keys with `means` (calibrate_q4_keys; kept alive by the caller), or stops when null.
+  void set_q4_key_means(const q4_key_means* means) {
+    for (int il = 0; il < static_cast<int>(kv_.size()); ++il) kv_[static_cast<std::size_t>(il)].set_q4_key_mean(means ? means->layer(il) : nullptr);
+  }
+  /// Layer il's pages.
+  const layer_kv& layer(int il) const { return kv_[static_cast<std::size_t>(il)]; }
 
   /// Appends tokens (in chunks of at most `chunk` rows) and returns the logits of every appended
   /// position (tokens.size() x n_vocab) when all_logits, else only of the last one. With
