@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -21,9 +22,11 @@
 #include "kernels/compute_pool.hpp"
 #include "kernels/simd.hpp"
 #include "server/commands/command_registry.hpp"
+#include "server/engine/engine.hpp"
 #include "src/model/model.hpp"
 #include "src/model/session.hpp"
 #include "src/sampling/vocab_ops.hpp"
+#include "src/tokenizer/tokenizer.hpp"
 
 namespace strata::commands {
 namespace {
@@ -147,6 +150,18 @@ int run(const bench_options& o) {
     return 1;
   }
   model::session s(*m, pool, o.prompt + o.gen + 1, 32, 512, format);
+  // q4_0 pages centered as a server centers them (engine::q4_key_means_of), taken before the clock.
+  std::optional<model::q4_key_means> means;
+  if (format == kv::kv_format::q4_0) {
+    auto tok = tokenizer::tokenizer::from_gguf((*m)->file);
+    auto r = tok ? engine::q4_key_means_of(*m, *tok, pool) : result<model::q4_key_means>(tok.err());
+    if (!r) {
+      std::fprintf(stderr, "strata bench: %s\n", r.err().message.c_str());
+      return 1;
+    }
+    means = std::move(*r);
+    s.set_q4_key_means(&*means);
+  }
   auto t0 = clock_type::now();
   auto logits = s.append(prompt, false);
   const double prefill_s = seconds_since(t0);
