@@ -17,6 +17,7 @@
 #include "actors/ssd/ssd_store.hpp"
 #include "io/ssd/segment_store.hpp"
 #include "kernels/delta_rule.hpp"
+#include "server/engine/q4_key_file.hpp"
 #include "server/engine/stages.hpp"
 #include "src/sampling/text_stream.hpp"
 
@@ -173,16 +174,30 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   int threads = cfg.model.compute_threads > 0 ? cfg.model.compute_threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   e->pool_ = std::make_shared<kernels::compute_pool>(threads);
   if (!gpu && e->supports_kv_bits(4)) {
-    // A prefill of the calibration text with f16 KV (model::q4_key_means): its cost is one short
-    // prompt's, paid once here so that no request waits for it.
-    const auto c0 = std::chrono::steady_clock::now();
-    report("taking the mean keys for q4_0 KV", -1);
-    auto means = q4_key_means_of(e->model_, *e->tok_, *e->pool_);
-    if (!means) return std::move(means).err();
-    e->q4_digest_ = kv::model_fingerprint(std::as_bytes(std::span<const float>(means->m)));
-    e->q4_means_ = std::make_shared<const model::q4_key_means>(std::move(*means));
-    spdlog::info("q4_0 KV: mean keys taken in {:.2f} s (digest {:016x}{:016x})",
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count(), e->q4_digest_[1], e->q4_digest_[0]);
+    // The mean keys that center q4_0 pages (model::q4_key_means): a prefill of the calibration
+    // text with f16 KV, taken once per model file and ISA level on this machine and kept in a
+    // small file (q4_key_file.hpp) that later loads read instead.
+    report("mean keys for q4_0 KV", -1);
+    std::array<std::uint64_t, 2> fp = e->fingerprint_;
+    if (!reuse) {
+      // The prefix cache's fingerprint was not taken (cache.mode = off); the file is keyed by it.
+      const auto f0 = std::chrono::steady_clock::now();
+      fp = kv::model_fingerprint(e->model_->file.bytes());
+      e->model_->drop_file_pages();
+      spdlog::info("model fingerprint {:016x}{:016x} for the q4_0 mean keys file ({:.2f} s)", fp[1], fp[0],
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
+    }
+    const auto key = q4_key_file_key_for(fp, hp.n_layer, static_cast<std::int32_t>(hp.kv_dim()));
+    auto kept = q4_key_means_kept(q4_key_dir(cfg, static_cast<bool>(e->ssd_)), key,
+                                  [&] { return q4_key_means_of(e->model_, *e->tok_, *e->pool_); });
+    if (!kept) return std::move(kept).err();
+    e->q4_digest_ = kv::model_fingerprint(std::as_bytes(std::span<const float>(kept->means.m)));
+    e->q4_means_ = std::make_shared<const model::q4_key_means>(std::move(kept->means));
+    if (kept->read)
+      spdlog::info("q4_0 KV: mean keys read from {} (digest {:016x}{:016x})", kept->file.string(), e->q4_digest_[1], e->q4_digest_[0]);
+    else
+      spdlog::info("q4_0 KV: mean keys taken in {:.2f} s{} (digest {:016x}{:016x})", kept->seconds,
+                   kept->file.empty() ? std::string() : ", kept in " + kept->file.string(), e->q4_digest_[1], e->q4_digest_[0]);
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s, device {}; KV: {} MiB ({} MiB of it for cached prefixes) "

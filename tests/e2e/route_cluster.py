@@ -13,7 +13,7 @@ import time
 
 import httpx
 
-from strata_server import EXIT_TIMEOUT_S, READY_TIMEOUT_S, STRATA_BIN, _die_with_parent
+from strata_server import EXIT_TIMEOUT_S, READY_TIMEOUT_S, STRATA_BIN, _die_with_parent, server_env
 
 _LISTENING = re.compile(r"listening on (http://[0-9.]+:\d+)")
 
@@ -27,7 +27,8 @@ class Proc:
         self._log: list[str] = []
         self._lock = threading.Lock()
         argv = [a.replace("{dir}", self.cache_dir) for a in argv]
-        self._proc = subprocess.Popen([*prefix, STRATA_BIN, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        self._proc = subprocess.Popen([*prefix, STRATA_BIN, *argv], env=server_env(self.cache_dir),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         threading.Thread(target=self._read, daemon=True).start()
         self.exit: int | None = None

@@ -69,6 +69,16 @@ def model_dir() -> Path:
     return Path(cache) / "strata" / "models"
 
 
+def server_env(cache_dir: str) -> dict[str, str]:
+    """The environment of a strata process under test: what it keeps under $XDG_CACHE_HOME (the
+    q4_0 KV mean keys) goes into CACHE_DIR, never into the user's ~/.cache, and the real models are
+    still found where scripts/fetch-model.sh put them."""
+    env = dict(os.environ)
+    env["STRATA_MODEL_DIR"] = str(model_dir())
+    env["XDG_CACHE_HOME"] = os.path.join(cache_dir, "xdg")
+    return env
+
+
 def start_default_server(args: list[str] = ()) -> "Server":
     """`strata serve` with no model argument: the built-in default model, which must have been
     fetched (a clear failure otherwise)."""
@@ -98,6 +108,7 @@ class Server:
         # Started from the test's main thread: PR_SET_PDEATHSIG fires when the forking thread ends.
         self._proc = subprocess.Popen(
             [STRATA_BIN, "serve", "--port", "0", "--cache-dir", self.cache_dir, *args],
+            env=server_env(self.cache_dir),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

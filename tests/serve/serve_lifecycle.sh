@@ -4,6 +4,8 @@
 set -euo pipefail
 strata=$1
 work=$(mktemp -d)
+# What the server keeps under $XDG_CACHE_HOME (the q4_0 KV mean keys) stays in the test's folder.
+export XDG_CACHE_HOME="$work/xdg"
 trap '[ "$pid" -gt 0 ] && kill -9 $pid 2>/dev/null; rm -rf "$work"' EXIT
 pid=0
 checks=0
