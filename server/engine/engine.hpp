@@ -140,7 +140,7 @@ class engine {
   bool quantized_kv_ = false;
   int default_kv_bits_ = 16;
   std::array<std::uint64_t, 2> fingerprint_{};
-  /// q4_0 pages' mean keys (calibrated at load when q4_0 may be asked for) and their digest.
+  /// q4_0 pages' mean keys (read from their file or taken at load, q4_key_file.hpp) and their digest.
   std::shared_ptr<const model::q4_key_means> q4_means_;
   std::array<std::uint64_t, 2> q4_digest_{};
   std::int32_t page_tokens_ = 32;

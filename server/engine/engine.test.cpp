@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "kernels/compute_pool.hpp"
 #include "src/model/session.hpp"
 #include "tests/support/probe_actor.hpp"
+#include "tests/support/temp_xdg_cache.hpp"  // engines here keep their q4_0 mean keys in a temporary folder
 #include "tests/support/test_seed.hpp"
 
 namespace strata::engine {
@@ -24,25 +23,7 @@ namespace {
 
 const std::string k_model = std::string(STRATA_SHARED_DIR) + "/models/tiny-llama-spm-f16.gguf";
 
-/// Engines loaded by this binary keep their q4_0 mean keys (q4_key_file.hpp) under a temporary
-/// $XDG_CACHE_HOME of its own, removed at the end, never in the user's ~/.cache.
-class temp_xdg_cache final : public ::testing::Environment {
- public:
-  void SetUp() override {
-    std::string t = (std::filesystem::temp_directory_path() / "strata_engine_xdg_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(t.data()), nullptr);
-    dir_ = t;
-    ::setenv("XDG_CACHE_HOME", t.c_str(), 1);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
 
- private:
-  std::filesystem::path dir_;
-};
-[[maybe_unused]] ::testing::Environment* const k_temp_xdg = ::testing::AddGlobalTestEnvironment(new temp_xdg_cache);
 /// Below this gap between the two best logits, a sum taken in another order (the engine's steps
 /// against the session's) may pick the other token: the comparison stops there.
 constexpr float k_near_tie = 1e-2f;

@@ -17,6 +17,7 @@
 #include "src/config/config.hpp"
 #include "server/engine/engine.hpp"
 #include "src/kv/kv_format.hpp"
+#include "tests/support/temp_xdg_cache.hpp"  // engines here keep their q4_0 mean keys in a temporary folder
 #include "tests/support/test_seed.hpp"
 
 namespace strata::cache_test {
