@@ -23,7 +23,6 @@ namespace {
 
 const std::string k_model = std::string(STRATA_SHARED_DIR) + "/models/tiny-llama-spm-f16.gguf";
 
-
 /// Below this gap between the two best logits, a sum taken in another order (the engine's steps
 /// against the session's) may pick the other token: the comparison stops there.
 constexpr float k_near_tie = 1e-2f;
