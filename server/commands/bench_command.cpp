@@ -150,16 +150,18 @@ int run(const bench_options& o) {
     return 1;
   }
   model::session s(*m, pool, o.prompt + o.gen + 1, 32, 512, format);
-  // q4_0 pages centered as a server centers them (engine::q4_key_means_of), taken before the clock.
+  // q4_0 pages centered as a server without the SSD tier centers them (its means file, read or
+  // taken and kept: engine::q4_key_means_kept_for), before the clock.
   std::optional<model::q4_key_means> means;
   if (format == kv::kv_format::q4_0) {
     auto tok = tokenizer::tokenizer::from_gguf((*m)->file);
-    auto r = tok ? engine::q4_key_means_of(*m, *tok, pool) : result<model::q4_key_means>(tok.err());
+    auto r = tok ? engine::q4_key_means_kept_for(*m, *tok, pool, engine::q4_key_dir(config::server_config{}, false))
+                 : result<engine::q4_kept_means>(tok.err());
     if (!r) {
       std::fprintf(stderr, "strata bench: %s\n", r.err().message.c_str());
       return 1;
     }
-    means = std::move(*r);
+    means = std::move(r->means);
     s.set_q4_key_means(&*means);
   }
   auto t0 = clock_type::now();

@@ -144,15 +144,18 @@ int run(const perplexity_options& o) {
   const int threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   kernels::compute_pool pool(threads);
   model::session s(*m, pool, o.ctx, 32, std::min(o.ctx, 512), format);
-  // q4_0 pages are centered with the mean keys a server takes at load (engine::q4_key_means_of).
+  // q4_0 pages are centered with the mean keys a server without the SSD tier uses: read from its
+  // means file, or taken and kept there (engine::q4_key_means_kept_for).
   std::optional<model::q4_key_means> means;
   if (format == kv::kv_format::q4_0) {
-    const auto c0 = clock_type::now();
-    auto r = engine::q4_key_means_of(*m, *tok, pool);
+    auto r = engine::q4_key_means_kept_for(*m, *tok, pool, engine::q4_key_dir(config::server_config{}, false));
     if (!r) return give_up(r.err().message);
-    means = std::move(*r);
+    if (r->read)
+      std::fprintf(stderr, "strata perplexity: q4_0 mean keys read from %s\n", r->file.c_str());
+    else
+      std::fprintf(stderr, "strata perplexity: q4_0 mean keys taken in %.2f s\n", r->seconds);
+    means = std::move(r->means);
     s.set_q4_key_means(&*means);
-    std::fprintf(stderr, "strata perplexity: q4_0 mean keys taken in %.2f s\n", std::chrono::duration<double>(clock_type::now() - c0).count());
   }
   std::fprintf(stderr, "strata perplexity: %lld tokens, %d chunks of %d (of %d), scoring the last %d tokens of each, KV %d bits, %d threads\n",
                static_cast<long long>(n_tokens), n_chunks, o.ctx, all_chunks, o.ctx - o.ctx / 2 - 1, o.kv_bits, threads);

@@ -98,10 +98,6 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   // idle server's resident memory stays small.
   const bool reuse = e->cfg_.cache.mode != config::cache_mode::off;
   const bool gpu = cfg.model.device == "cuda";
-  // Quantized pages where requests may ask for them (whole blocks per head; on the GPU q8_0 only,
-  // in a device pool of its own beside the f16 one, so only where kv.default_bits asks for it:
-  // device memory is reserved up front, and a second pool of the whole budget doubles it).
-  e->quantized_kv_ = strata::engine::kv_bits_problem(8, gpu, hp.head_dim, cfg.kv.default_bits).empty();
   kv::pool_config& pc = e->pool_cfg_;
   // Only layers without per-sequence state write KV pages (a recurrent or sliding-window layer's
   // pages stay untouched, so unbacked: it keeps its state, or its window, in its state slots).
@@ -117,7 +113,10 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   pc.cached_budget = reuse ? std::min<std::int64_t>(static_cast<std::int64_t>(cfg.cache.hot_memory), pc.budget) : 0;
   for (kv::kv_format f : kv::k_kv_formats) {
     const auto i = static_cast<std::size_t>(kv::format_index(f));
-    // A format's bits are its kv_bits (f16 is 16, never a problem).
+    // A format's bits are its kv_bits (f16 is 16, never a problem). Quantized pages only where
+    // requests may ask for them (whole blocks per head; on the GPU q8_0 only, in a device pool of
+    // its own beside the f16 one, so only where kv.default_bits asks for it: device memory is
+    // reserved up front, and a second pool of the whole budget doubles it).
     const bool kept = strata::engine::kv_bits_problem(static_cast<int>(f), gpu, hp.head_dim, cfg.kv.default_bits).empty();
     pc.space.capacity[i] = kept ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
   }
@@ -187,9 +186,7 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
       spdlog::info("model fingerprint {:016x}{:016x} for the q4_0 mean keys file ({:.2f} s)", fp[1], fp[0],
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count());
     }
-    const auto key = q4_key_file_key_for(fp, hp.n_layer, static_cast<std::int32_t>(hp.kv_dim()));
-    auto kept = q4_key_means_kept(q4_key_dir(cfg, static_cast<bool>(e->ssd_)), key,
-                                  [&] { return q4_key_means_of(e->model_, *e->tok_, *e->pool_); });
+    auto kept = q4_key_means_kept_for(e->model_, *e->tok_, *e->pool_, q4_key_dir(cfg, static_cast<bool>(e->ssd_)), &fp);
     if (!kept) return std::move(kept).err();
     e->q4_digest_ = kv::model_fingerprint(std::as_bytes(std::span<const float>(kept->means.m)));
     e->q4_means_ = std::make_shared<const model::q4_key_means>(std::move(kept->means));
@@ -248,6 +245,14 @@ result<model::q4_key_means> q4_key_means_of(std::shared_ptr<const model::model> 
   const auto body = tok.encode(model::q4_calibration_text(), false, false);
   tokens.insert(tokens.end(), body.begin(), body.end());
   return model::calibrate_q4_keys(std::move(m), pool, tokens);
+}
+
+result<q4_kept_means> q4_key_means_kept_for(std::shared_ptr<const model::model> m, const tokenizer::tokenizer& tok,
+                                            kernels::compute_pool& pool, const std::filesystem::path& dir,
+                                            const std::array<std::uint64_t, 2>* fingerprint) {
+  const auto fp = fingerprint ? *fingerprint : kv::model_fingerprint(m->file.bytes());
+  const auto key = q4_key_file_key_for(fp, m->hp.n_layer, static_cast<std::int32_t>(m->hp.kv_dim()));
+  return q4_key_means_kept(dir, key, [&] { return q4_key_means_of(m, tok, pool); });
 }
 
 std::string engine::bos_text() const { return std::string(tok_->token_text(tok_->bos_id())); }

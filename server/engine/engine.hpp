@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include "io/kv_events/zmq_publisher.hpp"
 #include "kernels/compute_pool.hpp"
 #include "server/engine/device_stages.hpp"
+#include "server/engine/q4_key_file.hpp"
 #include "src/chat/chat_template.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
@@ -50,6 +52,13 @@ std::string kv_bits_problem(int bits, bool gpu, std::int32_t head_dim, int defau
 /// model::q4_calibration_text as `tok` encodes it, BOS first when the model adds one).
 result<model::q4_key_means> q4_key_means_of(std::shared_ptr<const model::model> m, const tokenizer::tokenizer& tok,
                                             kernels::compute_pool& pool);
+
+/// The mean keys for `m` as its means file in `dir` keeps them (q4_key_file.hpp): read when the
+/// file holds them, else taken by q4_key_means_of and written there. `fingerprint` is the model
+/// file's (kv::model_fingerprint); null takes it here (a pass over the file).
+result<q4_kept_means> q4_key_means_kept_for(std::shared_ptr<const model::model> m, const tokenizer::tokenizer& tok,
+                                            kernels::compute_pool& pool, const std::filesystem::path& dir,
+                                            const std::array<std::uint64_t, 2>* fingerprint = nullptr);
 
 class engine {
  public:
@@ -98,7 +107,7 @@ class engine {
   int default_kv_bits() const { return default_kv_bits_; }
   /// Whether requests may ask for this KV precision: 16 always; 8 and 4 when the model's heads are
   /// whole quantization blocks, 4 on the CPU only (kv_bits_problem says which).
-  bool supports_kv_bits(int bits) const { return bits == 16 || ((bits == 8 || bits == 4) && quantized_kv_ && kv_bits_problem(bits).empty()); }
+  bool supports_kv_bits(int bits) const { return kv_bits_problem(bits).empty(); }
   /// Why not (kv_bits_problem for this model and device), or empty.
   std::string kv_bits_problem(int bits) const;
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
@@ -137,7 +146,6 @@ class engine {
   device_stages gpu_;
   std::int32_t max_context_ = 4096;
   kv::pool_config pool_cfg_;
-  bool quantized_kv_ = false;
   int default_kv_bits_ = 16;
   std::array<std::uint64_t, 2> fingerprint_{};
   /// q4_0 pages' mean keys (read from their file or taken at load, q4_key_file.hpp) and their digest.

@@ -1,7 +1,7 @@
 // The q4_0 mean keys file: a round trip gives the means bit for bit; a short, long, corrupt or
 // other key's file is refused; q4_key_means_kept takes the means once, reads them after, and takes
 // them again (the same means) whenever the file is not usable; and an engine's second load reads
-// what its first took.
+// what its first took, as strata perplexity and bench do (q4_key_means_kept_for).
 
 #include "server/engine/q4_key_file.hpp"
 
@@ -360,6 +360,14 @@ TEST(q4_key_file, an_engine_reads_on_its_second_load_the_means_its_first_load_to
     auto alone = q4_key_means_of(*m, (*first)->tok(), one);
     ASSERT_TRUE(alone) << alone.err().message;
     EXPECT_TRUE(same_bits(*alone, *fresh)) << "one thread against two";
+    if (mode != config::cache_mode::tiered) {
+      // strata perplexity and bench read the file a server without the SSD tier keeps.
+      auto tools = q4_key_means_kept_for(*m, (*first)->tok(), pool, q4_key_dir(config::server_config{}, false));
+      ASSERT_TRUE(tools) << tools.err().message;
+      EXPECT_TRUE(tools->read);
+      EXPECT_EQ(tools->file, files[0]);
+      EXPECT_TRUE(same_bits(tools->means, *fresh));
+    }
     first->reset();
 
     const auto before = std::filesystem::last_write_time(files[0]);

@@ -57,9 +57,14 @@ TEST_P(prefix_cache, multi_turn_conversations_give_the_same_tokens_with_and_with
           EXPECT_GE(b.cached_tokens, boundary) << "conversation " << c << " turn " << t;
           // 0 and 3 may resume past `before`: one's next prompt holds their shared first reply
           // whole, its last token too, and leaves a snapshot at a block boundary inside it.
-          if (c != 0 && c != 3) EXPECT_LE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
-        } else if (c == 0 || c == 3) EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
-        else EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+          if (c != 0 && c != 3) {
+            EXPECT_LE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+          }
+        } else if (c == 0 || c == 3) {
+          EXPECT_GE(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        } else {
+          EXPECT_EQ(b.cached_tokens, before) << "conversation " << c << " turn " << t;
+        }
       } else if (c == 1) {
         EXPECT_EQ(b.cached_tokens, 0) << "q8_0 blocks matched f16 ones";
       }
