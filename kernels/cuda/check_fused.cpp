@@ -203,11 +203,7 @@ void check_matvec_rope(verdicts& v, std::mt19937& rng) {
     rope_store_kv(a, ra, nullptr);
     // The epilogue.
     matvec_rope rp;
-    rp.pos = ra.pos;
-    rp.inv_freq = ra.inv_freq;
-    rp.factors = ra.factors;
-    rp.freq_scale = ra.freq_scale;
-    rp.n_rot = sh.n_rot;
+    rp.angles = ra;
     rp.head_dim = sh.head_dim;
     rp.slots = sd.as<std::int32_t>();
     rp.k_pages = kp2.data();

@@ -251,7 +251,7 @@ struct mv_args {
   const float* x;
   const std::int8_t* xq;
   const float2* xds;
-  matvec_rope rope;  // rope.pos null: no RoPE epilogue
+  matvec_rope rope;  // rope.angles.pos null: no RoPE epilogue
 };
 
 /// Where one row's product goes: its matrix's weights and scales, its y, and whether it adds.
@@ -291,11 +291,12 @@ __device__ __forceinline__ mv_row locate(const mv_args& a, int row) {
 __device__ __forceinline__ void rope_pair(const matvec_rope& p, const mv_row& r0, const mv_row& r1, float y0, float y1) {
   float v0 = y0, v1 = y1;
   const int c = r0.local % p.head_dim;
-  if (((p.rotate >> r0.matrix) & 1u) && c < p.n_rot) {
+  const rope_args& a = p.angles;
+  if (((p.rotate >> r0.matrix) & 1u) && c < a.n_rot) {
     const int i = c / 2;
-    const float pp = static_cast<float>(p.pos[0]) * p.freq_scale;
-    float theta = pp * p.inv_freq[i];
-    if (p.factors) theta /= p.factors[i];
+    const float pp = static_cast<float>(a.pos[0]) * a.freq_scale;
+    float theta = pp * a.inv_freq[i];
+    if (a.factors) theta /= a.factors[i];
     float sn, cs;
     sincosf(theta, &sn, &cs);
     const float x0 = y0, x1 = y1;
@@ -482,7 +483,7 @@ void launch(mv_args a, dtype t, cudaStream_t stream) {
   }
   const mv_shape sh = shape_for<W>(t);
   if constexpr (pairs_rows<W>) {
-    if (a.rope.pos) return launch_one<W, 2, 1, true>(a, stream);  // matvec_rope_supported: the 2x1 shape
+    if (a.rope.angles.pos) return launch_one<W, 2, 1, true>(a, stream);  // matvec_rope_supported: the 2x1 shape
   }
   if (sh.rows == 2) {
     if (sh.unroll == 1) return launch_one<W, 2, 1>(a, stream);
@@ -545,8 +546,8 @@ void matvec_launch(const matvec_out* outs, int count, const float* x, const act_
     a.end[i] = static_cast<int>(end);
   }
   if (rope) {
-    if (!matvec_rope_supported(w0.type, n) || rope->head_dim <= 0 || rope->head_dim % 2 != 0 || rope->n_rot > rope->head_dim ||
-        !rope->pos || !rope->slots || rope->to_k >= count || rope->to_v >= count)
+    if (!matvec_rope_supported(w0.type, n) || rope->head_dim <= 0 || rope->head_dim % 2 != 0 || rope->angles.n_rot > rope->head_dim ||
+        rope->angles.neox || !rope->angles.pos || !rope->slots || rope->to_k >= count || rope->to_v >= count)
       throw std::invalid_argument("matvec_many_rope: not for these weights, rows or heads");
     for (int i = 0; i < count; ++i)
       if (outs[i].add || outs[i].w->rows % 2 != 0) throw std::invalid_argument("matvec_many_rope: products must be written, in pairs");

@@ -79,17 +79,27 @@ struct matvec_out {
 /// (A pointer and a count rather than a span: the .cu files compile as C++17.)
 void matvec_many(const matvec_out* outs, int count, const float* x, const act_q8* xq, int n, cudaStream_t stream);
 
+/// The rotary embedding's angles (rope, rope_store_kv, matvec_many_rope): token t's first n_rot
+/// dimensions of each head turn by theta_i = pos[t] * freq_scale * inv_freq[i] / factors[i]
+/// (factors may be null: all 1). Normal layout rotates pairs (2i, 2i + 1), NeoX (i, i + n_rot / 2).
+/// pos, inv_freq and factors are device arrays.
+struct rope_args {
+  const std::int32_t* pos = nullptr;
+  const float* inv_freq = nullptr;
+  const float* factors = nullptr;
+  float freq_scale = 1.0f;
+  int n_rot = 0;
+  bool neox = false;
+};
+
 /// RoPE (the normal layout: pairs 2i, 2i + 1 of each head) and the KV page writes of one decode
 /// row, in the epilogue of matvec_many: the products' rows of matrix `rotate` bits turn as
 /// rope_store_kv turns q and k, and matrix to_k's (to_v's) rows are then also written as f16 into
 /// the K (V) page slot slots[0]. The same arithmetic as rope_store_kv, so the same bits; taken
 /// only where matvec_rope_supported says so (the caller runs rope_store_kv otherwise).
 struct matvec_rope {
-  const std::int32_t* pos = nullptr;  // device: the row's position
-  const float* inv_freq = nullptr;
-  const float* factors = nullptr;
-  float freq_scale = 1.0f;
-  int n_rot = 0, head_dim = 0;
+  rope_args angles;  // the same as rope_store_kv's (pos[0]: the row's position); neox must be false
+  int head_dim = 0;
   unsigned rotate = 0;   // bit i: matrix i's rows turn
   int to_k = -1, to_v = -1;  // the matrix whose rows go into the K / V pages (-1: none)
   const std::int32_t* slots = nullptr;  // device: the row's page slot

@@ -27,18 +27,8 @@ void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t 
 /// both rotate by the same angles. Upload it once per model.
 std::vector<float> rope_inv_freq(int n_rot, float freq_base);
 
-/// In place, the rotary embedding of x (n_tokens x n_heads x head_dim): token t's first n_rot
-/// dimensions of each head turn by theta_i = pos[t] * freq_scale * inv_freq[i] / factors[i]
-/// (factors may be null: all 1). Normal layout rotates pairs (2i, 2i + 1), NeoX (i, i + n_rot / 2).
-/// pos, inv_freq and factors are device arrays.
-struct rope_args {
-  const std::int32_t* pos = nullptr;
-  const float* inv_freq = nullptr;
-  const float* factors = nullptr;
-  float freq_scale = 1.0f;
-  int n_rot = 0;
-  bool neox = false;
-};
+/// In place, the rotary embedding of x (n_tokens x n_heads x head_dim), by the angles of
+/// rope_args (matvec.hpp).
 void rope(float* x, int n_tokens, int n_heads, int head_dim, const rope_args& a, cudaStream_t stream);
 
 /// out[i] = silu(gate[i]) * up[i] for i < n (out may be gate or up).

@@ -236,6 +236,14 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
 
   // Attention block: norm, q/k/v, biases, q/k norms, RoPE, the rows' K and V into their pages.
   norm_input(x, attn_norm_, cur, n, d, h.norm_eps, sc.xq_embd, sc.x16, s);
+  // The rotation's angles, for the products' epilogue or rope_store_kv.
+  cu::rope_args ra;
+  ra.pos = st.pos.as<std::int32_t>();
+  ra.inv_freq = inv_freq_.as<float>();
+  ra.factors = rope_factors_.data() ? rope_factors_.as<float>() : nullptr;
+  ra.freq_scale = h.rope_scale(layer_);
+  ra.n_rot = h.n_rot;
+  ra.neox = h.rope_neox;
   // One decode row without biases or q/k norms: RoPE and the page writes in the products'
   // epilogue (matvec_rope), rather than a launch of their own.
   const bool rope_in_matvec = n == 1 && !st.has_q8 && !h.rope_neox && !bq_.data() && !bk_.data() && !bv_.data() && !q_norm_.data() &&
@@ -243,11 +251,7 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
                               cu::matvec_rope_supported(wv_.type, n);
   if (rope_in_matvec) {
     cu::matvec_rope rp;
-    rp.pos = st.pos.as<std::int32_t>();
-    rp.inv_freq = inv_freq_.as<float>();
-    rp.factors = rope_factors_.data() ? rope_factors_.as<float>() : nullptr;
-    rp.freq_scale = h.rope_scale(layer_);
-    rp.n_rot = h.n_rot;
+    rp.angles = ra;
     rp.head_dim = h.head_dim;
     rp.slots = st.slots.as<std::int32_t>();
     rp.k_pages = k_.data();
@@ -280,13 +284,6 @@ void gpu_layer_stage::queue(const step_state& st, scratch& sc, cudaStream_t s) {
     cu::rms_norm(q, q_norm_.as<float>(), q, n * h.n_head, h.head_dim, h.norm_eps, s);
     cu::rms_norm(k, k_norm_.as<float>(), k, n * h.n_head_kv, h.head_dim, h.norm_eps, s);
   }
-  cu::rope_args ra;
-  ra.pos = st.pos.as<std::int32_t>();
-  ra.inv_freq = inv_freq_.as<float>();
-  ra.factors = rope_factors_.data() ? rope_factors_.as<float>() : nullptr;
-  ra.freq_scale = h.rope_scale(layer_);
-  ra.n_rot = h.n_rot;
-  ra.neox = h.rope_neox;
   cu::rope_kv_args rk;
   rk.q = q;
   rk.k = k;
