@@ -5,8 +5,15 @@
 // head. Where a launch fills the device at least twice, a stream loads its next trip's K and V
 // before it computes the current one (PF). The streams are merged by log-sum-exp at the end, then
 // the parts of a row by merge_kernel.
-// Over q8_0 pages a lane's 8 dims are 8 int8 of one 34-byte block (2-byte aligned: four 16-bit
-// loads) and the block's f16 scale, dequantized in registers as the CPU's q8_0 rows are.
+// Over q8_0 pages a lane's 8 dims are 8 int8 of one 34-byte block and the block's f16 scale. With
+// heads of 64 values or more every head starts 4-byte aligned (a pair of blocks is 68 bytes), so a
+// lane reads the two or three aligned 32-bit words that hold its 8 levels and shifts them into place
+// (heads of 32: four 16-bit loads); the levels become floats exactly by a byte permute into the
+// mantissa of 2^23 and one add (no int-to-float conversion, a reduced-throughput instruction),
+// and the block's scale multiplies a lane's partial score and its softmax weight once, not
+// each value. A q8_0 stream has four positions in flight a trip (f16: two; its loads are 10
+// bytes a lane, not 16). STRATA_CUDA_ATTENTION_Q8=narrow takes the first q8_0 kernel (16-bit
+// loads, each value converted and scaled), =2 two positions a trip, for comparison.
 
 #include <cuda_fp16.h>
 
@@ -29,6 +36,10 @@ namespace {
 constexpr int k_threads = 128;
 constexpr int k_heads_per_block = 8;
 constexpr int k_unroll = 2;  // positions in flight per stream (fewer registers, more blocks per SM)
+
+/// The pages' format as the kernel reads them: f16; q8_0 by 16-bit loads, each value converted and
+/// scaled (the first q8_0 kernel, kept for comparison); q8_0 by aligned words, scaled per block.
+enum : int { k_f16 = 0, k_q8_narrow = 1, k_q8 = 2 };
 
 struct launch_shape {
   int group = 1;   // query heads per kv head
@@ -60,6 +71,44 @@ __device__ __forceinline__ uint4 load_q8(const unsigned char* block, int within)
   return u;
 }
 
+/// A lane's q8_0 unit for k_q8: x, y and z the aligned words from 2 bytes before (`shift` 2) or at
+/// (`shift` 0) its 8 levels (z only with shift 2: levels that start 2 bytes into a word end 2
+/// bytes into the third), w the block's f16 scale. Heads of 32 values (2-byte aligned) take
+/// load_q8's four 16-bit loads, with shift 0.
+template <int HD>
+__device__ __forceinline__ uint4 load_q8_words(const unsigned char* block, int within, int shift) {
+  if constexpr (HD < 64) {
+    const uint4 u = load_q8(block, within);
+    return make_uint4(u.x, u.y, 0u, u.z);
+  } else {
+    const unsigned* w = reinterpret_cast<const unsigned*>(block + 2 + within - shift);
+    uint4 u;
+    u.x = __ldg(w);
+    u.y = __ldg(w + 1);
+    u.z = shift ? __ldg(w + 2) : 0u;
+    u.w = __ldg(reinterpret_cast<const unsigned short*>(block));
+    return u;
+  }
+}
+
+/// The 8 int8 levels in lo and hi as floats, exactly: each byte offset by 128 (the xor) is placed as
+/// the low mantissa bits of 2^23 (0x4B000000) by a byte permute, and 2^23 + 128 taken off.
+__device__ __forceinline__ void levels_f32(unsigned lo, unsigned hi, float* f) {
+  lo ^= 0x80808080u;
+  hi ^= 0x80808080u;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    f[e] = __uint_as_float(__byte_perm(lo, 0x4B000000u, 0x7440u | static_cast<unsigned>(e))) - 8388736.0f;
+    f[4 + e] = __uint_as_float(__byte_perm(hi, 0x4B000000u, 0x7440u | static_cast<unsigned>(e))) - 8388736.0f;
+  }
+}
+
+/// The 8 levels of a load_q8_words unit as floats (levels_f32), and the block's scale in d.
+__device__ __forceinline__ void q8_levels(const uint4& u, int shift, float* f, float& d) {
+  levels_f32(__funnelshift_r(u.x, u.y, 8 * shift), __funnelshift_r(u.y, u.z, 8 * shift), f);
+  d = __half2float(__ushort_as_half(static_cast<unsigned short>(u.w)));
+}
+
 /// The 8 values of a lane's 16-byte f16 unit, or of its load_q8 unit.
 template <bool Q8>
 __device__ __forceinline__ void unit_to_f32(const uint4& w, float* f) {
@@ -75,13 +124,14 @@ __device__ __forceinline__ void unit_to_f32(const uint4& w, float* f) {
   }
 }
 
-template <int HD, int G, bool Q8, bool PF>
+template <int HD, int G, int F, bool PF, int U>
 __global__ void __launch_bounds__(k_threads)
     decode_kernel(const __half* __restrict__ kp, const __half* __restrict__ vp, int page_tokens, int n_head_kv, decode_rows r,
                   launch_shape ls, float* __restrict__ part_out, float* __restrict__ part_lse) {
   pdl_launch_dependents();
   pdl_wait();
   constexpr int L = HD / 8, P = 32 / L, S = (k_threads / 32) * P;
+  constexpr bool Q8 = F != k_f16;
   const int z = static_cast<int>(blockIdx.z), seq = r.rows ? r.rows[z] : z, split = static_cast<int>(blockIdx.y);
   const int kvh = static_cast<int>(blockIdx.x) / ls.chunks, chunk = static_cast<int>(blockIdx.x) % ls.chunks;
   const int h0 = kvh * ls.group + chunk * k_heads_per_block;
@@ -112,20 +162,27 @@ __global__ void __launch_bounds__(k_threads)
   // q8_0: a row's bytes, and the byte of the lane's block within it.
   const std::size_t row_q8 = row / 32 * 34, block_q8 = col / 32 * 34;
   const int within = static_cast<int>(col % 32);
+  // k_q8: the lane's levels start 2 bytes into a 32-bit word in an even block of the row (rows and
+  // heads hold even numbers of blocks from 64 values on), at a word in an odd one.
+  const int shift = HD >= 64 && (col / 32) % 2 == 0 ? 2 : 0;
   // Every lane of a warp takes the same trips (the score sums shuffle across lanes); positions
   // past the part's end are masked. With PF the next trip's K and V are loaded before this
   // trip's products, so each warp has a trip's loads in flight while it computes; without, each
   // trip loads its own (fewer registers: short rows, whose launches leave the device half empty).
-  auto load = [&](int tb, uint4 (&kr)[k_unroll], uint4 (&vr)[k_unroll]) {
+  auto load = [&](int tb, uint4 (&kr)[U], uint4 (&vr)[U]) {
 #pragma unroll
-    for (int j = 0; j < k_unroll; ++j) {
+    for (int j = 0; j < U; ++j) {
       const int t = tb + sid + j * S;
       kr[j] = make_uint4(0, 0, 0, 0);
       vr[j] = make_uint4(0, 0, 0, 0);
       if (t <= t_hi) {
         const std::size_t page = static_cast<std::size_t>(__ldg(blocks + t / page_tokens));
         const std::size_t slot = page * page_tokens + t % page_tokens;
-        if constexpr (Q8) {
+        if constexpr (F == k_q8) {
+          const std::size_t at = slot * row_q8 + block_q8;
+          kr[j] = load_q8_words<HD>(reinterpret_cast<const unsigned char*>(kp) + at, within, shift);
+          vr[j] = load_q8_words<HD>(reinterpret_cast<const unsigned char*>(vp) + at, within, shift);
+        } else if constexpr (Q8) {
           const std::size_t at = slot * row_q8 + block_q8;
           kr[j] = load_q8(reinterpret_cast<const unsigned char*>(kp) + at, within);
           vr[j] = load_q8(reinterpret_cast<const unsigned char*>(vp) + at, within);
@@ -137,43 +194,57 @@ __global__ void __launch_bounds__(k_threads)
       }
     }
   };
-  uint4 kn[k_unroll], vn[k_unroll];
+  uint4 kn[U], vn[U];
   if constexpr (PF) load(t_lo, kn, vn);
-  for (int tb = t_lo; tb <= t_hi; tb += S * k_unroll) {
+  for (int tb = t_lo; tb <= t_hi; tb += S * U) {
     const int t0 = tb + sid;
-    uint4 kr[k_unroll], vr[k_unroll];
+    uint4 kr[U], vr[U];
     if constexpr (PF) {
 #pragma unroll
-      for (int j = 0; j < k_unroll; ++j) {
+      for (int j = 0; j < U; ++j) {
         kr[j] = kn[j];
         vr[j] = vn[j];
       }
-      if (tb + S * k_unroll <= t_hi) load(tb + S * k_unroll, kn, vn);
+      if (tb + S * U <= t_hi) load(tb + S * U, kn, vn);
     } else {
       load(tb, kr, vr);
     }
-    float s[G][k_unroll];
+    float s[G][U];
 #pragma unroll
-    for (int j = 0; j < k_unroll; ++j) {
+    for (int j = 0; j < U; ++j) {
       float kf[8];
-      unit_to_f32<Q8>(kr[j], kf);
+      // k_q8: the levels, and the block's scale with the score's (once a lane, not once a value).
+      float pre = 1.0f, post = r.scale;
+      if constexpr (F == k_q8) {
+        q8_levels(kr[j], shift, kf, pre);
+        pre *= r.scale;
+        post = 1.0f;
+      } else {
+        unit_to_f32<Q8>(kr[j], kf);
+      }
 #pragma unroll
       for (int g = 0; g < G; ++g) {
         float d = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) d += q[g][e] * kf[e];
+        if constexpr (F == k_q8) d *= pre;
 #pragma unroll
         for (int o = L / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xFFFFFFFFu, d, o);
-        d *= r.scale;
+        if constexpr (F != k_q8) d *= post;
         if (r.softcap > 0.0f) d = r.softcap * tanhf(d / r.softcap);
         s[g][j] = t0 + j * S <= t_hi ? d : -INFINITY;
       }
     }
-    float vf[k_unroll][8];
+    // k_q8: V's levels, and the block's scale, which multiplies each weight once.
+    float vf[U][8], vd[U];
 #pragma unroll
-    for (int j = 0; j < k_unroll; ++j) {
-      if (t0 + j * S <= t_hi) unit_to_f32<Q8>(vr[j], vf[j]);
-      else {
+    for (int j = 0; j < U; ++j) {
+      vd[j] = 1.0f;
+      if (t0 + j * S <= t_hi) {
+        if constexpr (F == k_q8) q8_levels(vr[j], shift, vf[j], vd[j]);
+        else unit_to_f32<Q8>(vr[j], vf[j]);
+      } else {
+        vd[j] = 0.0f;
 #pragma unroll
         for (int e = 0; e < 8; ++e) vf[j][e] = 0.0f;
       }
@@ -182,18 +253,19 @@ __global__ void __launch_bounds__(k_threads)
     for (int g = 0; g < G; ++g) {
       float mx = m[g];
 #pragma unroll
-      for (int j = 0; j < k_unroll; ++j) mx = fmaxf(mx, s[g][j]);
+      for (int j = 0; j < U; ++j) mx = fmaxf(mx, s[g][j]);
       if (mx == -INFINITY) continue;      // no position of this stream yet
       const float c = __expf(m[g] - mx);  // 0 while m is -inf
       l[g] *= c;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[g][e] *= c;
 #pragma unroll
-      for (int j = 0; j < k_unroll; ++j) {
+      for (int j = 0; j < U; ++j) {
         const float p = __expf(s[g][j] - mx);
         l[g] += p;
+        const float w = F == k_q8 ? p * vd[j] : p;
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[g][e] += p * vf[j][e];
+        for (int e = 0; e < 8; ++e) acc[g][e] += w * vf[j][e];
       }
       m[g] = mx;
     }
@@ -334,25 +406,32 @@ bool merge_loop() {
   static const bool on = env_is("STRATA_CUDA_ATTENTION_MERGE", "loop");
   return on;
 }
+/// The q8_0 kernel (STRATA_CUDA_ATTENTION_Q8): 0 k_q8 with four positions a stream in flight (up
+/// to 4 query heads a kv head; 8 take two: four would spill), for comparison 2 with two ("2") and
+/// 1 the first kernel ("narrow").
+int q8_choice() {
+  static const int c = env_is("STRATA_CUDA_ATTENTION_Q8", "narrow") ? 1 : env_is("STRATA_CUDA_ATTENTION_Q8", "2") ? 2 : 0;
+  return c;
+}
 
 using kernel_fn = void (*)(const __half*, const __half*, int, int, decode_rows, launch_shape, float*, float*);
 
-template <int HD, bool Q8, bool PF>
+template <int HD, int F, bool PF, int U>
 kernel_fn kernel_for_group(int group) {
   const int g = std::min(group, k_heads_per_block);
-  if (g == 1) return decode_kernel<HD, 1, Q8, PF>;
-  if (g == 2) return decode_kernel<HD, 2, Q8, PF>;
-  if (g <= 4) return decode_kernel<HD, 4, Q8, PF>;
-  return decode_kernel<HD, 8, Q8, PF>;
+  if (g == 1) return decode_kernel<HD, 1, F, PF, U>;
+  if (g == 2) return decode_kernel<HD, 2, F, PF, U>;
+  if (g <= 4) return decode_kernel<HD, 4, F, PF, U>;
+  return decode_kernel<HD, 8, F, PF, std::min(U, k_unroll)>;  // 8 heads of 4 positions spill
 }
 
-template <bool Q8, bool PF>
+template <int F, bool PF, int U = k_unroll>
 kernel_fn kernel_for_dim(int head_dim, int group) {
   switch (head_dim) {
-    case 32: return kernel_for_group<32, Q8, PF>(group);
-    case 64: return kernel_for_group<64, Q8, PF>(group);
-    case 128: return kernel_for_group<128, Q8, PF>(group);
-    case 256: return kernel_for_group<256, Q8, PF>(group);
+    case 32: return kernel_for_group<32, F, PF, U>(group);
+    case 64: return kernel_for_group<64, F, PF, U>(group);
+    case 128: return kernel_for_group<128, F, PF, U>(group);
+    case 256: return kernel_for_group<256, F, PF, U>(group);
     default: throw std::invalid_argument("decode_attention: head_dim must be 32, 64, 128 or 256");
   }
 }
@@ -361,8 +440,15 @@ kernel_fn kernel_for_dim(int head_dim, int group) {
 /// 1, 2, 4 or 8).
 kernel_fn kernel_for(const kv_pages_f16& kv, int group, bool pf) {
   if (kv.bits != 8 && kv.bits != 16) throw std::invalid_argument("decode_attention: pages of 16 (f16) or 8 (q8_0) bits");
-  if (kv.bits == 8) return pf ? kernel_for_dim<true, true>(kv.head_dim, group) : kernel_for_dim<true, false>(kv.head_dim, group);
-  return pf ? kernel_for_dim<false, true>(kv.head_dim, group) : kernel_for_dim<false, false>(kv.head_dim, group);
+  if (kv.bits == 8) {
+    switch (q8_choice()) {
+      case 1:
+        return pf ? kernel_for_dim<k_q8_narrow, true>(kv.head_dim, group) : kernel_for_dim<k_q8_narrow, false>(kv.head_dim, group);
+      case 2: return pf ? kernel_for_dim<k_q8, true>(kv.head_dim, group) : kernel_for_dim<k_q8, false>(kv.head_dim, group);
+      default: return pf ? kernel_for_dim<k_q8, true, 4>(kv.head_dim, group) : kernel_for_dim<k_q8, false, 4>(kv.head_dim, group);
+    }
+  }
+  return pf ? kernel_for_dim<k_f16, true>(kv.head_dim, group) : kernel_for_dim<k_f16, false>(kv.head_dim, group);
 }
 
 /// Blocks of f resident per multiprocessor, asked of the runtime once per kernel (each decode

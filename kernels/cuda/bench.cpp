@@ -1,5 +1,5 @@
 // GPU kernel figures: decode matvec bandwidth per weight type on Llama-3-8B shapes (32k vocab),
-// and paged decode attention at 1k and 16k tokens of context. Each case rotates over enough
+// and paged decode attention at 1k to 16k tokens of context over f16 and q8_0 pages. Each case rotates over enough
 // copies of its data to overflow the L2 cache, runs its launches as one captured CUDA graph, and
 // reports the median of several timed replays. Prints a table and writes one JSON file.
 //
@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -100,22 +101,34 @@ std::string matvec_case(cudaStream_t stream, dtype t, std::int64_t rows, std::in
   return buf;
 }
 
-std::string attention_case(cudaStream_t stream, int context, int n_seq, int splits) {
+/// Decode attention of n_seq rows of `context` positions (Llama-3-8B heads: 32 query, 8 kv of
+/// 128) over f16 pages (kv_bits 16) or q8_0 pages (8: random levels, scales in [2^-8, 2^-6)).
+std::string attention_case(cudaStream_t stream, int context, int n_seq, int splits, int kv_bits) {
   constexpr int n_head = 32, n_kv = 8, hd = 128, page = 32;
   const int pages = (context + page - 1) / page;
   const std::size_t pool_values = static_cast<std::size_t>(n_seq) * pages * page * n_kv * hd;
-  const std::size_t kv_bytes = 2 * pool_values * 2;
+  const std::size_t pool_bytes = kv_bits == 8 ? pool_values / 32 * 34 : pool_values * 2;
+  const std::size_t kv_bytes = 2 * pool_bytes;
   int layers = static_cast<int>(std::max<std::size_t>(1, (k_rotate_bytes + kv_bytes - 1) / kv_bytes));
   std::vector<device_buffer> k, v;
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> bits(0x3000, 0x3BFF);  // f16 values in [0.125, 1)
-  std::vector<std::uint16_t> host(pool_values);
+  std::vector<std::uint16_t> host(pool_bytes / 2);
   for (auto& h : host) h = static_cast<std::uint16_t>(bits(rng));
+  if (kv_bits == 8) {  // each block's first two bytes are its f16 scale; the rest random levels
+    std::uniform_int_distribution<int> scale(0x1C00, 0x23FF), level(0, 255);
+    auto* b = reinterpret_cast<unsigned char*>(host.data());
+    for (std::size_t i = 0; i < pool_bytes; ++i) b[i] = static_cast<unsigned char>(level(rng));
+    for (std::size_t i = 0; i < pool_bytes; i += 34) {
+      const auto d = static_cast<std::uint16_t>(scale(rng));
+      std::memcpy(b + i, &d, 2);
+    }
+  }
   for (int l = 0; l < layers; ++l) {
-    k.emplace_back(pool_values * 2);
-    v.emplace_back(pool_values * 2);
-    k.back().upload(host.data(), pool_values * 2, stream);
-    v.back().upload(host.data(), pool_values * 2, stream);
+    k.emplace_back(pool_bytes);
+    v.emplace_back(pool_bytes);
+    k.back().upload(host.data(), pool_bytes, stream);
+    v.back().upload(host.data(), pool_bytes, stream);
   }
   std::vector<std::int32_t> table(static_cast<std::size_t>(n_seq * pages));
   for (std::size_t i = 0; i < table.size(); ++i) table[i] = static_cast<std::int32_t>(i);
@@ -131,6 +144,7 @@ std::string attention_case(cudaStream_t stream, int context, int n_seq, int spli
   kv.page_tokens = page;
   kv.n_head_kv = n_kv;
   kv.head_dim = hd;
+  kv.bits = kv_bits;
   decode_rows r;
   r.q = qd.as<float>();
   r.out = od.as<float>();
@@ -152,14 +166,14 @@ std::string attention_case(cudaStream_t stream, int context, int n_seq, int spli
     decode_attention(kv, r, ws.data(), ws_bytes, stream);
   });
   const double gbs = static_cast<double>(kv_bytes) / s / 1e9;
-  std::printf("attention ctx=%-6d rows=%-3d splits=%-3d%s %8.2f us  %7.1f GB/s  %5.1f%%\n", context, n_seq,
-              decode_attention_splits(kv, r), splits > 0 ? " (forced)" : "         ", s * 1e6, gbs,
+  std::printf("attention %s ctx=%-6d rows=%-3d splits=%-3d%s %8.2f us  %7.1f GB/s  %5.1f%%\n", kv_bits == 8 ? "q8_0" : "f16 ",
+              context, n_seq, decode_attention_splits(kv, r), splits > 0 ? " (forced)" : "         ", s * 1e6, gbs,
               100.0 * gbs * 1e9 / k_h100_bandwidth);
   char buf[300];
   std::snprintf(buf, sizeof buf,
-                "{\"context\":%d,\"rows\":%d,\"splits_forced\":%s,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"splits\":%d,\"kv_bytes\":%zu,\"us\":%.3f,"
+                "{\"kv_bits\":%d,\"context\":%d,\"rows\":%d,\"splits_forced\":%s,\"n_head\":%d,\"n_head_kv\":%d,\"head_dim\":%d,\"splits\":%d,\"kv_bytes\":%zu,\"us\":%.3f,"
                 "\"gb_per_s\":%.1f,\"pct_of_3350\":%.1f}",
-                context, n_seq, splits > 0 ? "true" : "false", n_head, n_kv, hd, decode_attention_splits(kv, r), kv_bytes, s * 1e6, gbs,
+                kv_bits, context, n_seq, splits > 0 ? "true" : "false", n_head, n_kv, hd, decode_attention_splits(kv, r), kv_bytes, s * 1e6, gbs,
                 100.0 * gbs * 1e9 / k_h100_bandwidth);
   return buf;
 }
@@ -334,10 +348,13 @@ int main(int argc, char** argv) {
         for (int m : {64, 512, 4096})
           if (wants("gemm")) ge += (ge.empty() ? "" : ",\n    ") + gemm_case(stream, t, sh[0], sh[1], m, rng);
     // Each context with the split chosen (0), then with a few forced ones to compare.
-    const int cases[][3] = {{128, 1, 0}, {128, 1, 2}, {1024, 1, 0}, {1024, 1, 16}, {1024, 1, 8}, {1024, 64, 0}, {1024, 64, 2},
-                            {4096, 1, 0},  {4096, 1, 32},  {16384, 1, 0}, {16384, 1, 16},  {16384, 1, 33}};
+    // Then q8_0 pages at the lengths the decode bench takes, and 64 rows.
+    const int cases[][4] = {{128, 1, 0, 16},    {128, 1, 2, 16},    {1024, 1, 0, 16},  {1024, 1, 16, 16}, {1024, 1, 8, 16},
+                            {1024, 64, 0, 16},  {1024, 64, 2, 16},  {4096, 1, 0, 16},  {4096, 1, 32, 16}, {16384, 1, 0, 16},
+                            {16384, 1, 16, 16}, {16384, 1, 33, 16}, {128, 1, 0, 8},    {1024, 1, 0, 8},   {1024, 64, 0, 8},
+                            {4096, 1, 0, 8},    {16384, 1, 0, 8}};
     for (const auto& c : cases)
-      if (wants("attention")) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2]);
+      if (wants("attention")) at += (at.empty() ? "" : ",\n    ") + attention_case(stream, c[0], c[1], c[2], c[3]);
     for (int rows : {512, 4096})
       if (wants("prefill")) pa += (pa.empty() ? "" : ",\n    ") + prefill_case(stream, rows);
     std::string json = "{\n  \"device\": \"" + std::string(prop.name) + "\",\n  \"multiprocessors\": " +

@@ -217,6 +217,17 @@ void check_attention(verdicts& v, std::mt19937& rng) {
   run_case(v, rng, {256, 8, 8, {0}, {4999}, 0.0f, 8});
   run_case(v, rng, {32, 8, 4, {0, 3}, {700, 40}, 0.0f, 8});
   run_case(v, rng, {128, 32, 8, {0}, {16383}, 0.0f, 8});
+  // q8_0 by aligned words: every query-heads-per-kv-head kernel (1, 2, 4, 8; 5 and 7 padded to 8),
+  // every head size (32: 16-bit loads), rows ending on and one past a part's boundary (parts of 64
+  // positions or their multiples), rows starting past 0.
+  run_case(v, rng, {128, 32, 8, {0, 0}, {4095, 4096}, 0.0f, 8});
+  run_case(v, rng, {128, 8, 1, {0, 0}, {63, 64}, 0.0f, 8});
+  run_case(v, rng, {128, 16, 16, {5, 0}, {200, 127}, 0.0f, 8});
+  run_case(v, rng, {64, 32, 4, {0}, {8191}, 0.0f, 8});
+  run_case(v, rng, {256, 16, 8, {0, 100}, {129, 3000}, 0.0f, 8});
+  run_case(v, rng, {128, 40, 8, {0, 1000}, {2047, 1063}, 0.0f, 8});
+  run_case(v, rng, {64, 21, 3, {0}, {1000}, 50.0f, 8});
+  run_case(v, rng, {32, 12, 4, {0, 0}, {1500, 31}, 0.0f, 8});
   check_store_q8_0(v, rng, 37, 1024);
   check_store_q8_0(v, rng, 5, 128);
 }
