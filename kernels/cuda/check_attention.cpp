@@ -23,6 +23,7 @@ struct attention_case {
   std::vector<int> first, last;
   float softcap = 0.0f;
   int bits = 16;
+  int splits = 0;  // 0: as decode_attention chooses; else at most this many parts
 };
 
 void run_case(verdicts& v, std::mt19937& rng, const attention_case& c) {
@@ -52,6 +53,7 @@ void run_case(verdicts& v, std::mt19937& rng, const attention_case& c) {
   r.max_positions = max_positions;
   r.scale = shape.scale;
   r.softcap = c.softcap;
+  r.splits = c.splits;
   // The output also rounded by the attention (out_q): the bytes quantize_act makes of out.
   act_q8 rounded = make_act_q8(static_cast<std::int64_t>(c.n_head) * hd, n_seq), plain = make_act_q8(rounded.k, n_seq);
   r.out_q = rounded.q.as<std::int8_t>();
@@ -218,8 +220,12 @@ void check_attention(verdicts& v, std::mt19937& rng) {
   run_case(v, rng, {32, 8, 4, {0, 3}, {700, 40}, 0.0f, 8});
   run_case(v, rng, {128, 32, 8, {0}, {16383}, 0.0f, 8});
   // q8_0 by aligned words: every query-heads-per-kv-head kernel (1, 2, 4, 8; 5 and 7 padded to 8),
-  // every head size (32: 16-bit loads), rows ending on and one past a part's boundary (parts of 64
-  // positions or their multiples), rows starting past 0.
+  // every head size (32: 16-bit loads), rows starting past 0, and rows of one launch ending at
+  // different places in a part: with 4 parts of 64 positions forced, a row of 128 ends with the
+  // second part (its last two are empty), one of 129 one position into the third; with 3 parts
+  // of 34 (not a multiple of a trip's positions), rows of 100 and 101.
+  run_case(v, rng, {128, 32, 8, {0, 0, 0}, {255, 127, 128}, 0.0f, 8, 4});
+  run_case(v, rng, {64, 8, 2, {0, 0}, {99, 100}, 0.0f, 8, 3});
   run_case(v, rng, {128, 32, 8, {0, 0}, {4095, 4096}, 0.0f, 8});
   run_case(v, rng, {128, 8, 1, {0, 0}, {63, 64}, 0.0f, 8});
   run_case(v, rng, {128, 16, 16, {5, 0}, {200, 127}, 0.0f, 8});
