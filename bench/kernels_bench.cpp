@@ -19,6 +19,7 @@
 #include "kernels/packed_x16.hpp"
 #include "kernels/quants.hpp"
 #include "kernels/simd.hpp"
+#include "src/model/huge_pages.hpp"
 
 namespace {
 
@@ -80,6 +81,37 @@ void bm_read_bandwidth(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 
+/// Reads the same buffer with each of the level's sum_words loops (1, 2 or 4 loads of 64 bytes per
+/// iteration): strata bench's bandwidth probe, which the decode share is taken against.
+void bm_read_words(benchmark::State& state, int loop) {
+  const std::size_t n = k_stream_bytes / 8;
+  // In huge pages, every page touched, as strata bench's probe buffer.
+  static const strata::model::huge_pages mem = [] {
+    strata::model::huge_pages m = strata::model::map_huge_pages(k_stream_bytes);
+    if (m) std::memset(m.get(), 1, k_stream_bytes);
+    return m;
+  }();
+  if (!mem) {
+    state.SkipWithError("cannot map the buffer");
+    return;
+  }
+  const auto* buf = reinterpret_cast<const std::uint64_t*>(mem.get());
+  const auto sum = active_kernels().sum_words[loop];
+  std::uint64_t sink = 0;
+  for (auto _ : state) {
+    std::uint64_t parts[64] = {};
+    pool().run([&](int ith, int nth) {
+      std::int64_t b, e;
+      compute_pool::split(static_cast<std::int64_t>(n), 4096, ith, nth, b, e);
+      parts[ith] = sum(buf + b, e - b);
+    });
+    for (std::uint64_t p : parts) sink += p;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(k_stream_bytes) * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
 void bm_memcpy_bandwidth(benchmark::State& state) {
   static std::vector<char> a(k_stream_bytes / 2, 1), b(k_stream_bytes / 2, 2);
   for (auto _ : state) {
@@ -135,6 +167,38 @@ void bm_gemm(benchmark::State& state, simd_level level, dtype t, bool packed) {
                                                  benchmark::Counter::kIsRate);
 }
 
+/// One decode matvec (m = 1) of a real model's shape, rows x k of type t, packed where the level
+/// packs t: copies of the matrix laid one after the other in huge pages, as a model's packed
+/// weights are (512 MB of them: from memory, as a decode step's weights come; or one: the same
+/// copy each time, from cache, what the kernel's work alone allows), each iteration the next
+/// copy. Reports the weight bytes read per second.
+void bm_gemv_shape(benchmark::State& state, simd_level level, dtype t, std::int64_t rows, std::int64_t k, bool from_memory) {
+  const kernel_table& kt = kernels_for(level);
+  const auto w = make_weights(t, rows, k);
+  const auto x = make_x(1, k);
+  std::vector<float> y(static_cast<std::size_t>(rows));
+  const bool packed = kt.packed_gemm[dtype_slot(t)] != nullptr;
+  const std::size_t bytes = w.size();
+  const std::size_t copies = from_memory ? std::max<std::size_t>(1, k_stream_bytes / bytes) : 1;
+  const strata::model::huge_pages all = strata::model::map_huge_pages(bytes * copies);
+  if (!all) {
+    state.SkipWithError("cannot map the copies");
+    return;
+  }
+  if (packed) pack_x16(t, w.data(), rows, k, all.get());
+  else std::memcpy(all.get(), w.data(), bytes);
+  for (std::size_t c = 1; c < copies; ++c) std::memcpy(all.get() + c * bytes, all.get(), bytes);
+  std::size_t c = 0;
+  for (auto _ : state) {
+    const std::byte* m = all.get() + c * bytes;
+    matmul(pool(), kt, t, m, rows, k, x.data(), 1, y.data(), packed ? m : nullptr);
+    benchmark::DoNotOptimize(y.data());
+    c = c + 1 == copies ? 0 : c + 1;
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+
 /// Attention of a chunk of `rows` query rows at the end of a `context`-position sequence, in the
 /// 0.4B Qwen2 shape (14 query heads, 2 kv heads of 64), on one thread: the work of one layer of
 /// a prefill chunk (or, with one row, of a decode step). Reports key positions scored per second
@@ -172,7 +236,28 @@ void bm_attention(benchmark::State& state, simd_level level, dtype format) {
 
 void register_all() {
   benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)->UseRealTime()->MinTime(1.0);
+  for (int loop = 0; loop < k_read_loops; ++loop)
+    benchmark::RegisterBenchmark(("read_words/" + std::to_string(1 << loop)).c_str(), bm_read_words, loop)->UseRealTime()->MinTime(1.0);
   benchmark::RegisterBenchmark("memcpy_bandwidth", bm_memcpy_bandwidth)->UseRealTime()->MinTime(1.0);
+  // The decode matvecs of SmolLM2-135M (q4_1; its tied q8_0 output) and Gemma 3 270M (q5_0,
+  // q8_0, q4_K, q6_K; its q8_0 output), at the best level, from memory and from cache.
+  struct shape {
+    dtype t;
+    std::int64_t rows, k;
+  };
+  const shape shapes[] = {{dtype::q4_1, 576, 576},    {dtype::q4_1, 1536, 576},  {dtype::q4_1, 576, 1536}, {dtype::q8_0, 49152, 576},
+                          {dtype::q5_0, 1024, 640},   {dtype::q5_0, 2048, 640},  {dtype::q8_0, 256, 640},  {dtype::q4_k, 640, 1024},
+                          {dtype::q4_k, 640, 2048},   {dtype::q6_k, 640, 2048},  {dtype::q8_0, 262144, 640}};
+  const simd_level best = best_simd_level();
+  for (const shape& sh : shapes)
+    for (bool from_memory : {true, false}) {
+      // The output matrices (30 and 178 MB) fit no core's cache.
+      if (!simd_level_enabled(best) || (!from_memory && static_cast<std::size_t>(sh.rows) * row_bytes(sh.t, sh.k) > (std::size_t{4} << 20)))
+        continue;
+      const std::string name = std::string("gemv_shape/") + simd_level_name(best) + "/" + dtype_name(sh.t) + "/" + std::to_string(sh.rows) +
+                               "x" + std::to_string(sh.k) + (from_memory ? "/memory" : "/cache");
+      benchmark::RegisterBenchmark(name.c_str(), bm_gemv_shape, best, sh.t, sh.rows, sh.k, from_memory)->UseRealTime()->MinTime(0.5);
+    }
   const dtype types[] = {dtype::q8_0, dtype::q4_k, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1,
                          dtype::iq4_nl, dtype::mxfp4, dtype::q5_k, dtype::q6_k, dtype::f16, dtype::bf16, dtype::f32};
   for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {
