@@ -95,7 +95,7 @@ inline void scores_block(const float* const* q, const float (*kt)[detail::k_atte
 /// acc[i][d0 ..] += sum_j p[i][j] v[j][d0 ..] for M accumulators, W vectors of 16 dimensions from d0:
 /// each value vector is loaded once for all M.
 template <int M, int W>
-inline void accumulate_block(const float* const* p, const float (*v)[k_attention_max_head_dim], int n, float* const* acc, int d0) {
+inline void accumulate_block(const float* const* p, const float (*v)[detail::k_attention_tile_stride], int n, float* const* acc, int d0) {
   __m512 a[M][W];
   for (int i = 0; i < M; ++i)
     for (int w = 0; w < W; ++w) a[i][w] = _mm512_loadu_ps(acc[i] + d0 + 16 * w);
@@ -158,7 +158,7 @@ struct avx512_math {
   /// out[i][j] = q[i] . k[j] for nq queries and the n keys of a tile: the tile is transposed (keys
   /// along the vector lanes), then scored 8 queries at a time as outer products, with no
   /// horizontal sums at all. Heads whose size is not a multiple of 16 take a dot per key.
-  static void scores_many(const float* const* q, int nq, const float (*k)[k_attention_max_head_dim], int n, int hd,
+  static void scores_many(const float* const* q, int nq, const float (*k)[detail::k_attention_tile_stride], int n, int hd,
                           float* const* out) {
     if (hd % 16 != 0) {
       for (int i = 0; i < nq; ++i)
@@ -168,7 +168,7 @@ struct avx512_math {
     alignas(64) float kt[k_attention_max_head_dim][detail::k_attention_tile];
     const int nv = (n + 15) / 16;  // rows past n in the last 16 are stale: their lanes are never read
     for (int v = 0; v < nv; ++v)
-      for (int d = 0; d < hd; d += 16) transpose16(k[16 * v] + d, k_attention_max_head_dim, kt[d] + 16 * v, detail::k_attention_tile);
+      for (int d = 0; d < hd; d += 16) transpose16(k[16 * v] + d, detail::k_attention_tile_stride, kt[d] + 16 * v, detail::k_attention_tile);
     using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
     static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
                                         scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
@@ -181,9 +181,9 @@ struct avx512_math {
   }
   /// acc[i] += sum_j p[i][j] v[j] for nq accumulators, 4 of them and 64 dimensions at a time (the
   /// dimensions past the last multiple of 16 by axpy).
-  static void accumulate_many(const float* const* p, int nq, const float (*v)[k_attention_max_head_dim], int n,
+  static void accumulate_many(const float* const* p, int nq, const float (*v)[detail::k_attention_tile_stride], int n,
                               float* const* acc, int hd) {
-    using block_fn = void (*)(const float* const*, const float (*)[k_attention_max_head_dim], int, float* const*, int);
+    using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile_stride], int, float* const*, int);
     static constexpr block_fn blocks[4][4] = {
         {accumulate_block<1, 1>, accumulate_block<1, 2>, accumulate_block<1, 3>, accumulate_block<1, 4>},
         {accumulate_block<2, 1>, accumulate_block<2, 2>, accumulate_block<2, 3>, accumulate_block<2, 4>},

@@ -19,7 +19,12 @@ inline std::int64_t min_of(std::int64_t a, std::int64_t b) { return a < b ? a : 
 
 constexpr int k_attention_tile = 32;     // positions scored before the running maximum is updated
 
-using tile_rows = float (*)[k_attention_max_head_dim];
+/// Floats from one row of a converted tile of keys or values to the next: the longest head and one
+/// cache line more. At k_attention_max_head_dim (2 KiB) the 32 rows of a tile fell in the same few
+/// L1 sets (8 of 64 at 64 values a head, 32 at 256) and, more lines than those sets hold, evicted
+/// each other between their conversion and their use.
+constexpr int k_attention_tile_stride = k_attention_max_head_dim + 16;
+using tile_rows = float (*)[k_attention_tile_stride];
 
 /// p[j] *= scale, then soft-capped (softcap > 0); returns the largest p[j] (n >= 1).
 template <class Math>
@@ -51,7 +56,7 @@ inline float exp_scores(float* p, int n, float shift) {
 }
 
 /// Load turns rows of one KV format into f32: static void rows(const std::byte* src, std::int64_t
-/// stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) converts n_rows rows of n
+/// stride, int n_rows, tile_rows dst, int n) converts n_rows rows of n
 /// values, `stride` bytes apart. Math works on f32: static float dot(const float* a, const float* b,
 /// int n) and static void axpy(float a, const float* x, float* acc, int n) (acc += a * x).
 ///
@@ -85,7 +90,7 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
   float tot_lse[k_attention_queries];
   const std::int32_t span = attention_span(kv);
   alignas(64) float p[k_attention_queries][k_attention_tile];
-  alignas(64) float tile[k_attention_tile][k_attention_max_head_dim];
+  alignas(64) float tile[k_attention_tile][k_attention_tile_stride];
   float run_max[k_attention_queries], run_sum[k_attention_queries];
   bool live[k_attention_queries];
   // The pairs live in the current tile: their index, query, scores and accumulator.

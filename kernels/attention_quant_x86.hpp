@@ -26,7 +26,7 @@ inline float hsum8(__m256 v) {
 inline __m256 widen8(__m128i bytes) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)); }
 
 struct f16_rows_x86 {
-  static void rows(const std::byte* src, std::int64_t stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) {
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
     for (int r = 0; r < n_rows; ++r) {
       const auto* h = reinterpret_cast<const std::uint16_t*>(src + r * stride);
       int i = 0;
@@ -38,7 +38,7 @@ struct f16_rows_x86 {
 };
 
 struct q8_0_rows_x86 {
-  static void rows(const std::byte* src, std::int64_t stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) {
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
     for (int r = 0; r < n_rows; ++r) {
       const auto* b = reinterpret_cast<const block_q8_0*>(src + r * stride);
       for (int blk = 0; blk < n / k_qk; ++blk) {
@@ -54,7 +54,7 @@ struct q8_0_rows_x86 {
 };
 
 struct q4_0_rows_x86 {
-  static void rows(const std::byte* src, std::int64_t stride, int n_rows, float (*dst)[k_attention_max_head_dim], int n) {
+  static void rows(const std::byte* src, std::int64_t stride, int n_rows, tile_rows dst, int n) {
     const __m128i mask = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
     for (int r = 0; r < n_rows; ++r) {
       const auto* b = reinterpret_cast<const block_q4_0*>(src + r * stride);
