@@ -213,7 +213,7 @@ std::int32_t first_attended(const hparams& h, int il, std::int32_t pos) {
   return h.sliding(il) ? std::max<std::int32_t>(0, pos - h.sliding_window + 1) : 0;
 }
 
-/// One decode row, a span (kernels::attention_span) at a time: the workers take runs of its spans
+/// One decode row, a span (kernels::attention_span) at a time: the workers take its spans one by one
 /// (all of them on one thread when there is one span or one worker), each reading a span's pages
 /// (read_pages) and then attending every head over them, and the spans' results fold in position
 /// order. Each core then reads only its own range, in whole rows at the memory's pace, and attends
@@ -243,8 +243,15 @@ bool attend_one_row_split(const hparams& h, const kernels::attention_shape& shap
       kernels::attention(shape, view, &row, 1, 0, h.n_head);
     }
   };
-  if (spans == 1 || pool.size() == 1) attend_spans(0, spans);
-  else pool.run_split(spans, 1, std::ref(attend_spans));
+  if (spans == 1 || pool.size() == 1) {
+    attend_spans(0, spans);
+  } else {
+    // One span per task, handed out in order as workers free up: the last span (the newest
+    // positions) is mostly short, so with 2 workers and 3 spans a contiguous split gave one worker
+    // two full spans and the other the short one, which then waited.
+    auto one_span = [&](int c, int) { attend_spans(c, c + 1); };
+    pool.parallel_for(static_cast<int>(spans), std::ref(one_span));
+  }
   float* lse = lse_of(spans);
   std::fill(attn, attn + qd, 0.0f);
   std::fill(lse, lse + h.n_head, -INFINITY);
