@@ -203,9 +203,10 @@ void bm_gemv_shape(benchmark::State& state, simd_level level, dtype t, std::int6
 /// 0.4B Qwen2 shape (14 query heads, 2 kv heads of 64), on one thread: the work of one layer of
 /// a prefill chunk (or, with one row, of a decode step). Reports key positions scored per second
 /// per query head.
-void bm_attention(benchmark::State& state, simd_level level, dtype format) {
+/// With heads given, the same at that model's shape (n_head, n_head_kv, head_dim).
+void bm_attention_heads(benchmark::State& state, simd_level level, dtype format, int n_head, int n_head_kv, int head_dim) {
   const int rows = static_cast<int>(state.range(0)), context = static_cast<int>(state.range(1));
-  constexpr int n_head = 14, n_head_kv = 2, head_dim = 64, page = 32;  // kv.block_tokens by default
+  constexpr int page = 32;  // kv.block_tokens by default
   const std::int64_t row_bytes = static_cast<std::int64_t>(n_head_kv * head_dim) / block_elements(format) *
                                  static_cast<std::int64_t>(block_bytes(format));
   const int pages = (context + page - 1) / page;
@@ -234,6 +235,8 @@ void bm_attention(benchmark::State& state, simd_level level, dtype format) {
                                                  benchmark::Counter::kIsRate);
 }
 
+void bm_attention(benchmark::State& state, simd_level level, dtype format) { bm_attention_heads(state, level, format, 14, 2, 64); }
+
 void register_all() {
   benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)->UseRealTime()->MinTime(1.0);
   for (int loop = 0; loop < k_read_loops; ++loop)
@@ -258,6 +261,24 @@ void register_all() {
                                "x" + std::to_string(sh.k) + (from_memory ? "/memory" : "/cache");
       benchmark::RegisterBenchmark(name.c_str(), bm_gemv_shape, best, sh.t, sh.rows, sh.k, from_memory)->UseRealTime()->MinTime(0.5);
     }
+  // Decode attention (one row) at SmolLM2-135M's heads (9 / 3 of 64) and Gemma 3 270M's (4 / 1 of
+  // 256), at the best level.
+  if (simd_level_enabled(best)) {
+    struct heads {
+      const char* name;
+      int n_head, n_head_kv, head_dim;
+    };
+    for (const heads& h : {heads{"smollm2", 9, 3, 64}, heads{"gemma3", 4, 1, 256}})
+      for (dtype f : {dtype::f16, dtype::q8_0}) {
+        const std::string name = std::string("attention_decode/") + h.name + "/" + simd_level_name(best) + "/" + dtype_name(f);
+        benchmark::RegisterBenchmark(name.c_str(), bm_attention_heads, best, f, h.n_head, h.n_head_kv, h.head_dim)
+            ->Args({1, 576})
+            ->Args({1, 3000})
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond)
+            ->MinTime(0.5);
+      }
+  }
   const dtype types[] = {dtype::q8_0, dtype::q4_k, dtype::q4_0, dtype::q4_1, dtype::q5_0, dtype::q5_1,
                          dtype::iq4_nl, dtype::mxfp4, dtype::q5_k, dtype::q6_k, dtype::f16, dtype::bf16, dtype::f32};
   for (simd_level level : {simd_level::scalar, simd_level::avx2, simd_level::avx512}) {

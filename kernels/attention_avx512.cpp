@@ -45,10 +45,9 @@ inline __m512 exp16(__m512 x) {
 /// The lanes of a tile chunk starting at j that exist (n values in all).
 inline __mmask16 lanes(int j, int n) { return n - j >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - j)) - 1); }
 
-/// dst[c * dst_stride + r] = src[r * src_stride + c] for a 16 x 16 block of floats.
-inline void transpose16(const float* src, std::int64_t src_stride, float* dst, std::int64_t dst_stride) {
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+/// dst[c * dst_stride + i] = lane c of r[i] for 16 vectors of 16 floats.
+inline void transpose16_regs(__m512 (&r)[16], float* dst, std::int64_t dst_stride) {
+  __m512 t[16];
   // Within each 128-bit lane: pairs of rows interleaved, then quads.
   for (int k = 0; k < 8; ++k) {
     t[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
@@ -70,6 +69,37 @@ inline void transpose16(const float* src, std::int64_t src_stride, float* dst, s
     _mm512_storeu_ps(dst + (12 + m) * dst_stride, _mm512_shuffle_f32x4(u1, u3, 0xDD));
   }
 }
+
+/// dst[c * dst_stride + r] = src[r * src_stride + c] for a 16 x 16 block of floats.
+inline void transpose16(const float* src, std::int64_t src_stride, float* dst, std::int64_t dst_stride) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * src_stride);
+  transpose16_regs(r, dst, dst_stride);
+}
+
+/// Values d .. d+15 of one KV row of the Load's format, as f32 in a register: the same values
+/// (the same products, for q8_0) that Load::rows writes into a tile. ok says which formats have it.
+template <class Load>
+struct row16 {
+  static constexpr bool ok = false;
+  static __m512 at(const std::byte*, int) { return _mm512_setzero_ps(); }
+};
+template <>
+struct row16<detail::f16_rows_x86> {
+  static constexpr bool ok = true;
+  static __m512 at(const std::byte* row, int d) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * static_cast<std::ptrdiff_t>(d))));
+  }
+};
+template <>
+struct row16<detail::q8_0_rows_x86> {
+  static constexpr bool ok = true;
+  static __m512 at(const std::byte* row, int d) {
+    const auto* b = reinterpret_cast<const block_q8_0*>(row) + d / k_qk;
+    const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs + d % k_qk))));
+    return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(b->d)), x);
+  }
+};
 
 /// out[i][j] = q[i] . k[j] for M queries and the keys of a transposed tile, kt[d][j] (V vectors of
 /// 16 keys): each key vector is loaded once per dimension for all M queries, each query value
@@ -102,6 +132,26 @@ inline void accumulate_block(const float* const* p, const float (*v)[detail::k_a
   for (int j = 0; j < n; ++j) {
     __m512 x[W];
     for (int w = 0; w < W; ++w) x[w] = _mm512_load_ps(v[j] + d0 + 16 * w);
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+      const __m512 pj = _mm512_set1_ps(p[i][j]);
+      for (int w = 0; w < W; ++w) a[i][w] = _mm512_fmadd_ps(pj, x[w], a[i][w]);
+    }
+  }
+  for (int i = 0; i < M; ++i)
+    for (int w = 0; w < W; ++w) _mm512_storeu_ps(acc[i] + d0 + 16 * w, a[i][w]);
+}
+
+/// accumulate_block with the values converted from the page rows (src, stride bytes apart) in
+/// registers: the same products and sums.
+template <int M, int W, class Load>
+inline void accumulate_block_rows(const float* const* p, const std::byte* src, std::int64_t stride, int n, float* const* acc, int d0) {
+  __m512 a[M][W];
+  for (int i = 0; i < M; ++i)
+    for (int w = 0; w < W; ++w) a[i][w] = _mm512_loadu_ps(acc[i] + d0 + 16 * w);
+  for (int j = 0; j < n; ++j) {
+    __m512 x[W];
+    for (int w = 0; w < W; ++w) x[w] = row16<Load>::at(src + j * stride, d0 + 16 * w);
 #pragma GCC unroll 4
     for (int i = 0; i < M; ++i) {
       const __m512 pj = _mm512_set1_ps(p[i][j]);
@@ -177,6 +227,59 @@ struct avx512_math {
     for (int i = 0; i < nq; i += 8) {
       const int m = std::min(8, nq - i);
       (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
+    }
+  }
+  /// scores_many with the keys converted from the page rows (src, stride bytes apart) straight into
+  /// the transposed tile, in registers: no f32 tile written and read back. Heads whose size is not
+  /// a multiple of 16, and formats without row16, are left to the tile path (returns false).
+  template <class Load>
+  static bool scores_rows(Load, const float* const* q, int nq, const std::byte* src, std::int64_t stride, int n, int hd,
+                          float* const* out) {
+    if constexpr (!row16<Load>::ok) {
+      return false;
+    } else {
+      if (hd % 16 != 0) return false;
+      alignas(64) float kt[k_attention_max_head_dim][detail::k_attention_tile];
+      const int nv = (n + 15) / 16;
+      for (int v = 0; v < nv; ++v) {
+        const int m = std::min(16, n - 16 * v);  // rows past n are not read from the page: zeros
+        for (int d = 0; d < hd; d += 16) {
+          __m512 r[16];
+          for (int i = 0; i < 16; ++i) r[i] = i < m ? row16<Load>::at(src + (16 * v + i) * stride, d) : _mm512_setzero_ps();
+          transpose16_regs(r, kt[d] + 16 * v, detail::k_attention_tile);
+        }
+      }
+      using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
+      static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
+                                          scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
+      static constexpr block_fn two[8] = {scores_block<1, 2>, scores_block<2, 2>, scores_block<3, 2>, scores_block<4, 2>,
+                                          scores_block<5, 2>, scores_block<6, 2>, scores_block<7, 2>, scores_block<8, 2>};
+      for (int i = 0; i < nq; i += 8) {
+        const int m = std::min(8, nq - i);
+        (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
+      }
+      return true;
+    }
+  }
+  /// accumulate_many with the values converted from the page rows in registers, where each value
+  /// vector is read by one block of accumulators (nq <= 4, a decode row's group of heads): with more,
+  /// each would be converted again per block, and the tile path converts once (returns false).
+  template <class Load>
+  static bool accumulate_rows(Load, const float* const* p, int nq, const std::byte* src, std::int64_t stride, int n,
+                              float* const* acc, int hd) {
+    if constexpr (!row16<Load>::ok) {
+      return false;
+    } else {
+      if (hd % 16 != 0 || nq > 4) return false;
+      using block_fn = void (*)(const float* const*, const std::byte*, std::int64_t, int, float* const*, int);
+      static constexpr block_fn blocks[4][4] = {
+          {accumulate_block_rows<1, 1, Load>, accumulate_block_rows<1, 2, Load>, accumulate_block_rows<1, 3, Load>, accumulate_block_rows<1, 4, Load>},
+          {accumulate_block_rows<2, 1, Load>, accumulate_block_rows<2, 2, Load>, accumulate_block_rows<2, 3, Load>, accumulate_block_rows<2, 4, Load>},
+          {accumulate_block_rows<3, 1, Load>, accumulate_block_rows<3, 2, Load>, accumulate_block_rows<3, 3, Load>, accumulate_block_rows<3, 4, Load>},
+          {accumulate_block_rows<4, 1, Load>, accumulate_block_rows<4, 2, Load>, accumulate_block_rows<4, 3, Load>, accumulate_block_rows<4, 4, Load>},
+      };
+      for (int d0 = 0; d0 < hd; d0 += 64) blocks[nq - 1][std::min(4, (hd - d0) / 16) - 1](p, src, stride, n, acc, d0);
+      return true;
     }
   }
   /// acc[i] += sum_j p[i][j] v[j] for nq accumulators, 4 of them and 64 dimensions at a time (the

@@ -72,7 +72,11 @@ inline float exp_scores(float* p, int n, float shift) {
 /// add a whole tile of weighted values for several accumulators at once, static void
 /// accumulate_many(const float* const* p, int nq, tile_rows v, int n, float* const* acc, int hd)
 /// (acc[i] += sum_j p[i][j] v[j]); and do the softmax steps on vectors, scale_max and exp_sum (see
-/// scale_scores and exp_scores). Where it does not, dot, axpy and scalar loops are used.
+/// scale_scores and exp_scores). Where it does not, dot, axpy and scalar loops are used. Math may
+/// also score and accumulate straight from the page rows, static bool scores_rows(Load, q, nq, const
+/// std::byte* src, std::int64_t stride, int n, int hd, out) and accumulate_rows(Load, p, nq, src,
+/// stride, n, acc, hd), with the same bits as the tile path; they return false where they do not
+/// apply (the loop then converts the tile).
 template <class Load, class Math>
 inline void attention_loop(const attention_shape& s, const kv_page_view& kv, const attention_row* rows, int n_rows,
                            int head_begin, int head_end) {
@@ -167,7 +171,6 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
             }
           }
         }
-        Load::rows(kv.k + base, kv.row_bytes, n, tile, hd);
         // The (row, head) pairs of the rows that attend this tile.
         int np = 0;
         for (int r = 0; r < nr; ++r) {
@@ -181,11 +184,19 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
             ++np;
           }
         }
-        if constexpr (requires { Math::scores_many(qs, np, tile, n, hd, ps); }) {
-          Math::scores_many(qs, np, tile, n, hd, ps);
-        } else {
-          for (int t = 0; t < np; ++t) {
-            for (int j = 0; j < n; ++j) ps[t][j] = Math::dot(qs[t], tile[j], hd);
+        // Math may score the keys straight from the page (converting them in registers, with the
+        // sums in the order of scores_many); where it does not, the tile is converted first.
+        bool scored = false;
+        if constexpr (requires { Math::scores_rows(Load{}, qs, np, kv.k + base, kv.row_bytes, n, hd, ps); })
+          scored = Math::scores_rows(Load{}, qs, np, kv.k + base, kv.row_bytes, n, hd, ps);
+        if (!scored) {
+          Load::rows(kv.k + base, kv.row_bytes, n, tile, hd);
+          if constexpr (requires { Math::scores_many(qs, np, tile, n, hd, ps); }) {
+            Math::scores_many(qs, np, tile, n, hd, ps);
+          } else {
+            for (int t = 0; t < np; ++t) {
+              for (int j = 0; j < n; ++j) ps[t][j] = Math::dot(qs[t], tile[j], hd);
+            }
           }
         }
         for (int t = 0; t < np; ++t) {
@@ -210,12 +221,18 @@ inline void attention_loop(const attention_shape& s, const kv_page_view& kv, con
           }
           run_sum[i] += exp_scores<Math>(p[i], n, run_max[i]);
         }
-        Load::rows(kv.v + base, kv.row_bytes, n, tile, hd);
-        if constexpr (requires { Math::accumulate_many(ps, np, tile, n, accs, hd); }) {
-          Math::accumulate_many(ps, np, tile, n, accs, hd);
-        } else {
-          for (int t = 0; t < np; ++t) {
-            for (int j = 0; j < n; ++j) Math::axpy(ps[t][j], tile[j], accs[t], hd);
+        // Likewise the values (Math takes them from the page where few pairs read each one).
+        bool accumulated = false;
+        if constexpr (requires { Math::accumulate_rows(Load{}, ps, np, kv.v + base, kv.row_bytes, n, accs, hd); })
+          accumulated = Math::accumulate_rows(Load{}, ps, np, kv.v + base, kv.row_bytes, n, accs, hd);
+        if (!accumulated) {
+          Load::rows(kv.v + base, kv.row_bytes, n, tile, hd);
+          if constexpr (requires { Math::accumulate_many(ps, np, tile, n, accs, hd); }) {
+            Math::accumulate_many(ps, np, tile, n, accs, hd);
+          } else {
+            for (int t = 0; t < np; ++t) {
+              for (int j = 0; j < n; ++j) Math::axpy(ps[t][j], tile[j], accs[t], hd);
+            }
           }
         }
         t0 += n;
