@@ -420,27 +420,54 @@ void matmul_experts(compute_pool& pool, const kernel_table& kt, std::span<const 
     if (xt2) interleave_q8_x8(fmt2, xs2 + g.first, 0, g.count, g.count, k2, xt2 + two.xt_at[gi]);
     ready[gi].store(1, std::memory_order_release);
   };
-  // The first products' tasks, then the second's: a thread that takes a group's second-product
-  // task finds every first-product task of that group already taken by a running thread, so it
-  // only ever waits on work in progress.
-  const std::int64_t n_one = one.count(), n_tasks = n_one + two.count();
-  auto task = [&](std::int64_t t) {
-    if (t < n_one) {
-      one(t);
-      const std::size_t gi = static_cast<std::size_t>(t / one.per_group);
-      if (left[gi].fetch_sub(1, std::memory_order_acq_rel) == 1) finish_group(gi);
+  // The tasks group by group, each group's first-product runs and then its second's. Each thread
+  // runs its own contiguous share of them front to back (so its prefetch runs ahead along its own
+  // rows, run after run), then takes what is left from the back. A task runs where it is claimed.
+  // Before a group's second-product task, the thread claims and runs that group's first-product
+  // tasks nobody has claimed yet: it then waits only on work in progress, whose threads never
+  // wait themselves.
+  const std::int64_t per = one.per_group + two.per_group, n_tasks = per * static_cast<std::int64_t>(groups.size());
+  thread_local std::unique_ptr<std::atomic<std::uint8_t>[]> claimed_buf;
+  thread_local std::int64_t claimed_size = 0;
+  if (claimed_size < n_tasks) {
+    claimed_size = n_tasks;
+    claimed_buf = std::make_unique<std::atomic<std::uint8_t>[]>(static_cast<std::size_t>(n_tasks));
+  }
+  std::atomic<std::uint8_t>* claimed = claimed_buf.get();
+  for (std::int64_t u = 0; u < n_tasks; ++u) claimed[u].store(0, std::memory_order_relaxed);
+  auto claim = [&](std::int64_t u) {
+    return claimed[u].load(std::memory_order_relaxed) == 0 && claimed[u].exchange(1, std::memory_order_acq_rel) == 0;
+  };
+  auto first_task = [&](std::size_t gi, std::int64_t r) {
+    one(static_cast<std::int64_t>(gi) * one.per_group + r);
+    if (left[gi].fetch_sub(1, std::memory_order_acq_rel) == 1) finish_group(gi);
+  };
+  auto task = [&](std::int64_t u) {
+    const std::size_t gi = static_cast<std::size_t>(u / per);
+    const std::int64_t r = u % per, g0 = static_cast<std::int64_t>(gi) * per;
+    if (r < one.per_group) {
+      first_task(gi, r);
       return;
     }
-    t -= n_one;
-    compute_pool::wait_for(ready[static_cast<std::size_t>(t / two.per_group)]);
-    two(t);
+    for (std::int64_t f = 0; f < one.per_group; ++f)
+      if (claim(g0 + f)) first_task(gi, f);
+    compute_pool::wait_for(ready[gi]);
+    two(static_cast<std::int64_t>(gi) * two.per_group + r - one.per_group);
   };
   if (single) {
-    for (std::int64_t t = 0; t < n_tasks; ++t) task(t);
+    for (std::int64_t u = 0; u < n_tasks; ++u)
+      if (claim(u)) task(u);
     return;
   }
-  auto each = [&](int t, int) { task(t); };
-  pool.parallel_for(static_cast<int>(n_tasks), std::ref(each));
+  auto job = [&](int ith, int nth) {
+    std::int64_t b, e;
+    compute_pool::split(n_tasks, 1, ith, nth, b, e);
+    for (std::int64_t u = b; u < e; ++u)
+      if (claim(u)) task(u);
+    for (std::int64_t u = n_tasks - 1; u >= 0; --u)
+      if (claim(u)) task(u);
+  };
+  pool.run(std::ref(job));
 }
 
 void matmul_reference(dtype wt, const void* w, std::int64_t rows, std::int64_t k, const float* x, std::int64_t m,
