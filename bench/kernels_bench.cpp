@@ -233,6 +233,9 @@ void bm_attention_heads(benchmark::State& state, simd_level level, dtype format,
   }
   state.counters["Mkeys/s"] = benchmark::Counter(static_cast<double>(rows) * context * n_head * static_cast<double>(state.iterations()) / 1e6,
                                                  benchmark::Counter::kIsRate);
+  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * static_cast<double>(context) * static_cast<double>(row_bytes) *
+                                                     static_cast<double>(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
 }
 
 void bm_attention(benchmark::State& state, simd_level level, dtype format) { bm_attention_heads(state, level, format, 14, 2, 64); }
@@ -262,7 +265,7 @@ void register_all() {
       benchmark::RegisterBenchmark(name.c_str(), bm_gemv_shape, best, sh.t, sh.rows, sh.k, from_memory)->UseRealTime()->MinTime(0.5);
     }
   // Decode attention (one row) at SmolLM2-135M's heads (9 / 3 of 64) and Gemma 3 270M's (4 / 1 of
-  // 256), at the best level.
+  // 256), at the best level. Reports GB/s of KV read too.
   if (simd_level_enabled(best)) {
     struct heads {
       const char* name;
@@ -274,6 +277,7 @@ void register_all() {
         benchmark::RegisterBenchmark(name.c_str(), bm_attention_heads, best, f, h.n_head, h.n_head_kv, h.head_dim)
             ->Args({1, 576})
             ->Args({1, 3000})
+            ->Args({1, 32768})  // 25 / 34 MB of f16 keys and values: from memory
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond)
             ->MinTime(0.5);
