@@ -455,8 +455,11 @@ void matmul_experts(compute_pool& pool, const kernel_table& kt, std::span<const 
     two(static_cast<std::int64_t>(gi) * two.per_group + r - one.per_group);
   };
   if (single) {
-    for (std::int64_t u = 0; u < n_tasks; ++u)
-      if (claim(u)) task(u);
+    // One thread: every group's first products, then every group's second (each weight tensor
+    // read in one sweep).
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      for (std::int64_t r = 0; r < one.per_group; ++r) first_task(gi, r);
+    for (std::int64_t t = 0; t < two.count(); ++t) two(t);
     return;
   }
   auto job = [&](int ith, int nth) {
