@@ -341,13 +341,13 @@ TEST(matmul, grouped_rows_read_through_source_match_gathered_copies) {
 /// matmul_experts (the experts' two products and the activation between them in one pool job)
 /// gives the very bits of matmul_grouped, the activation, and matmul_grouped again, one after the
 /// other: for decode's one row per expert and a batch's groups, rows read through `source` or
-/// gathered, GGUF and packed weights, one thread and two, and mixed types (q4_K gate and up, q6_K
-/// down, as in Q4_K_M files).
+/// gathered, GGUF and packed weights, one to four threads (uneven shares of the tasks from three),
+/// and mixed types (q4_K gate and up, q6_K down, as in Q4_K_M files).
 TEST(matmul, experts_in_one_job_match_their_products_one_after_the_other) {
   const unsigned seed = test_seed();
   std::mt19937 gen(seed);
   const kernel_table& kt = active_kernels();
-  compute_pool one(1), two(2);
+  compute_pool one(1), two(2), three(3), four(4);
   const std::int64_t experts = 6, d = 256, ff = 512, tokens = 9;
   struct layout {
     std::vector<expert_rows> groups;
@@ -377,7 +377,7 @@ TEST(matmul, experts_in_one_job_match_their_products_one_after_the_other) {
         for (std::int64_t i = 0; i < m; ++i) source.push_back(static_cast<std::int32_t>(i * 5 % tokens));
       for (bool packed : {false, true}) {
         if (packed && !packable) continue;
-        for (compute_pool* pool : {&one, &two}) {
+        for (compute_pool* pool : {&one, &two, &three, &four}) {
           std::vector<float> g_want(static_cast<std::size_t>(m * ff)), u_want(g_want.size()), y_want(static_cast<std::size_t>(m * d));
           std::vector<float> g_got(g_want.size()), u_got(g_want.size()), y_got(y_want.size());
           auto act = [&](std::vector<float>& g, const std::vector<float>& u, const expert_rows& r) {
