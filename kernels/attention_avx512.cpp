@@ -122,16 +122,16 @@ inline void scores_block(const float* const* q, const float (*kt)[detail::k_atte
     for (int v = 0; v < V; ++v) _mm512_storeu_ps(out[i] + 16 * v, a[i][v]);
 }
 
-/// acc[i][d0 ..] += sum_j p[i][j] v[j][d0 ..] for M accumulators, W vectors of 16 dimensions from d0:
-/// each value vector is loaded once for all M.
-template <int M, int W>
-inline void accumulate_block(const float* const* p, const float (*v)[detail::k_attention_tile_stride], int n, float* const* acc, int d0) {
+/// acc[i][d0 ..] += sum_j p[i][j] v_j[d0 ..] for M accumulators, W vectors of 16 dimensions from d0,
+/// v_j's 16 values at d being row(j, d): each value vector is loaded once for all M.
+template <int M, int W, class Row>
+[[gnu::always_inline]] inline void accumulate_with(const float* const* p, int n, float* const* acc, int d0, Row row) {
   __m512 a[M][W];
   for (int i = 0; i < M; ++i)
     for (int w = 0; w < W; ++w) a[i][w] = _mm512_loadu_ps(acc[i] + d0 + 16 * w);
   for (int j = 0; j < n; ++j) {
     __m512 x[W];
-    for (int w = 0; w < W; ++w) x[w] = _mm512_load_ps(v[j] + d0 + 16 * w);
+    for (int w = 0; w < W; ++w) x[w] = row(j, d0 + 16 * w);
 #pragma GCC unroll 4
     for (int i = 0; i < M; ++i) {
       const __m512 pj = _mm512_set1_ps(p[i][j]);
@@ -142,24 +142,17 @@ inline void accumulate_block(const float* const* p, const float (*v)[detail::k_a
     for (int w = 0; w < W; ++w) _mm512_storeu_ps(acc[i] + d0 + 16 * w, a[i][w]);
 }
 
-/// accumulate_block with the values converted from the page rows (src, stride bytes apart) in
+/// accumulate_with over a converted tile of values.
+template <int M, int W>
+inline void accumulate_block(const float* const* p, const float (*v)[detail::k_attention_tile_stride], int n, float* const* acc, int d0) {
+  accumulate_with<M, W>(p, n, acc, d0, [v](int j, int d) __attribute__((always_inline)) { return _mm512_load_ps(v[j] + d); });
+}
+
+/// accumulate_with the values converted from the page rows (src, stride bytes apart) in
 /// registers: the same products and sums.
 template <int M, int W, class Load>
 inline void accumulate_block_rows(const float* const* p, const std::byte* src, std::int64_t stride, int n, float* const* acc, int d0) {
-  __m512 a[M][W];
-  for (int i = 0; i < M; ++i)
-    for (int w = 0; w < W; ++w) a[i][w] = _mm512_loadu_ps(acc[i] + d0 + 16 * w);
-  for (int j = 0; j < n; ++j) {
-    __m512 x[W];
-    for (int w = 0; w < W; ++w) x[w] = row16<Load>::at(src + j * stride, d0 + 16 * w);
-#pragma GCC unroll 4
-    for (int i = 0; i < M; ++i) {
-      const __m512 pj = _mm512_set1_ps(p[i][j]);
-      for (int w = 0; w < W; ++w) a[i][w] = _mm512_fmadd_ps(pj, x[w], a[i][w]);
-    }
-  }
-  for (int i = 0; i < M; ++i)
-    for (int w = 0; w < W; ++w) _mm512_storeu_ps(acc[i] + d0 + 16 * w, a[i][w]);
+  accumulate_with<M, W>(p, n, acc, d0, [src, stride](int j, int d) __attribute__((always_inline)) { return row16<Load>::at(src + j * stride, d); });
 }
 
 struct avx512_math {
