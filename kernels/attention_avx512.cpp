@@ -155,6 +155,21 @@ inline void accumulate_block_rows(const float* const* p, const std::byte* src, s
   accumulate_with<M, W>(p, n, acc, d0, [src, stride](int j, int d) __attribute__((always_inline)) { return row16<Load>::at(src + j * stride, d); });
 }
 
+/// The scores of nq queries against the nv (1 or 2) blocks of 16 keys in the transposed tile kt,
+/// eight queries at a time.
+inline void scores_transposed(const float* const* q, int nq, const float (*kt)[detail::k_attention_tile], int hd, int nv,
+                              float* const* out) {
+  using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
+  static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
+                                      scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
+  static constexpr block_fn two[8] = {scores_block<1, 2>, scores_block<2, 2>, scores_block<3, 2>, scores_block<4, 2>,
+                                      scores_block<5, 2>, scores_block<6, 2>, scores_block<7, 2>, scores_block<8, 2>};
+  for (int i = 0; i < nq; i += 8) {
+    const int m = std::min(8, nq - i);
+    (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
+  }
+}
+
 struct avx512_math {
   /// p *= scale, soft-capped as softcap * tanh(p / softcap) with tanh(y) = 1 - 2 / (e^2y + 1);
   /// returns the maximum.
@@ -212,15 +227,7 @@ struct avx512_math {
     const int nv = (n + 15) / 16;  // rows past n in the last 16 are stale: their lanes are never read
     for (int v = 0; v < nv; ++v)
       for (int d = 0; d < hd; d += 16) transpose16(k[16 * v] + d, detail::k_attention_tile_stride, kt[d] + 16 * v, detail::k_attention_tile);
-    using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
-    static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
-                                        scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
-    static constexpr block_fn two[8] = {scores_block<1, 2>, scores_block<2, 2>, scores_block<3, 2>, scores_block<4, 2>,
-                                        scores_block<5, 2>, scores_block<6, 2>, scores_block<7, 2>, scores_block<8, 2>};
-    for (int i = 0; i < nq; i += 8) {
-      const int m = std::min(8, nq - i);
-      (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
-    }
+    scores_transposed(q, nq, kt, hd, nv, out);
   }
   /// scores_many with the keys converted from the page rows (src, stride bytes apart) straight into
   /// the transposed tile, in registers: no f32 tile written and read back. Heads whose size is not
@@ -242,15 +249,7 @@ struct avx512_math {
           transpose16_regs(r, kt[d] + 16 * v, detail::k_attention_tile);
         }
       }
-      using block_fn = void (*)(const float* const*, const float (*)[detail::k_attention_tile], int, float* const*);
-      static constexpr block_fn one[8] = {scores_block<1, 1>, scores_block<2, 1>, scores_block<3, 1>, scores_block<4, 1>,
-                                          scores_block<5, 1>, scores_block<6, 1>, scores_block<7, 1>, scores_block<8, 1>};
-      static constexpr block_fn two[8] = {scores_block<1, 2>, scores_block<2, 2>, scores_block<3, 2>, scores_block<4, 2>,
-                                          scores_block<5, 2>, scores_block<6, 2>, scores_block<7, 2>, scores_block<8, 2>};
-      for (int i = 0; i < nq; i += 8) {
-        const int m = std::min(8, nq - i);
-        (nv == 2 ? two : one)[m - 1](q + i, kt, hd, out + i);
-      }
+      scores_transposed(q, nq, kt, hd, nv, out);
       return true;
     }
   }
