@@ -11,6 +11,7 @@ kv::cache_options cache_options_of(const planner_options& o) {
                            .ns = o.cache_ns,
                            .ssd = o.ssd,
                            .write_through = o.write_through,
+                           .host = o.host,
                            .remote = o.remote,
                            .snapshots = {.on = o.snapshots && o.prefix_cache,
                                          .block_tokens = o.block_tokens,
@@ -55,14 +56,19 @@ std::vector<std::int32_t> batch_planner::restore_done(std::uint64_t order, std::
   sequence& s = seqs_.at(r->seq);
   s.n_computed = r->n_computed;
   // A restore ordered at the first admission adds to what the request reports as cached.
+  // (Orders to several tiers add up: the host tier's, then the SSD's.)
   if (s.preemptions == 0) {
     s.cached_tokens = s.n_computed;
-    if (!r->remote) s.ssd_cached_tokens = r->restored;
+    if (r->host) s.host_cached_tokens += r->restored;
+    else if (!r->remote) s.ssd_cached_tokens += r->restored;
   }
   counters_.prefix_hit_tokens += static_cast<std::uint64_t>(r->restored);
-  (r->remote ? counters_.remote_hit_tokens : counters_.ssd_hit_tokens) += static_cast<std::uint64_t>(r->restored);
-  // The whole SSD order came back: the chain may go on at another replica (a remote order).
-  if (!r->remote && r->complete) cache_.restore(r->seq, s.tokens, s.n_computed);
+  (r->remote ? counters_.remote_hit_tokens : r->host ? counters_.host_hit_tokens : counters_.ssd_hit_tokens) +=
+      static_cast<std::uint64_t>(r->restored);
+  // The whole order came back: the chain may go on through the next tier (after the host tier the
+  // SSD, after the SSD other replicas). A host order that missed goes on too: the cache forgot the
+  // block it lacked, so the SSD is asked for it.
+  if (!r->remote && (r->complete || r->host)) cache_.restore(r->seq, s.tokens, s.n_computed);
   return std::move(r->loaded);
 }
 

@@ -42,6 +42,8 @@ struct planner_options {
   kv::cache_namespace cache_ns;
   bool ssd = false;
   bool write_through = true;
+  /// Save evicted blocks to the host tier and restore from it (kv::cache_options::host).
+  bool host = false;
   /// Fetch what the local tiers lack from other replicas (kv::cache_options::remote).
   bool remote = false;
   /// Slots of per-sequence state the model's recurrent layers keep (0: none). A running sequence
@@ -81,8 +83,9 @@ struct sequence {
   kv::kv_format format = kv::kv_format::f16;
   /// Prompt tokens whose KV came from the cache when the request was first admitted.
   std::int32_t cached_tokens = 0;
-  /// Of those, the tokens restored from the SSD tier.
+  /// Of those, the tokens restored from the SSD tier, and from the host tier.
   std::int32_t ssd_cached_tokens = 0;
+  std::int32_t host_cached_tokens = 0;
   bool admitted = false;
   /// Another choice of the same prompt (n > 1), or 0: with the prefix cache on, this sequence is
   /// admitted only once that one has computed the prompt, whose KV it then reuses.
@@ -126,6 +129,8 @@ struct planner_counters {
   /// Of those, the tokens restored from the SSD, and those fetched from other replicas.
   std::uint64_t ssd_hit_tokens = 0;
   std::uint64_t remote_hit_tokens = 0;
+  /// And those restored from the host tier.
+  std::uint64_t host_hit_tokens = 0;
 };
 
 class batch_planner {

@@ -41,8 +41,10 @@ struct request_done {
   std::int32_t prompt_tokens = 0;
   std::int32_t completion_tokens = 0;
   std::int32_t cached_tokens = 0;
-  /// Of cached_tokens, those restored from the SSD tier (the rest came from RAM).
+  /// Of cached_tokens, those restored from the SSD tier, and from the host tier (the rest came
+  /// from the KV pool: RAM, or on the GPU its memory).
   std::int32_t ssd_cached_tokens = 0;
+  std::int32_t host_cached_tokens = 0;
   /// The stop string that ended it (its index in the request's list), or -1.
   std::int32_t stop_index = -1;
   std::string error;  // set when reason == error
@@ -135,6 +137,13 @@ struct ssd_loaded {
   std::vector<std::optional<std::vector<std::byte>>> payloads;
 };
 
+/// From the host tier: these blocks left it (evicted past its budget, refused, or cleared); those
+/// it passed on to the SSD are answered for by the SSD store (ssd_update). Its answers to restore
+/// orders come as ssd_loaded, as the SSD store's do.
+struct host_update {
+  std::vector<kv::block_hash> dropped;
+};
+
 /// From the admin API: cache.mode changed at run time. `prefix_cache`: reuse cached prefixes (hot
 /// or tiered); `ssd`: use the SSD tier (tiered; ignored where the tier did not start).
 struct set_cache_mode {
@@ -160,7 +169,7 @@ struct export_block {
 };
 
 using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim,
-                                     set_cache_mode, clear_hot, export_block>;
+                                     set_cache_mode, clear_hot, export_block, host_update>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

@@ -28,6 +28,7 @@ scheduler_metrics scheduler_metrics::create(metrics::registry& r) {
   m.prefix_hit_tokens = &r.make_counter("strata_prefix_cache_hits_total", "Prompt tokens whose KV came from the prefix cache.");
   m.ssd_hit_tokens = &r.make_counter("strata_prefix_cache_ssd_hits_total", "Prompt tokens whose KV was restored from the SSD tier.");
   m.remote_hit_tokens = &r.make_counter("strata_prefix_cache_remote_hits_total", "Prompt tokens whose KV was fetched from other replicas.");
+  m.host_hit_tokens = &r.make_counter("strata_prefix_cache_host_hits_total", "Prompt tokens whose KV was restored from the host tier.");
   m.snapshots = &r.make_gauge("strata_snapshots", "Frozen boundary snapshots of recurrent state kept in RAM.");
   m.snapshot_bytes = &r.make_gauge("strata_snapshot_bytes", "Bytes of the frozen boundary snapshots kept in RAM (within cache.hot_memory).");
   m.snapshots_taken = &r.make_counter("strata_snapshots_taken_total", "Frozen boundary snapshots taken and kept.");
@@ -139,6 +140,7 @@ void scheduler_actor::finish(std::uint64_t id, finish_reason reason) {
   if (const sequence* seq = planner_.find(id)) {
     done.cached_tokens = seq->cached_tokens;
     done.ssd_cached_tokens = seq->ssd_cached_tokens;
+    done.host_cached_tokens = seq->host_cached_tokens;
   }
   st.reply_to.tell(std::move(done));
   planner_.finish(id);
@@ -223,6 +225,8 @@ void scheduler_actor::handle(hot_cache::reclaim r) {
 
 void scheduler_actor::handle(set_cache_mode m) {
   planner_.set_cache_mode(m.prefix_cache, m.ssd && cfg_.ssd.has_value());
+  // Off forgets every hash: what the host tier holds goes with them.
+  if (!m.prefix_cache && cfg_.host) cfg_.host->tell(host_tier::clear{});
   spdlog::info("cache mode now {}", !m.prefix_cache ? "off" : m.ssd && cfg_.ssd ? "tiered" : "hot");
   publish_gauges();
 }
@@ -237,16 +241,28 @@ void scheduler_actor::handle(clear_hot) {
 
 void scheduler_actor::persist(std::vector<pipeline::frozen_block> saved) {
   auto saves = std::exchange(pending_saves_, {});
-  if (!cfg_.ssd) return;
   for (std::size_t i = 0; i < saved.size() && i < saves.size(); ++i) {
-    const kv::save_item& item = saves[i];
+    kv::save_item& item = saves[i];
     const auto want = cache_.pool().block_bytes(item.format);
     if (saved[i].block != item.block || static_cast<std::int64_t>(saved[i].bytes.size()) != want) {
-      spdlog::error("SSD tier: block {} came back from the layers with {} bytes, not {}; not persisted", item.block,
-                    saved[i].bytes.size(), want);
-      cache_.ssd_forgotten(item.hash);
+      spdlog::error("{} tier: block {} came back from the layers with {} bytes, not {}; not kept", item.host ? "host" : "SSD",
+                    item.block, saved[i].bytes.size(), want);
+      if (item.host) cache_.host_dropped(item.hash);
+      else cache_.ssd_forgotten(item.hash);
       continue;
     }
+    if (item.host) {
+      if (!cfg_.host) {
+        cache_.host_dropped(item.hash);
+        continue;
+      }
+      // Told before the copy goes: any order sent after it finds the block there.
+      cache_.host_stored(item.hash);
+      cfg_.host->tell(host_tier::store{kv::host_record{item.hash, item.parent, item.format, std::move(item.token_ids),
+                                                       item.spill, std::move(saved[i].bytes)}});
+      continue;
+    }
+    if (!cfg_.ssd) continue;
     ssd::record_meta meta;
     meta.hash = item.hash;
     meta.parent = item.parent;
@@ -294,6 +310,10 @@ void scheduler_actor::handle(ssd_update u) {
   flush_block_events();
 }
 
+void scheduler_actor::handle(host_update u) {
+  for (const auto& h : u.dropped) cache_.host_dropped(h);
+}
+
 void scheduler_actor::flush_block_events() {
   if (block_events_.events.empty()) return;
   auto events = std::exchange(block_events_.events, {});
@@ -303,6 +323,16 @@ void scheduler_actor::flush_block_events() {
 
 void scheduler_actor::route_saves(std::vector<kv::save_item>& saves) {
   if (!cfg_.ssd) return;
+  // Saves to the host tier go whatever the disk's state: put aside, then back after the others.
+  std::vector<kv::save_item> host;
+  for (auto it = saves.begin(); it != saves.end();) {
+    if (it->host) {
+      host.push_back(std::move(*it));
+      it = saves.erase(it);
+    } else {
+      ++it;
+    }
+  }
   std::vector<kv::block_hash> lost;
   if (ssd_degraded_) {
     for (auto& s : saves) {
@@ -318,6 +348,7 @@ void scheduler_actor::route_saves(std::vector<kv::save_item>& saves) {
     for (auto& s : deferred_.take(cache_.pool(), resave_bytes_per_step, lost)) saves.push_back(std::move(s));
   }
   lose(lost);
+  for (auto& s : host) saves.push_back(std::move(s));
 }
 
 void scheduler_actor::lose(const std::vector<kv::block_hash>& lost) {
@@ -366,7 +397,9 @@ void scheduler_actor::maybe_step() {
     if (r.remote && cfg_.remote) {
       const kv::kv_format f = cache_.restore_format(r.order).value_or(kv::kv_format::f16);
       cfg_.remote->tell(kv_fetch::fetch{r.order, f, cache_.pool().block_bytes(f), std::move(r.hashes), self()});
-    } else if (!r.remote && cfg_.ssd) {
+    } else if (r.host && cfg_.host) {
+      cfg_.host->tell(host_tier::load{r.order, std::move(r.hashes)});
+    } else if (!r.remote && !r.host && cfg_.ssd) {
       cfg_.ssd->tell(ssd::load{r.order, std::move(r.hashes)});
     }
   }
@@ -427,6 +460,7 @@ void scheduler_actor::publish_gauges() {
   if (metrics_.prefix_hit_tokens) metrics_.prefix_hit_tokens->inc(c.prefix_hit_tokens - published_.prefix_hit_tokens);
   if (metrics_.ssd_hit_tokens) metrics_.ssd_hit_tokens->inc(c.ssd_hit_tokens - published_.ssd_hit_tokens);
   if (metrics_.remote_hit_tokens) metrics_.remote_hit_tokens->inc(c.remote_hit_tokens - published_.remote_hit_tokens);
+  if (metrics_.host_hit_tokens) metrics_.host_hit_tokens->inc(c.host_hit_tokens - published_.host_hit_tokens);
   if (metrics_.kv_evictions) metrics_.kv_evictions->inc(pool.evictions() - published_evictions_);
   published_ = c;
   published_evictions_ = pool.evictions();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "actors/host_tier/messages.hpp"
 #include "actors/kv_events/messages.hpp"
 #include "actors/kv_fetch/messages.hpp"
 #include "actors/pipeline/messages.hpp"
@@ -48,6 +49,8 @@ struct scheduler_metrics {
   /// Of those, the tokens restored from the SSD tier, and those fetched from other replicas.
   metrics::counter* ssd_hit_tokens = nullptr;
   metrics::counter* remote_hit_tokens = nullptr;
+  /// And those restored from the host tier.
+  metrics::counter* host_hit_tokens = nullptr;
   /// Blocks per KV format (f16, q8_0, q4_0) and state, and the bytes they hold.
   std::array<metrics::gauge*, 3> blocks_in_use{}, blocks_cached{}, blocks_free{};
   metrics::gauge* bytes_in_use = nullptr;
@@ -87,6 +90,8 @@ struct scheduler_config {
   /// leaves the pool's free bytes below marks.low of its budget.
   std::optional<hot_cache::address> hot_cache;
   hot_cache::watermarks marks;
+  /// The host tier (planner.host set): evicted blocks are saved there, host orders go there.
+  std::optional<host_tier::address> host;
   /// The remote tier (planner.remote set): remote restore orders go there.
   std::optional<actors::port<kv_fetch::fetch>> remote;
   /// Who hears of the blocks the cache stores and drops (the KV-event publisher, the cluster
@@ -112,6 +117,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(set_cache_mode m);
   void handle(clear_hot);
   void handle(export_block e);
+  void handle(host_update u);
   void on_stop() override;
 
  private:
@@ -131,7 +137,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void publish_gauges();
   /// Tells the hot_cache actor when free pages ran low (one report at a time).
   void report_pressure();
-  /// Sends the frozen blocks of a finished step to the SSD store.
+  /// Sends the frozen blocks of a finished step to the host tier or the SSD store, as each save says.
   void persist(std::vector<pipeline::frozen_block> saved);
   /// Sends the snapshots taken with the last step to the SSD tier (tiered mode), as snapshot
   /// records; while it is degraded they are dropped (the next snapshot is written instead).

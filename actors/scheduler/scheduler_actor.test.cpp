@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/host_tier/host_tier.hpp"
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/runtime/actor_system.hpp"
@@ -54,6 +56,18 @@ class toy_layer final : public pipeline::layer_compute {
       std::copy_n(pages_.begin() + c.from * k_block, k_block, pages_.begin() + c.to * k_block);
     }
   }
+  /// A frozen block: every layer's page, layer 0 first (pipeline::frozen_block's layout).
+  void save_pages(std::vector<pipeline::frozen_block>& saved) override {
+    for (auto& f : saved) {
+      const auto* p = reinterpret_cast<const std::byte*>(&pages_.at(static_cast<std::size_t>(f.block * k_block)));
+      f.bytes.insert(f.bytes.end(), p, p + k_page_bytes);
+    }
+  }
+  void load_pages(const std::vector<pipeline::frozen_block>& blocks) override {
+    for (const auto& f : blocks)
+      std::memcpy(&pages_.at(static_cast<std::size_t>(f.block * k_block)), f.bytes.data() + index_ * k_page_bytes, k_page_bytes);
+  }
+  static constexpr std::size_t k_page_bytes = k_block * sizeof(double);
 
  private:
   double& slot(const pipeline::batch_sequence& s, int pos) {
@@ -182,7 +196,8 @@ struct pipeline_fixture {
   pipeline::stage_address first_layer;
   actors::address<stream_inbox> sink;
 
-  explicit pipeline_fixture(planner_options opts) {
+  /// host_budget > 0: a host tier of that many bytes under a pool that keeps no cached block.
+  explicit pipeline_fixture(planner_options opts, std::int64_t host_budget = 0) {
     opts.block_tokens = k_block;
     // Built back to front: each stage needs its successor's address; steps carry the scheduler's.
     auto out = system.spawn<pipeline::output_actor>(
@@ -195,8 +210,21 @@ struct pipeline_fixture {
     }
     first_layer = next;
     auto gated = system.spawn<gate_stage>("gate", actors::supervision::stop_system, gate, first_layer);
-    scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system, scheduler_config{opts, k_blocks},
-                                              toy_text(), gated, out, m);
+    scheduler_config cfg{opts, k_blocks};
+    if (host_budget > 0) {
+      kv::pool_config pc;
+      pc.space.capacity = {k_blocks, 0, 0};
+      pc.block_bytes = {3 * static_cast<std::int64_t>(toy_layer::k_page_bytes), 1, 1};
+      pc.budget = k_blocks * pc.block_bytes[0];
+      pc.cached_budget = 0;
+      cfg.pool = pc;
+      cfg.planner.prefix_cache = true;
+      cfg.planner.host = true;
+      cfg.host = system.spawn<host_tier::host_tier>("host-tier", actors::supervision::stop_system, host_budget,
+                                                    std::optional<ssd::store_address>{}, 3, k_block, host_tier::tier_metrics{});
+    }
+    scheduler = system.spawn<scheduler_actor>("scheduler", actors::supervision::stop_system, cfg, toy_text(), gated, out, m);
+    if (cfg.host) cfg.host->tell(host_tier::attach{scheduler});
     sink = system.spawn<collector>("collector", actors::supervision::stop_system, results);
   }
 
@@ -311,6 +339,42 @@ TEST(scheduler_actor, a_cancelled_waiting_request_leaves_the_queue_at_once_and_t
   EXPECT_EQ(f.get(3).done->completion_tokens, 6);
   EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
   EXPECT_EQ(f.m.waiting->value(), 0.0);
+}
+
+TEST(scheduler_actor, a_prompt_whose_blocks_left_the_pool_comes_back_from_the_host_tier_with_the_same_tokens) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  // 22 tokens and one generated token computed: 5 full blocks of 4 and a tail of 3.
+  const auto prompt = random_prompt(rng, 22);
+  std::vector<std::int32_t> cold;
+  {
+    pipeline_fixture f({.token_budget = 16, .max_running = 4});
+    f.submit(1, prompt, 2);
+    f.system.run_all();
+    ASSERT_TRUE(f.is_done(1));
+    cold = f.get(1).tokens;
+  }
+  pipeline_fixture f({.token_budget = 16, .max_running = 4}, 1 << 20);
+  f.submit(1, prompt, 2);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(1));
+  EXPECT_EQ(f.get(1).tokens, cold);
+  EXPECT_EQ(f.get(1).done->cached_tokens, 0);
+  // Others come and go through the pool, which keeps nothing: every block leaves it as it is let go.
+  for (std::uint64_t i = 2; i <= 5; ++i) f.submit(i, random_prompt(rng, 10 + static_cast<int>(rng() % 30)), 3);
+  f.system.run_all();
+  EXPECT_EQ(f.m.kv_blocks_cached->value(), 0.0);
+  f.submit(10, prompt, 2);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(10));
+  EXPECT_EQ(f.get(10).tokens, cold) << "the restored pages hold what computing them wrote";
+  const request_done& d = *f.get(10).done;
+  // The 5 blocks before the last token, and the one token it shares with the tail.
+  EXPECT_EQ(d.cached_tokens, 21);
+  EXPECT_EQ(d.host_cached_tokens, 21);
+  EXPECT_EQ(d.ssd_cached_tokens, 0);
+  EXPECT_EQ(f.m.host_hit_tokens->value(), 21u);
+  EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
 }
 
 TEST(scheduler_actor, a_full_queue_rejects_with_429) {

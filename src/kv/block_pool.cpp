@@ -69,6 +69,9 @@ void block_pool::release(std::int32_t id) {
     lru_push_back(id);
     while (cached_bytes_ > cfg_.cached_budget) evict_oldest();
   } else {
+    // A hashed block with no room to stay cached leaves the pool as an evicted one does (its
+    // pages still hold the KV until next written), for a lower tier to keep.
+    if (b.hash && record_evictions_) evicted_.push_back(eviction{id, *b.hash, b.parent});
     free_block(id);
   }
 }

@@ -80,7 +80,8 @@ class block_pool {
     block_hash hash;
     block_hash parent;
   };
-  /// Keep a log of evictions (for the SSD tier, which persists what leaves RAM).
+  /// Keep a log of evictions (for the lower tiers, which keep what leaves the pool): cached blocks
+  /// evicted, and hashed blocks released with no room to stay cached.
   void record_evictions(bool on) { record_evictions_ = on; }
   /// The evictions since the last call.
   std::vector<eviction> take_evictions() { return std::exchange(evicted_, {}); }

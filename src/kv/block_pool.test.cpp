@@ -114,6 +114,23 @@ TEST(block_pool, a_cached_limit_of_zero_caches_nothing) {
   EXPECT_EQ(pool.free_count(), 2);
 }
 
+TEST(block_pool, a_hashed_block_with_no_room_to_stay_cached_is_logged_as_evicted_for_a_lower_tier) {
+  block_pool pool(3, 0);
+  pool.record_evictions(true);
+  auto a = *pool.allocate(), b = *pool.allocate();
+  pool.set_hash(a, h(1), h(9));
+  pool.release(b);  // unhashed: nothing to keep
+  EXPECT_TRUE(pool.take_evictions().empty());
+  pool.release(a);
+  const auto e = pool.take_evictions();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].id, a);
+  EXPECT_EQ(e[0].hash, h(1));
+  EXPECT_EQ(e[0].parent, h(9));
+  EXPECT_FALSE(pool.contains(h(1)));
+  EXPECT_EQ(pool.evictions(), 0u) << "it was never cached: not counted as a cache eviction";
+}
+
 pool_config mixed(std::int64_t budget, std::int64_t cached_budget) {
   pool_config c;
   c.block_bytes = {64, 34, 18};  // f16, q8_0, q4_0 rows of 32 values

@@ -7,12 +7,14 @@
 namespace strata::kv {
 
 kv_cache_manager::kv_cache_manager(cache_options opts, const pool_config& pool) : opts_(std::move(opts)), pool_(pool) {
-  if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
+  if (opts_.snapshots.on) opts_.host = false;
+  pool_.record_evictions(wants_evictions());
 }
 
 kv_cache_manager::kv_cache_manager(cache_options opts, std::int32_t n_blocks)
     : opts_(std::move(opts)), pool_(n_blocks, opts_.prefix_cache ? -1 : 0) {
-  if (opts_.ssd && !opts_.write_through) pool_.record_evictions(true);
+  if (opts_.snapshots.on) opts_.host = false;
+  pool_.record_evictions(wants_evictions());
 }
 
 block_hash kv_cache_manager::chain_root(kv_format f, const cache_salt& salt) {
@@ -59,9 +61,13 @@ std::int32_t kv_cache_manager::match(std::uint64_t seq, kv_format f, std::span<c
   s.n_published = full;
   if (opts_.snapshots.on) return resume_point(s, full);
   // The block after the chain may be a tail left by an earlier sequence, unless the chain goes on
-  // through the SSD (whose full blocks come first).
-  const bool ssd_next = opts_.ssd && full < max_blocks && on_ssd_.contains(s.hashes[static_cast<std::size_t>(full)]);
-  return full * bt + (ssd_next ? 0 : take_tail(s, tokens, full));
+  // through the host tier or the SSD (whose full blocks come first).
+  bool below_next = false;
+  if (full < max_blocks) {
+    const block_hash& next = s.hashes[static_cast<std::size_t>(full)];
+    below_next = (opts_.ssd && on_ssd_.contains(next)) || (opts_.host && on_host_.contains(next));
+  }
+  return full * bt + (below_next ? 0 : take_tail(s, tokens, full));
 }
 
 bool kv_cache_manager::can_cover(std::uint64_t seq, std::int32_t end) const {
@@ -198,6 +204,42 @@ void kv_cache_manager::offer_save(std::int32_t block, const block_hash& h, const
   saves_.push_back(save_item{block, h, parent, f, std::move(token_ids)});
 }
 
+void kv_cache_manager::offer_host_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
+                                       std::vector<std::int32_t> token_ids) {
+  if (on_host_.contains(h) || !host_saving_.insert(h).second) return;
+  save_item item{block, h, parent, f, {}, true, false};
+  // Tiered without write-through: the SSD gets what leaves RAM, now through the host tier.
+  item.spill = opts_.ssd && !opts_.write_through && !on_ssd_.contains(h) && !persisting_.contains(h);
+  // On its way to the SSD from here on (a tail stays listed while the host tier passes it on).
+  if (item.spill) persisting_.insert(h);
+  list_ssd_tail(h, parent, token_ids);
+  item.token_ids = std::move(token_ids);
+  saves_.push_back(std::move(item));
+}
+
+void kv_cache_manager::host_stored(const block_hash& h) {
+  host_saving_.erase(h);
+  if (opts_.host) on_host_.insert(h);
+}
+
+void kv_cache_manager::host_dropped(const block_hash& h) {
+  host_saving_.erase(h);
+  on_host_.erase(h);
+  forget_tail(h);
+}
+
+void kv_cache_manager::forget_tail(const block_hash& h) {
+  if (on_ssd_.contains(h) || persisting_.contains(h) || on_host_.contains(h) || host_saving_.contains(h)) return;
+  auto it = ssd_tail_parent_.find(h);
+  if (it == ssd_tail_parent_.end()) return;
+  auto list = ssd_tails_.find(it->second);
+  if (list != ssd_tails_.end()) {
+    std::erase_if(list->second, [&](const tail& t) { return t.hash == h; });
+    if (list->second.empty()) ssd_tails_.erase(list);
+  }
+  ssd_tail_parent_.erase(it);
+}
+
 void kv_cache_manager::list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids) {
   if (token_ids.empty() || !ssd_tail_parent_.emplace(h, parent).second) return;
   ssd_tails_[parent].push_back(tail{h, std::move(token_ids)});
@@ -206,7 +248,7 @@ void kv_cache_manager::list_ssd_tail(const block_hash& h, const block_hash& pare
 void kv_cache_manager::observe(block_observer* o) {
   observer_ = o;
   announced_.clear();
-  pool_.record_evictions(o != nullptr || (opts_.ssd && !opts_.write_through));
+  pool_.record_evictions(wants_evictions());
 }
 
 void kv_cache_manager::announce_ram(const seq_state& s, std::size_t i, std::span<const std::int32_t> token_ids) {
@@ -244,14 +286,7 @@ void kv_cache_manager::ssd_forgotten(const block_hash& h) {
   if (ssd_snapshot_event(h, false)) return;
   persisting_.erase(h);
   if (on_ssd_.erase(h) > 0) announce_ssd(block_event::kind::removed, h);
-  if (auto it = ssd_tail_parent_.find(h); it != ssd_tail_parent_.end()) {
-    auto list = ssd_tails_.find(it->second);
-    if (list != ssd_tails_.end()) {
-      std::erase_if(list->second, [&](const tail& t) { return t.hash == h; });
-      if (list->second.empty()) ssd_tails_.erase(list);
-    }
-    ssd_tail_parent_.erase(it);
-  }
+  forget_tail(h);
 }
 
 std::vector<kv_cache_manager::reclaim_candidate> kv_cache_manager::reclaim_candidates(std::int64_t target) const {
@@ -259,11 +294,14 @@ std::vector<kv_cache_manager::reclaim_candidate> kv_cache_manager::reclaim_candi
   std::int64_t need = target - pool_.free_bytes();
   if (need <= 0) return out;
   // Twice what is needed: the actor may prefer blocks already persisted to older ones.
-  const bool needs_copy = opts_.ssd && !opts_.write_through;
+  const bool needs_copy = opts_.host || (opts_.ssd && !opts_.write_through);
+  auto below = [&](const block_hash& h) {
+    return opts_.host ? on_host_.contains(h) || host_saving_.contains(h) : on_ssd_.contains(h) || persisting_.contains(h);
+  };
   std::int64_t listed = 0;
   const std::int64_t smallest = pool_.block_bytes(kv_format::q4_0) > 0 ? pool_.block_bytes(kv_format::q4_0) : 1;
   for (const auto& c : pool_.oldest_cached(static_cast<std::size_t>(2 * need / smallest + 1))) {
-    out.push_back({c.id, c.bytes, !needs_copy || on_ssd_.contains(c.hash) || persisting_.contains(c.hash)});
+    out.push_back({c.id, c.bytes, !needs_copy || below(c.hash)});
     listed += c.bytes;
     if (listed >= 2 * need) break;
   }
@@ -282,8 +320,11 @@ std::int64_t kv_cache_manager::reclaim(std::span<const std::int32_t> blocks) {
 void kv_cache_manager::set_mode(bool prefix_cache, bool ssd) {
   opts_.prefix_cache = prefix_cache;
   opts_.ssd = ssd;
-  pool_.record_evictions(opts_.ssd && !opts_.write_through);
+  pool_.record_evictions(wants_evictions());
   if (prefix_cache) return;
+  // What the host tier holds is forgotten with the rest (the caller empties the tier too).
+  on_host_.clear();
+  host_saving_.clear();
   pool_.clear_hashes();
   ram_blocks_.clear();
   ram_listed_.clear();
@@ -297,6 +338,8 @@ std::int64_t kv_cache_manager::clear_cached() {
 
 std::vector<save_item> kv_cache_manager::take_saves() {
   const bool save_evicted = opts_.ssd && !opts_.write_through;
+  // With the prefix cache off (switched at run time), what the pool drops is no longer reused.
+  const bool to_host = opts_.host && opts_.prefix_cache;
   for (const auto& e : pool_.take_evictions()) {
     if (observer_ && announced_.erase(e.hash) > 0) {
       block_event r;
@@ -305,7 +348,7 @@ std::vector<save_item> kv_cache_manager::take_saves() {
       r.format = pool_.format_of(e.id);
       observer_->on_block(std::move(r));
     }
-    if (save_evicted) {
+    if (save_evicted || to_host) {
       // An evicted tail is saved with its tokens (its entry is still listed: see sweep_ram_blocks);
       // a full block without.
       std::vector<std::int32_t> token_ids;
@@ -314,7 +357,9 @@ std::vector<save_item> kv_cache_manager::take_saves() {
           if (t.hash == e.hash && static_cast<std::int32_t>(t.tokens.size()) < opts_.block_tokens) token_ids = t.tokens;
         }
       }
-      offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
+      // The host tier takes it first; it passes it on to the SSD when it evicts it (spill).
+      if (to_host) offer_host_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
+      else offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
     }
   }
   sweep_ram_blocks();
@@ -332,14 +377,17 @@ void kv_cache_manager::sweep_ram_blocks() {
 
 bool kv_cache_manager::restore(std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t n_computed) {
   const bool ssd = opts_.ssd && !on_ssd_.empty();
-  if (!opts_.prefix_cache || (!ssd && !opts_.remote)) return false;
+  const bool host = opts_.host && !on_host_.empty();
+  if (!opts_.prefix_cache || (!ssd && !host && !opts_.remote)) return false;
   seq_state& s = state(seq);
   const std::int32_t bt = opts_.block_tokens;
   const std::int32_t max_blocks = (static_cast<std::int32_t>(tokens.size()) - 1) / bt;
   if (n_computed != static_cast<std::int32_t>(s.blocks.size()) * bt) return false;
   extend_hashes(s, tokens, max_blocks);
   if (opts_.snapshots.on) return ssd && restore_to_snapshot(s, seq, max_blocks);
-  if (ssd && restore_from_ssd(s, seq, tokens, max_blocks)) return true;
+  // The nearer tier first: an order goes to one tier, the next one goes on from where it ended.
+  if (host && restore_from_tier(s, seq, tokens, max_blocks, on_host_, true)) return true;
+  if (ssd && restore_from_tier(s, seq, tokens, max_blocks, on_ssd_, false)) return true;
   return opts_.remote && restore_remote(s, seq, tokens, max_blocks);
 }
 
@@ -366,8 +414,8 @@ bool kv_cache_manager::restore_remote(seq_state& s, std::uint64_t seq, std::span
   return true;
 }
 
-bool kv_cache_manager::restore_from_ssd(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens,
-                                        std::int32_t max_blocks) {
+bool kv_cache_manager::restore_from_tier(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens,
+                                         std::int32_t max_blocks, const hash_set& held, bool host) {
   restore_order order;
   auto add = [&](const block_hash& h) {
     auto b = pool_.allocate(s.format);
@@ -380,19 +428,22 @@ bool kv_cache_manager::restore_from_ssd(seq_state& s, std::uint64_t seq, std::sp
   bool room = true;
   for (auto i = static_cast<std::size_t>(s.blocks.size()); i < static_cast<std::size_t>(max_blocks) && room; ++i) {
     const block_hash& h = s.hashes[i];
-    if (!on_ssd_.contains(h)) break;
+    if (!held.contains(h)) break;
     room = add(h);
     // Listed now, while its tokens are at hand; the entry counts once restore_done publishes it.
     if (room) list_ram(parent_of(s, i), h, block_of(tokens, i));
   }
-  // After the full blocks, the tail on the SSD that shares most of the next tokens, if any.
+  // After the full blocks, the tail the tier holds that shares most of the next tokens, if any.
   const auto full = static_cast<std::int32_t>(s.blocks.size());
   if (const auto next = tail_window(tokens, full); room && !next.empty() && !ssd_tails_.empty()) {
     auto [t, n] = best_tail(ssd_tails_, parent_of(s, static_cast<std::size_t>(full)), next,
-                            [&](const tail& c) { return on_ssd_.contains(c.hash); });
+                            [&](const tail& c) { return held.contains(c.hash); });
     if (t && add(t->hash)) s.restore_tail = n;
   }
   if (order.hashes.empty()) return false;
+  order.host = host;
+  s.restore_host = host;
+  if (host) s.host_keys = order.hashes;
   place_order(s, seq, std::move(order));
   return true;
 }
@@ -436,7 +487,12 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   restore_result r;
   r.seq = seq;
   r.remote = std::exchange(s.restore_remote, false);
+  r.host = std::exchange(s.restore_host, false);
   r.complete = n_ok == ordered;
+  // A block the host tier did not give back is not there (evicted meanwhile, its notice on the
+  // way): forgotten now, so that the chain goes on through the SSD from it.
+  if (r.host && n_ok < ordered && static_cast<std::size_t>(n_ok) < s.host_keys.size()) on_host_.erase(s.host_keys[static_cast<std::size_t>(n_ok)]);
+  s.host_keys.clear();
   r.loaded.assign(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
   const std::int32_t bt = opts_.block_tokens;
   // A tail, last in the order, counts its shared tokens only; the sequence writes on into it.

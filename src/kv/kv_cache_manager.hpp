@@ -37,6 +37,17 @@
 // handed out by take_saves(), to ride on the next step: the layers copy them out before they
 // compute, so an evicted block is saved before anything overwrites it.
 //
+// Host tier (cache_options::host): frozen copies of blocks in host memory, under the pool (on the
+// GPU the pool is HBM; this tier is host RAM) and above the SSD. Each cached block the pool evicts
+// (and each hashed block released with no room to stay cached) is saved to it by value, with the
+// next step, before anything overwrites its pages; blocks in use are never copied out. The manager
+// keeps the set of hashes the tier holds (host_stored / host_dropped, as for the SSD), and a chain
+// that ends in the pool goes on through the host tier first, then the SSD, then other replicas:
+// each restore order goes to one tier (restore_order::host), the next one, once it is answered,
+// goes on from where it ended. What the host tier evicts goes on to the SSD when the save says
+// so (save_item::spill: tiered without write-through, and the SSD lacks it), else it is dropped.
+// Not with snapshots on (those models resume only where a snapshot is; the SSD keeps them).
+//
 // Observer (observe()): told as each full block becomes findable in RAM or on the SSD and as it
 // stops being so (src/kv/block_events.hpp). RAM evictions are reported from take_saves(), which
 // the owner calls before every step.
@@ -67,6 +78,9 @@ struct cache_options {
   bool ssd = false;
   /// Persist every block as soon as it is filled (else only cached blocks evicted from RAM).
   bool write_through = true;
+  /// The host tier is on: evicted blocks are saved to it, and restored from it (see the header
+  /// comment). Ignored with snapshots on.
+  bool host = false;
   /// Other replicas may hold what this one lacks (the cluster directory): after the RAM and SSD
   /// tiers, a chain goes on through a remote order (restore_order::remote).
   bool remote = false;
@@ -83,6 +97,10 @@ struct save_item {
   kv_format format = kv_format::f16;
   /// A partial block's tokens; empty for a full block.
   std::vector<std::int32_t> token_ids;
+  /// For the host tier (an evicted block), not the SSD.
+  bool host = false;
+  /// Host tier: when it evicts the block, it writes it on to the SSD (which lacks it).
+  bool spill = false;
 };
 
 /// Pages to copy from block to block (a cached tail into the block of the sequence reusing it).
@@ -99,6 +117,8 @@ struct restore_order {
   /// From other replicas (cache_options::remote), not from the SSD: full blocks only, every one
   /// after the chain this replica holds, the first ones that come back counting.
   bool remote = false;
+  /// From the host tier (cache_options::host), not the SSD.
+  bool host = false;
 };
 
 /// What came back for a restore order: the blocks to load, and what the sequence now holds.
@@ -112,6 +132,8 @@ struct restore_result {
   std::int32_t restored = 0;
   /// The order was a remote one.
   bool remote = false;
+  /// The order went to the host tier.
+  bool host = false;
   /// Every block ordered came back (a chain may then go on through another tier).
   bool complete = false;
 };
@@ -133,8 +155,9 @@ class kv_cache_manager {
   /// Allocates blocks until positions [0, end) are covered; returns how many positions are
   /// covered (fewer than `end` when the pool runs out: the caller preempts, it is not an error).
   std::int32_t cover(std::uint64_t seq, std::int32_t end);
-  /// Goes on with seq's chain through the SSD after the n_computed tokens it holds (whole blocks
-  /// only): allocates blocks for the hashes stored there and orders their restore. True if seq
+  /// Goes on with seq's chain through the host tier, else the SSD, after the n_computed tokens it
+  /// holds (whole blocks only): allocates blocks for the hashes stored there and orders their
+  /// restore from that one tier (the caller calls again once the order is answered). True if seq
   /// now waits for that order. With snapshots on, only as far as the deepest boundary whose
   /// snapshot is on the SSD (or in RAM): the order then ends with that snapshot's key
   /// (snapshot_key), and the blocks count only if it comes back too.
@@ -161,6 +184,13 @@ class kv_cache_manager {
   void ssd_stored(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
   void ssd_forgotten(const block_hash& h);
   bool on_ssd(const block_hash& h) const { return on_ssd_.contains(h); }
+  /// Host tier: the block with this hash was handed to it (the caller sends its frozen copy now:
+  /// any order sent after it finds it there) / has left it (evicted, or the copy failed).
+  void host_stored(const block_hash& h);
+  void host_dropped(const block_hash& h);
+  bool on_host(const block_hash& h) const { return on_host_.contains(h); }
+  /// Blocks the host tier holds, as far as the manager knows.
+  std::size_t host_count() const { return on_host_.size(); }
   /// The first `n_ok` blocks of an order came back (the caller loads them into the layers with
   /// the next step); the rest will be computed. Empty when the order is stale (its sequence let
   /// go of its blocks meanwhile).
@@ -270,6 +300,10 @@ class kv_cache_manager {
     /// The order in flight is a remote one; one has been placed since the match.
     bool restore_remote = false;
     bool remote_tried = false;
+    /// The order in flight goes to the host tier; its keys (a miss there is forgotten, so that
+    /// the chain goes on through the SSD).
+    bool restore_host = false;
+    std::vector<block_hash> host_keys;
   };
   /// A block listed for the reuse of part of it: a partial one (its hash chained like a full
   /// block's, over fewer tokens) or, in RAM, a full one; its hash and its tokens.
@@ -310,6 +344,13 @@ class kv_cache_manager {
   void list_ram(const block_hash& parent, const block_hash& h, std::span<const std::int32_t> tokens);
   /// Lists a tail (token_ids not empty) as stored on the SSD, or on its way there.
   void list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
+  /// Queues a save of an evicted block to the host tier, unless it holds it or it is on its way.
+  void offer_host_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
+                       std::vector<std::int32_t> token_ids);
+  /// Drops a tail's listing once no lower tier holds it, nor will.
+  void forget_tail(const block_hash& h);
+  /// Whether the pool keeps a log of its evictions: someone needs them.
+  bool wants_evictions() const { return observer_ != nullptr || opts_.host || (opts_.ssd && !opts_.write_through); }
   /// Queues a save of a block, unless the SSD has it or it is on its way.
   void offer_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
                   std::vector<std::int32_t> token_ids = {});
@@ -324,8 +365,10 @@ class kv_cache_manager {
   /// Keeps snap as the snapshot at the end of s's full block i (1-based), its bytes attached to
   /// that block, and sends it to the SSD tier where there is one.
   void keep_snapshot(seq_state& s, std::int32_t i, state_snapshot snap);
-  /// restore() from the SSD, without snapshots (see there).
-  bool restore_from_ssd(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks);
+  /// restore() from the tier holding `held` (the host tier, or the SSD), without snapshots: the
+  /// blocks it holds after s's chain, then the tail it holds sharing most of the next tokens.
+  bool restore_from_tier(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks,
+                         const hash_set& held, bool host);
   /// restore() from other replicas: every full block after what s holds, up to max_remote_blocks.
   bool restore_remote(seq_state& s, std::uint64_t seq, std::span<const std::int32_t> tokens, std::int32_t max_blocks);
   /// The most blocks one remote order asks for.
@@ -370,8 +413,12 @@ class kv_cache_manager {
   /// are skipped by lookups, and dropped all at once when they pile up.
   tail_map ram_blocks_;
   hash_set ram_listed_;
-  /// Tails on the SSD or being written there, by parent (only those in on_ssd_ are restored), and
-  /// the parent of each (to forget one by its hash).
+  /// Blocks the host tier holds, and those on their way there (saved with the next step).
+  hash_set on_host_;
+  hash_set host_saving_;
+  /// Tails below RAM (on the SSD or in the host tier, or on their way), by parent (only those in
+  /// on_ssd_ / on_host_ are restored from either), and the parent of each (to forget one by its
+  /// hash).
   tail_map ssd_tails_;
   std::unordered_map<block_hash, block_hash, block_hash_hasher> ssd_tail_parent_;
   block_observer* observer_ = nullptr;

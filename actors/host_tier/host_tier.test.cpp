@@ -1,0 +1,129 @@
+#include "actors/host_tier/host_tier.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "actors/runtime/actor_system.hpp"
+#include "tests/support/probe_actor.hpp"
+#include "tests/support/test_seed.hpp"
+
+namespace strata::host_tier {
+namespace {
+
+/// The tier on a manual actor system, probes standing in for the scheduler and the SSD store.
+struct tier_on_manual_system {
+  actors::actor_system system{{.threads = 0}};
+  test_support::probe_log<sched::scheduler_inbox> sched_log = test_support::make_probe_log<sched::scheduler_inbox>();
+  test_support::probe_log<ssd::store_inbox> ssd_log = test_support::make_probe_log<ssd::store_inbox>();
+  address actor;
+
+  tier_on_manual_system(std::int64_t budget, bool with_ssd, tier_metrics m = {}) {
+    auto sched = system.spawn<test_support::probe_actor<sched::scheduler_inbox>>("scheduler", actors::supervision::stop_system,
+                                                                                 sched_log);
+    std::optional<ssd::store_address> ssd;
+    if (with_ssd) ssd = system.spawn<test_support::probe_actor<ssd::store_inbox>>("ssd", actors::supervision::stop_system, ssd_log);
+    actor = system.spawn<host_tier>("host-tier", actors::supervision::stop_system, budget, ssd, 5, 16, m);
+    actor.tell(attach{sched});
+    system.run_all();
+  }
+  ~tier_on_manual_system() { system.stop(); }
+
+  std::vector<kv::block_hash> dropped() const {
+    std::vector<kv::block_hash> out;
+    for (const auto* u : test_support::received<sched::host_update>(sched_log)) out.insert(out.end(), u->dropped.begin(), u->dropped.end());
+    return out;
+  }
+};
+
+kv::block_hash hash_of(std::uint64_t i) { return kv::block_hash{{i, 2 * i + 1, 7, 9}}; }
+
+kv::host_record block(std::uint64_t i, std::size_t n, std::mt19937& rng, bool spill = false) {
+  kv::host_record r;
+  r.hash = hash_of(i);
+  r.parent = hash_of(i + 100);
+  r.spill = spill;
+  r.bytes.resize(n);
+  for (auto& b : r.bytes) b = static_cast<std::byte>(rng());
+  return r;
+}
+
+TEST(host_tier, gives_back_copies_of_what_it_keeps_and_empty_entries_for_what_it_lacks) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  metrics::registry registry;
+  const tier_metrics m = tier_metrics::create(registry);
+  tier_on_manual_system t(1000, false, m);
+  const auto a = block(1, 300, rng), b = block(2, 300, rng);
+  t.actor.tell(store{a});
+  t.actor.tell(store{b});
+  t.actor.tell(load{7, {hash_of(2), hash_of(3), hash_of(1)}});
+  t.actor.tell(load{8, {hash_of(1)}});  // still there: a load gives copies, it keeps its own
+  t.system.run_all();
+  const auto loaded = test_support::received<sched::ssd_loaded>(t.sched_log);
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded[0]->order, 7u);
+  ASSERT_EQ(loaded[0]->payloads.size(), 3u);
+  ASSERT_TRUE(loaded[0]->payloads[0]);
+  EXPECT_EQ(*loaded[0]->payloads[0], b.bytes);
+  EXPECT_FALSE(loaded[0]->payloads[1]);
+  ASSERT_TRUE(loaded[0]->payloads[2]);
+  EXPECT_EQ(*loaded[0]->payloads[2], a.bytes);
+  ASSERT_TRUE(loaded[1]->payloads[0]);
+  EXPECT_EQ(*loaded[1]->payloads[0], a.bytes);
+  EXPECT_TRUE(t.dropped().empty());
+  EXPECT_EQ(m.blocks->value(), 2.0);
+  EXPECT_EQ(m.bytes->value(), 600.0);
+  EXPECT_EQ(m.hits->value(), 3u);
+  EXPECT_EQ(m.misses->value(), 1u);
+}
+
+TEST(host_tier, what_it_evicts_past_its_budget_goes_on_to_the_ssd_when_marked_else_is_dropped) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  tier_on_manual_system t(1000, true);
+  const auto spilled = block(1, 400, rng, true), dropped = block(2, 400, rng, false);
+  t.actor.tell(store{spilled});
+  t.actor.tell(store{dropped});
+  t.actor.tell(store{block(3, 400, rng)});  // 1200 bytes: 1 goes
+  t.actor.tell(store{block(4, 400, rng)});  // then 2
+  t.actor.tell(store{block(5, 1001, rng, true)});  // alone past the budget: refused, passed on
+  t.system.run_all();
+  EXPECT_EQ(t.dropped(), (std::vector<kv::block_hash>{hash_of(1), hash_of(2), hash_of(5)}));
+  const auto persisted = test_support::received<ssd::persist>(t.ssd_log);
+  ASSERT_EQ(persisted.size(), 2u);
+  EXPECT_EQ(persisted[0]->meta.hash, hash_of(1));
+  EXPECT_EQ(persisted[0]->meta.parent, hash_of(101));
+  EXPECT_EQ(persisted[0]->meta.layers, 5);
+  EXPECT_EQ(persisted[0]->meta.tokens, 16);
+  EXPECT_EQ(persisted[0]->payload, spilled.bytes);
+  EXPECT_EQ(persisted[1]->meta.hash, hash_of(5));
+  t.actor.tell(load{1, {hash_of(3), hash_of(4), hash_of(1)}});
+  t.system.run_all();
+  const auto loaded = test_support::received<sched::ssd_loaded>(t.sched_log);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_TRUE(loaded[0]->payloads[0] && loaded[0]->payloads[1]);
+  EXPECT_FALSE(loaded[0]->payloads[2]);
+}
+
+TEST(host_tier, clearing_drops_every_block_and_says_so_without_writing_any_to_the_ssd) {
+  std::mt19937 rng(test_seed());
+  tier_on_manual_system t(10000, true);
+  t.actor.tell(store{block(1, 100, rng, true)});
+  t.actor.tell(store{block(2, 100, rng)});
+  t.actor.tell(clear{});
+  t.actor.tell(load{3, {hash_of(1), hash_of(2)}});
+  t.system.run_all();
+  auto d = t.dropped();
+  std::sort(d.begin(), d.end(), [](const auto& x, const auto& y) { return x.w < y.w; });
+  EXPECT_EQ(d, (std::vector<kv::block_hash>{hash_of(1), hash_of(2)}));
+  EXPECT_TRUE(test_support::received<ssd::persist>(t.ssd_log).empty()) << "cleared: the prefix cache was turned off";
+  const auto loaded = test_support::received<sched::ssd_loaded>(t.sched_log);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_FALSE(loaded[0]->payloads[0]);
+  EXPECT_FALSE(loaded[0]->payloads[1]);
+}
+
+}  // namespace
+}  // namespace strata::host_tier

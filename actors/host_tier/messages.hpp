@@ -1,0 +1,40 @@
+#pragma once
+// Messages the host tier receives.
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "actors/runtime/address.hpp"
+#include "actors/scheduler/messages.hpp"
+#include "src/kv/host_store.hpp"
+#include "src/kv/prefix_hash.hpp"
+
+namespace strata::host_tier {
+
+/// Keep this frozen block (moved in: its bytes were copied out of the layers by value).
+struct store {
+  kv::host_record record;
+};
+
+/// Read these blocks back, by hash; answered with one sched::ssd_loaded carrying `order`, a copy
+/// of each block it holds (empty where it lacks one).
+struct load {
+  std::uint64_t order = 0;
+  std::vector<kv::block_hash> hashes;
+};
+
+/// Drop every block (the prefix cache was turned off); the scheduler hears of each through
+/// host_update.dropped.
+struct clear {};
+
+/// Where the tier's answers go from now on (the scheduler, spawned after it because it needs the
+/// tier's address).
+struct attach {
+  sched::scheduler_address scheduler;
+};
+
+using inbox = std::variant<store, load, clear, attach>;
+using address = actors::address<inbox>;
+
+}  // namespace strata::host_tier
