@@ -88,7 +88,8 @@ function statsLine(m) {
   if (s.tps !== undefined) parts.push(strata.el("span", { class: "tps" }, s.tps.toFixed(1) + " tok/s"));
   if (s.prompt !== undefined) parts.push(strata.el("span", { class: "prompt" }, s.prompt + " prompt tokens"));
   if (s.cached !== undefined) {
-    const tiers = s.tiers ? ` (RAM ${s.tiers.ram}, SSD ${s.tiers.ssd})` : "";
+    const host = s.tiers && s.tiers.host ? `, host ${s.tiers.host}` : "";
+    const tiers = s.tiers ? ` (RAM ${s.tiers.ram}${host}, SSD ${s.tiers.ssd})` : "";
     parts.push(strata.el("span", { class: "cached", "data-cached": String(s.cached) }, `${s.cached} cached${tiers}`));
   }
   if (s.completion !== undefined) parts.push(strata.el("span", { class: "completion" }, s.completion + " generated"));

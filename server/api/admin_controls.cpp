@@ -48,7 +48,13 @@ io::http_response clear(const io::http_request& req, engine::engine& e) {
                             "invalid_request_error", "tier_unavailable");
     return io::make_json(req.version(), http::status::ok, R"({"cleared":"ssd"})");
   }
-  return bad_request(req, R"(send {"tier":"hot"|"ssd"})", "tier");
+  if (tier == "host") {
+    if (!e.clear_host())
+      return io::make_error(req.version(), http::status::conflict, "there is no host tier to clear (cache.host_memory is 0)",
+                            "invalid_request_error", "tier_unavailable");
+    return io::make_json(req.version(), http::status::ok, R"({"cleared":"host"})");
+  }
+  return bad_request(req, R"(send {"tier":"hot"|"host"|"ssd"})", "tier");
 }
 
 }  // namespace

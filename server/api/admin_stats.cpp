@@ -79,6 +79,18 @@ std::string render_admin_stats(const engine::engine& e, const server_status& sta
                        {"blocks_lost", value(sm->blocks_lost)},
                        {"restored_tokens", value(m.ssd_hit_tokens)}};
   }
+  json::value host = nullptr;
+  if (const host_tier::tier_metrics* hm = e.host_stats()) {
+    host = json::object{{"blocks", value(hm->blocks)},
+                        {"bytes", value(hm->bytes)},
+                        {"budget_bytes", e.host_budget()},
+                        {"stored", value(hm->stored)},
+                        {"hits", value(hm->hits)},
+                        {"misses", value(hm->misses)},
+                        {"evictions", value(hm->evictions)},
+                        {"spilled", value(hm->spilled)},
+                        {"restored_tokens", value(m.host_hit_tokens)}};
+  }
   json::value remote = nullptr;
   if (const kv_fetch::fetch_metrics* fm = e.fetch_stats()) {
     remote = json::object{{"blocks", value(fm->blocks)},
@@ -100,7 +112,7 @@ std::string render_admin_stats(const engine::engine& e, const server_status& sta
                              status.created},
       {"block_tokens", tokens},
       {"kv_bytes_per_token", std::move(bytes_per_token)},
-      {"tiers", {{"ram", std::move(ram)}, {"ssd", std::move(ssd)}, {"remote", std::move(remote)}}},
+      {"tiers", {{"ram", std::move(ram)}, {"host", std::move(host)}, {"ssd", std::move(ssd)}, {"remote", std::move(remote)}}},
       {"prefix_cache", {{"query_tokens", queries}, {"hit_tokens", hits},
                         {"hit_rate", queries ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0}}},
       {"snapshot_bytes", value(m.snapshot_bytes)},

@@ -1,6 +1,7 @@
 #pragma once
-// GET /admin/api/stats: the KV cache as an operator sees it, as JSON. Per tier (RAM today; the SSD
-// tier reports null until it exists): blocks in use, cached and free per KV format, bytes and
+// GET /admin/api/stats: the KV cache as an operator sees it, as JSON. Per tier (ram: the KV pool,
+// in GPU memory with --device cuda; host: the host tier under it; ssd; remote; null where a tier
+// is off): blocks in use, cached and free per KV format, bytes and
 // budgets; prefix-cache queries, hits and hit rate; evictions; boundary-snapshot bytes (always 0:
 // every layer keeps its pages, see README "Prefix cache"). Also what the dashboard shows beside
 // the cache: the model and its KV format, cache.mode now, requests running and waiting, tokens

@@ -47,6 +47,7 @@ void add_usage(schema::usage_counts& u, const sched::request_done& d, const resp
     u.prompt_tokens += d.prompt_tokens;
     u.cached_tokens += d.cached_tokens;
     u.ssd_cached_tokens += d.ssd_cached_tokens;
+    u.host_cached_tokens += d.host_cached_tokens;
   }
   u.completion_tokens += d.completion_tokens;
 }

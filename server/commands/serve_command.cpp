@@ -90,7 +90,7 @@ engine::load_progress progress_reporter(api::server_status& status) {
 struct serve_options {
   std::string config_file;
   std::optional<std::string> model, host, cache_mode, cache_dir, log_level, kv_events, kv_events_replay, redis,
-      advertise_url, directory_ttl, device;
+      advertise_url, directory_ttl, device, host_memory;
   std::optional<int> port, threads, snapshot_every;
   std::vector<std::string> api_keys;
   std::vector<std::string> served_names;
@@ -168,6 +168,12 @@ result<config::server_config> resolve(const serve_options& o) {
     cfg.cache.mode = *m;
   }
   if (o.cache_dir) cfg.cache.dir = *o.cache_dir;
+  if (o.host_memory) {
+    auto v = config::parse_host_memory(*o.host_memory);
+    if (!v) return fail(errc::invalid_argument, "--host-memory: expected \"auto\" or a size such as 8GiB (0: off), got '",
+                        *o.host_memory, "'");
+    cfg.cache.host_memory = *v;
+  }
   if (o.snapshot_every) {
     if (*o.snapshot_every < 0) return fail(errc::invalid_argument, "--snapshot-every: must be 0 or more");
     cfg.cache.snapshot_every = *o.snapshot_every;
@@ -322,6 +328,9 @@ const bool registered = register_command("serve", "Run the OpenAI-compatible HTT
   sub.add_option("--device", o->device, "Where the layers run: cpu | cuda (the first NVIDIA GPU; needs a -DSTRATA_CUDA=ON build)");
   sub.add_option("--cache-mode", o->cache_mode, "off | hot | tiered");
   sub.add_option("--cache-dir", o->cache_dir, "Directory for the SSD tier and the demo model");
+  sub.add_option("--host-memory", o->host_memory,
+                 "Host tier under the KV pool (frozen copies of evicted blocks): a size such as 8GiB, 0 (off), or auto "
+                 "(16GiB on the GPU, off on the CPU)");
   sub.add_option("--snapshot-every", o->snapshot_every,
                  "Blocks between frozen state snapshots of recurrent and sliding-window models (0: only at each prompt's end)");
   sub.add_option("--api-key", o->api_keys, "Accepted API key (repeatable)");

@@ -120,6 +120,17 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
     const bool kept = strata::engine::kv_bits_problem(static_cast<int>(f), gpu, hp.head_dim, cfg.kv.default_bits).empty();
     pc.space.capacity[i] = kept ? static_cast<std::int32_t>(pc.budget / pc.block_bytes[i]) : 0;
   }
+  // The host tier under the pool. A model with per-sequence state resumes only where a snapshot
+  // is; its evicted blocks are kept by the SSD tier alone.
+  e->host_budget_ = static_cast<std::int64_t>(cfg.host_memory_bytes());
+  if (e->host_budget_ > 0 && hp.has_state()) {
+    spdlog::info("cache.host_memory: not used for {} (its sliding-window or recurrent layers resume only at a frozen "
+                 "snapshot, which the host tier does not keep)", model::arch_name(hp.architecture));
+    e->host_budget_ = 0;
+  }
+  if (e->host_budget_ > 0 && e->host_budget_ < f16_block)
+    return fail(errc::invalid_argument, "cache.host_memory: ", e->host_budget_, " bytes hold not one KV block of this model (",
+                f16_block, " bytes in f16); give at least that, or 0 to turn the host tier off");
   e->default_kv_bits_ = cfg.kv.default_bits;
   if (!e->supports_kv_bits(e->default_kv_bits_)) {
     spdlog::warn("kv.default_bits = {}: {}; using 16", e->default_kv_bits_, e->kv_bits_problem(e->default_kv_bits_));
@@ -198,9 +209,9 @@ result<std::unique_ptr<engine>> engine::load(const config::server_config& cfg, c
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("loaded {} as model '{}' ({}, {} layers, {} hidden, vocab {}) in {:.2f} s, device {}; KV: {} MiB ({} MiB of it for cached prefixes) "
-               "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; chat template: {}",
+               "in blocks of {} tokens, {} f16 blocks or {} q8_0 or {} q4_0; host tier: {} MiB; chat template: {}",
                path, e->model_id_, model::arch_name(hp.architecture), hp.n_layer, hp.n_embd, hp.n_vocab, secs, cfg.model.device, pc.budget >> 20, pc.cached_budget >> 20,
-               e->page_tokens_, pc.space.capacity[0], pc.space.capacity[1], pc.space.capacity[2],
+               e->page_tokens_, pc.space.capacity[0], pc.space.capacity[1], pc.space.capacity[2], e->host_budget_ >> 20,
                e->own_template_ ? "the model's" : "ChatML (none in the model)");
   return e;
 }
@@ -230,6 +241,12 @@ result<void> engine::set_cache_mode(config::cache_mode m) {
   mode_.store(static_cast<int>(m));
   scheduler_.tell(sched::set_cache_mode{m != cache_mode::off, m == cache_mode::tiered});
   return {};
+}
+
+bool engine::clear_host() const {
+  if (!host_tier_) return false;
+  host_tier_->tell(host_tier::clear{});
+  return true;
 }
 
 bool engine::clear_ssd() const {
@@ -320,6 +337,13 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   } else {
     ssd_state_ = &ssd::make_state_gauge(registry);  // 0: off
   }
+  if (host_budget_ > 0) {
+    host_stats_ = host_tier::tier_metrics::create(registry);
+    sc.host = system.spawn<host_tier::host_tier>("host-tier", actors::supervision::stop_system, host_budget_, sc.ssd,
+                                                 model_->hp.n_layer, page_tokens_, *host_stats_);
+    sc.planner.host = true;
+    host_tier_ = sc.host;
+  }
   if (cfg_.cache.mode != config::cache_mode::off && cfg_.cache.reclaim_low > 0) {
     sc.marks = {cfg_.cache.reclaim_low, cfg_.cache.reclaim_high};
     sc.hot_cache = system.spawn<hot_cache::hot_cache>("hot-cache", actors::supervision::stop_system, sc.marks);
@@ -356,6 +380,7 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
   if (ssd_stats_) m.ssd_blocks_lost = ssd_stats_->blocks_lost;
   stats_ = m;
   scheduler_ = system.spawn<sched::scheduler_actor>("scheduler", actors::supervision::stop_system, sc, text, next, output, m);
+  if (sc.host) sc.host->tell(host_tier::attach{scheduler_});
   if (sc.ssd) {
     // Before the ring is watched, and before any request can reach the scheduler.
     sc.ssd->tell(ssd::attach{scheduler_});

@@ -17,6 +17,7 @@
 
 #include "actors/runtime/actor_system.hpp"
 #include "actors/directory/messages.hpp"
+#include "actors/host_tier/host_tier.hpp"
 #include "actors/kv_fetch/fetch_actor.hpp"
 #include "actors/scheduler/messages.hpp"
 #include "actors/scheduler/scheduler_actor.hpp"
@@ -113,6 +114,10 @@ class engine {
   /// The SSD tier's figures (cache.mode = tiered with a usable directory; valid after start()),
   /// else null.
   const ssd::store_metrics* ssd_stats() const { return ssd_stats_ ? &*ssd_stats_ : nullptr; }
+  /// The host tier's figures (cache.host_memory above 0; valid after start()), else null; and its
+  /// budget in bytes (0: off).
+  const host_tier::tier_metrics* host_stats() const { return host_stats_ ? &*host_stats_ : nullptr; }
+  std::int64_t host_budget() const { return host_budget_; }
   /// The remote tier's figures (cluster.redis set; valid after start()), else null.
   const kv_fetch::fetch_metrics* fetch_stats() const { return fetch_stats_ ? &*fetch_stats_ : nullptr; }
   /// cache.mode now: as configured, until the admin API switches it.
@@ -125,6 +130,8 @@ class engine {
   void clear_hot() const { scheduler_.tell(sched::clear_hot{}); }
   /// Deletes the SSD tier's records; false when there is no SSD tier.
   bool clear_ssd() const;
+  /// Drops every block of the host tier; false when there is none.
+  bool clear_host() const;
   /// The SSD tier's state now (strata_ssd_state; off before start()).
   ssd::tier_state ssd_state() const { return ssd::tier_state_of(ssd_state_ ? ssd_state_->value() : 0.0); }
 
@@ -168,6 +175,10 @@ class engine {
   std::optional<kv_fetch::fetch_metrics> fetch_stats_;
   std::optional<ssd::store_metrics> ssd_stats_;
   metrics::gauge* ssd_state_ = nullptr;
+  /// The host tier (config::server_config::host_memory_bytes, 0 for models with state snapshots).
+  std::int64_t host_budget_ = 0;
+  std::optional<host_tier::tier_metrics> host_stats_;
+  std::optional<host_tier::address> host_tier_;
   std::optional<ssd::store_address> ssd_store_;
   std::atomic<int> mode_{0};
 };

@@ -30,7 +30,8 @@ void write_usage(json_writer& w, const usage_counts& u) {
   w.key("prompt_tokens_details").begin_object().key("cached_tokens").number(u.cached_tokens).end_object();
   // strata's own: where the cached tokens came from, per tier.
   w.key("strata_cached_tokens").begin_object();
-  w.key("ram").number(u.cached_tokens - u.ssd_cached_tokens).key("ssd").number(u.ssd_cached_tokens);
+  w.key("ram").number(u.cached_tokens - u.ssd_cached_tokens - u.host_cached_tokens).key("ssd").number(u.ssd_cached_tokens);
+  w.key("host").number(u.host_cached_tokens);
   w.end_object();
   w.end_object();
 }

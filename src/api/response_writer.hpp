@@ -40,8 +40,10 @@ struct usage_counts {
   std::int64_t completion_tokens = 0;
   /// Prompt tokens served from the prefix cache.
   std::int64_t cached_tokens = 0;
-  /// Of those, the tokens restored from the SSD tier (the rest came from RAM).
+  /// Of those, the tokens restored from the SSD tier, and from the host tier (the rest came from
+  /// the KV pool).
   std::int64_t ssd_cached_tokens = 0;
+  std::int64_t host_cached_tokens = 0;
 };
 
 /// One alternative at a position: the token's bytes and its log-probability.

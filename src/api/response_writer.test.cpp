@@ -50,6 +50,13 @@ TEST(response_writer, splits_the_cached_tokens_by_tier_in_strata_cached_tokens) 
   EXPECT_EQ(u.at("prompt_tokens_details").at("cached_tokens").as_int64(), 70);
   EXPECT_EQ(u.at("strata_cached_tokens").at("ram").as_int64(), 6);
   EXPECT_EQ(u.at("strata_cached_tokens").at("ssd").as_int64(), 64);
+  EXPECT_EQ(u.at("strata_cached_tokens").at("host").as_int64(), 0);
+  usage_counts counts{100, 3, 70, 16};
+  counts.host_cached_tokens = 48;
+  auto h = parsed(write_chat_completion(head, {chat_choice{}}, counts)).at("usage").as_object();
+  EXPECT_EQ(h.at("strata_cached_tokens").at("ram").as_int64(), 6);
+  EXPECT_EQ(h.at("strata_cached_tokens").at("ssd").as_int64(), 16);
+  EXPECT_EQ(h.at("strata_cached_tokens").at("host").as_int64(), 48);
 }
 
 TEST(response_writer, writes_the_three_kinds_of_chat_chunk_and_the_usage_chunk) {

@@ -1,5 +1,8 @@
 #include "src/config/config.hpp"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -289,6 +292,17 @@ const std::map<std::string, setter, std::less<>>& setters() {
          return {};
        })},
       {"cache.hot_memory", size_key("cache.hot_memory", 0, [](server_config& c, std::uint64_t v) { c.cache.hot_memory = v; })},
+      {"cache.host_memory", [](const toml::node& n, server_config& c) -> result<void> {
+         if (n.is_integer() && n.as_integer()->get() >= 0) {
+           c.cache.host_memory = static_cast<std::uint64_t>(n.as_integer()->get());
+           return {};
+         }
+         if (!n.is_string()) return bad("cache.host_memory", "expected \"auto\" or a size such as \"8GiB\" or a byte count (0: off)");
+         auto v = parse_host_memory(n.as_string()->get());
+         if (!v) return std::move(v).err();
+         c.cache.host_memory = *v;
+         return {};
+       }},
       {"cache.ssd_max", size_key("cache.ssd_max", 0, [](server_config& c, std::uint64_t v) { c.cache.ssd_max = v; })},
       {"cache.write_through", bool_key("cache.write_through", [](server_config& c, bool v) { c.cache.write_through = v; })},
       {"cache.reclaim_low", fraction_key("cache.reclaim_low", [](server_config& c, double v) { c.cache.reclaim_low = v; })},
@@ -359,6 +373,23 @@ result<void> server_config::validate() const {
                                          "sequence needs one token per step)");
   }
   return {};
+}
+
+result<std::optional<std::uint64_t>> parse_host_memory(std::string_view s) {
+  if (s == "auto") return std::optional<std::uint64_t>();
+  auto v = parse_size(s);
+  if (!v) return bad("cache.host_memory", "expected \"auto\" or a size such as \"8GiB\", \"512MiB\" or a byte count (0: off), got \"" +
+                                          std::string(s) + "\"");
+  return std::optional<std::uint64_t>(*v);
+}
+
+std::uint64_t server_config::host_memory_bytes() const {
+  if (cache.mode == cache_mode::off) return 0;
+  if (cache.host_memory) return *cache.host_memory;
+  if (model.device != "cuda") return 0;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  const std::uint64_t ram = pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+  return ram > 0 ? std::min(host_memory_auto_gpu, ram / 4) : host_memory_auto_gpu;
 }
 
 std::filesystem::path server_config::cache_dir() const {

@@ -74,6 +74,11 @@ struct cache_section {
   std::string dir = "~/.cache/strata";
   /// RAM for blocks that no request uses but that stay cached.
   std::uint64_t hot_memory = 1ull << 30;
+  /// The host tier under the KV pool: host memory for frozen copies of the blocks the pool evicts,
+  /// restored from there before the SSD is asked. Unset ("auto"): host_memory_auto_gpu with
+  /// model.device = cuda (the pool is in GPU memory), 0 (off) on the CPU, where the pool is in RAM
+  /// already. See host_memory_for().
+  std::optional<std::uint64_t> host_memory;
   /// Disk budget of the SSD tier; whole segments are evicted past it.
   std::uint64_t ssd_max = 10ull << 30;
   /// Tiered mode writes every full block to the SSD as soon as it is filled, so a kill -9 loses at
@@ -90,6 +95,9 @@ struct cache_section {
   /// there). A request resumes only from such a boundary. README says how the default was chosen.
   int snapshot_every = 16;
 };
+
+/// cache.host_memory = "auto" with model.device = cuda.
+inline constexpr std::uint64_t host_memory_auto_gpu = 16ull << 30;
 
 struct kv_section {
   /// The paged KV pool, preallocated at start.
@@ -177,6 +185,10 @@ struct server_config {
   result<void> validate() const;
   /// cache.dir with a leading "~" expanded.
   std::filesystem::path cache_dir() const;
+  /// The host tier's budget in bytes: cache.host_memory, or when "auto", host_memory_auto_gpu
+  /// (at most a quarter of the machine's memory) on the GPU and 0 on the CPU; 0 with
+  /// cache.mode = off.
+  std::uint64_t host_memory_bytes() const;
 };
 
 /// Reads a TOML document over `base`: keys present replace the defaults; an unknown key, a wrong
@@ -187,6 +199,9 @@ result<server_config> load_file(const std::filesystem::path& path, server_config
 
 /// Every key parse_toml() accepts, as "section.key".
 std::vector<std::string> known_keys();
+
+/// cache.host_memory as conf/strata.toml and --host-memory write it: "auto", or a size.
+result<std::optional<std::uint64_t>> parse_host_memory(std::string_view s);
 
 /// "512MiB", "4GiB", "1.5GB", "1024" (bytes) -> bytes.
 std::optional<std::uint64_t> parse_size(std::string_view s);

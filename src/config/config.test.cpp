@@ -35,6 +35,7 @@ TEST(config, shipped_strata_toml_states_exactly_the_built_in_defaults) {
   EXPECT_EQ(c.cache.mode, d.cache.mode);
   EXPECT_EQ(c.cache.dir, d.cache.dir);
   EXPECT_EQ(c.cache.hot_memory, d.cache.hot_memory);
+  EXPECT_EQ(c.cache.host_memory, d.cache.host_memory);
   EXPECT_EQ(c.cache.ssd_max, d.cache.ssd_max);
   EXPECT_EQ(c.cache.write_through, d.cache.write_through);
   EXPECT_EQ(c.kv.memory, d.kv.memory);
@@ -100,6 +101,33 @@ TEST(config, keys_present_override_the_defaults_and_others_stay) {
   EXPECT_EQ(c->server.host, "127.0.0.1");
 }
 
+TEST(config, host_memory_is_auto_by_default_on_for_the_gpu_off_for_the_cpu_and_a_size_when_given) {
+  server_config d;
+  EXPECT_FALSE(d.cache.host_memory);
+  EXPECT_EQ(d.host_memory_bytes(), 0u) << "the CPU's pool is in RAM already";
+  d.model.device = "cuda";
+  EXPECT_GT(d.host_memory_bytes(), 0u);
+  EXPECT_LE(d.host_memory_bytes(), host_memory_auto_gpu);
+  d.cache.mode = cache_mode::off;
+  EXPECT_EQ(d.host_memory_bytes(), 0u) << "nothing is cached with cache.mode = off";
+
+  auto c = parse_toml("[cache]\nhost_memory = \"3GiB\"\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->host_memory_bytes(), 3ull << 30) << "allowed on the CPU when asked for";
+  c = parse_toml("[model]\ndevice = \"cuda\"\n[cache]\nhost_memory = 0\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->host_memory_bytes(), 0u) << "0 turns it off on the GPU";
+  c = parse_toml("[cache]\nhost_memory = \"auto\"\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_FALSE(c->cache.host_memory);
+  c = parse_toml("[cache]\nhost_memory = \"2GiB\"\nmode = \"off\"\n", "t");
+  ASSERT_TRUE(c) << c.err().message;
+  EXPECT_EQ(c->host_memory_bytes(), 0u) << "like cache.hot_memory, unused with cache.mode = off";
+  EXPECT_TRUE(parse_host_memory("auto"));
+  EXPECT_FALSE(parse_host_memory("lots"));
+  EXPECT_FALSE(parse_host_memory(""));
+}
+
 TEST(config, metrics_are_private_by_default_and_public_when_set) {
   EXPECT_FALSE(server_config{}.server.metrics_public);
   auto c = parse_toml("[server]\napi_keys = [\"k1\"]\nmetrics_public = true\n", "t");
@@ -123,6 +151,9 @@ TEST(config, unknown_keys_and_bad_values_are_errors_that_name_the_key) {
   expect_error_naming("[server]\nport = \"80\"\n", "server.port");
   expect_error_naming("[cache]\nmode = \"lukewarm\"\n", "cache.mode");
   expect_error_naming("[cache]\nhot_memory = \"much\"\n", "cache.hot_memory");
+  expect_error_naming("[cache]\nhost_memory = \"plenty\"\n", "cache.host_memory");
+  expect_error_naming("[cache]\nhost_memory = -1\n", "cache.host_memory");
+  expect_error_naming("[cache]\nhost_memory = true\n", "cache.host_memory");
   expect_error_naming("[kv]\ndefault_bits = 5\n", "kv.default_bits");
   expect_error_naming("[kv]\nprefault_tokens = -1\n", "kv.prefault_tokens");
   expect_error_naming("[limits]\nidle_timeout = 60\n", "limits.idle_timeout");

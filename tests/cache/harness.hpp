@@ -62,6 +62,9 @@ struct turn_result {
   std::vector<std::int32_t> tokens;
   std::int32_t prompt_tokens = 0;
   std::int32_t cached_tokens = 0;
+  /// Of those, the tokens restored from the SSD tier and from the host tier.
+  std::int32_t ssd_cached_tokens = 0;
+  std::int32_t host_cached_tokens = 0;
 };
 
 /// The cache tests' server: small pools, small blocks, prompts in several chunks.
@@ -149,7 +152,8 @@ inline std::map<std::pair<int, int>, turn_result> play(const std::string& model_
       EXPECT_FALSE(r->rejected) << r->rejected->message;
       if (r->rejected) return results;
       int& t = turn[static_cast<std::size_t>(c)];
-      results[{c, t}] = {r->tokens, r->done->prompt_tokens, r->done->cached_tokens};
+      results[{c, t}] = {r->tokens, r->done->prompt_tokens, r->done->cached_tokens, r->done->ssd_cached_tokens,
+                         r->done->host_cached_tokens};
       if (++t >= n_turns) continue;
       auto& p = prompt[static_cast<std::size_t>(c)];
       const auto answer = render ? render(c, t - 1, r->tokens) : r->tokens;
