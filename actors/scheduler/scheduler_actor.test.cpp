@@ -367,8 +367,9 @@ TEST(scheduler_actor, a_prompt_whose_blocks_left_the_pool_comes_back_from_the_ho
   f.submit(10, prompt, 2);
   f.system.run_all();
   ASSERT_TRUE(f.is_done(10));
-  EXPECT_EQ(f.get(10).tokens, cold) << "the restored pages hold what computing them wrote";
-  const request_done& d = *f.get(10).done;
+  const outcome again = f.get(10);
+  EXPECT_EQ(again.tokens, cold) << "the restored pages hold what computing them wrote";
+  const request_done& d = *again.done;
   // The 5 blocks before the last token, and the one token it shares with the tail.
   EXPECT_EQ(d.cached_tokens, 21);
   EXPECT_EQ(d.host_cached_tokens, 21);
