@@ -1,8 +1,9 @@
 #pragma once
 // host_tier: the tier of frozen KV blocks in host memory, under the KV pool (on the GPU, under
 // HBM) and above the SSD. Owns its host_store (src/kv/host_store.hpp): blocks the pool evicted,
-// copied out by value; serves restore orders with copies of them; what it evicts past its budget
-// goes on to the SSD store when the block's save asked for it, else it is dropped.
+// copied out by value; serves restore orders with them (they leave the tier, moved into the
+// answer: the pool holds them again); what it evicts past its budget goes on to the SSD store
+// when the block's save asked for it, else it is dropped.
 // Who sends to it: the scheduler (store, load, clear, attach).
 
 #include <cstdint>

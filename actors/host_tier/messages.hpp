@@ -17,8 +17,8 @@ struct store {
   kv::host_record record;
 };
 
-/// Read these blocks back, by hash; answered with one sched::ssd_loaded carrying `order`, a copy
-/// of each block it holds (empty where it lacks one).
+/// Read these blocks back, by hash; answered with one sched::ssd_loaded carrying `order`: each
+/// block it holds, which leaves the tier (empty where it lacks one).
 struct load {
   std::uint64_t order = 0;
   std::vector<kv::block_hash> hashes;

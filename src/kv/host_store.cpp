@@ -43,6 +43,20 @@ const host_record* host_store::get(const block_hash& h) {
   return &*it->second;
 }
 
+std::optional<host_record> host_store::take(const block_hash& h) {
+  auto it = index_.find(h);
+  if (it == index_.end()) {
+    ++stats_.misses;
+    return std::nullopt;
+  }
+  ++stats_.hits;
+  host_record r = std::move(*it->second);
+  bytes_ -= cost(r);
+  lru_.erase(it->second);
+  index_.erase(it);
+  return r;
+}
+
 std::vector<host_record> host_store::clear() {
   std::vector<host_record> out;
   out.reserve(lru_.size());

@@ -4,8 +4,9 @@
 //
 // Each record is a copy, taken by value when its block left the KV pool (an eviction): the
 // block's pages over every layer, in pipeline::frozen_block's layout, with what the SSD record
-// keeps beside them (parent, format, a tail's tokens). Nothing here refers to a live page; a
-// record read back is copied again, so the tier keeps its own.
+// keeps beside them (parent, format, a tail's tokens). Nothing here refers to a live page. A
+// record read back for a restore leaves the store with its bytes (take()): the pool holds the
+// block again, and saves it again should it evict it; no second copy is made on the way up.
 //
 //   records:  hash -> { parent, format, token_ids, spill, bytes }   (an index into the LRU)
 //   LRU:      oldest ... newest; put() and get() move a record to the newest end; put() evicts
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -52,8 +54,10 @@ class host_store {
   /// make room, oldest first; r itself when it alone exceeds the budget (nothing else changes).
   std::vector<host_record> put(host_record r);
   /// The record with this hash, made the newest; nullptr on a miss. Valid until the next put(),
-  /// erase() or clear().
+  /// take() or clear().
   const host_record* get(const block_hash& h);
+  /// Removes the record with this hash and returns it; nullopt on a miss.
+  std::optional<host_record> take(const block_hash& h);
   bool contains(const block_hash& h) const { return index_.contains(h); }
   /// Drops every record; returns them.
   std::vector<host_record> clear();

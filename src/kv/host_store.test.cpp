@@ -43,6 +43,26 @@ TEST(host_store, keeps_frozen_blocks_by_hash_and_evicts_the_least_recently_used_
   EXPECT_EQ(s.stats().misses, 1u);
 }
 
+TEST(host_store, a_record_taken_leaves_the_store_with_its_bytes) {
+  host_store s(1000);
+  s.put(record(1, 100));
+  s.put(record(2, 200));
+  auto r = s.take(hash_of(2));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->bytes.size(), 200u);
+  EXPECT_EQ(r->parent, hash_of(1002));
+  EXPECT_FALSE(s.contains(hash_of(2)));
+  EXPECT_EQ(s.bytes(), 100);
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_FALSE(s.take(hash_of(2)));
+  EXPECT_EQ(s.stats().hits, 1u);
+  EXPECT_EQ(s.stats().misses, 1u);
+  // What is left still evicts in order.
+  auto gone = s.put(record(3, 950));
+  ASSERT_EQ(gone.size(), 1u);
+  EXPECT_EQ(gone[0].hash, hash_of(1));
+}
+
 TEST(host_store, a_record_larger_than_the_budget_is_handed_back_and_changes_nothing) {
   host_store s(100);
   ASSERT_TRUE(s.put(record(1, 60)).empty());

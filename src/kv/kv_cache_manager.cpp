@@ -489,9 +489,12 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   r.remote = std::exchange(s.restore_remote, false);
   r.host = std::exchange(s.restore_host, false);
   r.complete = n_ok == ordered;
-  // A block the host tier did not give back is not there (evicted meanwhile, its notice on the
-  // way): forgotten now, so that the chain goes on through the SSD from it.
-  if (r.host && n_ok < ordered && static_cast<std::size_t>(n_ok) < s.host_keys.size()) on_host_.erase(s.host_keys[static_cast<std::size_t>(n_ok)]);
+  // The host tier hands each block it holds over (the pool holds it again; evicted, it is saved
+  // again), and one it did not give back is not there (evicted meanwhile, its notice on the
+  // way): all are forgotten, so that the chain goes on through the SSD from a miss.
+  if (r.host) {
+    for (const auto& h : s.host_keys) on_host_.erase(h);
+  }
   s.host_keys.clear();
   r.loaded.assign(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());
   const std::int32_t bt = opts_.block_tokens;

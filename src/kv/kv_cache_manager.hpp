@@ -44,7 +44,7 @@
 // keeps the set of hashes the tier holds (host_stored / host_dropped, as for the SSD), and a chain
 // that ends in the pool goes on through the host tier first, then the SSD, then other replicas:
 // each restore order goes to one tier (restore_order::host), the next one, once it is answered,
-// goes on from where it ended. What the host tier evicts goes on to the SSD when the save says
+// goes on from where it ended. The host tier hands the blocks of an order over (they leave it). What the host tier evicts goes on to the SSD when the save says
 // so (save_item::spill: tiered without write-through, and the SSD lacks it), else it is dropped.
 // Not with snapshots on (those models resume only where a snapshot is; the SSD keeps them).
 //
