@@ -123,7 +123,9 @@ TEST_P(host_tier, a_host_tier_of_a_few_blocks_holds_its_budget_and_what_it_let_g
       EXPECT_LE(r.cached_tokens, computed) << run;
       // The pool kept nothing: whatever was cached came from a lower tier.
       EXPECT_EQ(r.host_cached_tokens + r.ssd_cached_tokens, r.cached_tokens) << run;
-      if (mode == config::cache_mode::hot) EXPECT_EQ(r.ssd_cached_tokens, 0) << run;
+      if (mode == config::cache_mode::hot) {
+        EXPECT_EQ(r.ssd_cached_tokens, 0) << run;
+      }
     }
   }
 }
