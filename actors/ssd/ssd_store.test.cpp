@@ -14,6 +14,7 @@
 #include "io/ssd/small_disk.test.hpp"
 #include "tests/support/probe_actor.hpp"
 #include "tests/support/test_seed.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace strata::ssd {
 namespace {
@@ -64,13 +65,7 @@ struct store_on_manual_system {
   }
 };
 
-struct temp_dir {
-  fs::path path = fs::temp_directory_path() / ("strata-ssd-actor-" + std::to_string(std::random_device{}()));
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test_support::temp_dir;
 
 TEST(ssd_store, persists_blocks_in_the_background_and_loads_them_back_by_message) {
   temp_dir tmp;

@@ -26,23 +26,12 @@
 #include "src/kv/kv_format.hpp"
 #include "src/kv/prefix_hash.hpp"
 #include "tests/support/test_seed.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace strata::engine {
 namespace {
 
-/// A fresh folder of this test's own, removed when it goes out of scope.
-struct temp_dir {
-  std::filesystem::path path;
-  temp_dir() {
-    std::string t = (std::filesystem::temp_directory_path() / "strata_q4keys_XXXXXX").string();
-    EXPECT_NE(::mkdtemp(t.data()), nullptr);
-    path = t;
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using test_support::temp_dir;
 
 /// Sets an environment variable for a scope and puts back what was there.
 struct scoped_env {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tests/cache/harness.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace strata {
@@ -18,17 +19,7 @@ namespace {
 using namespace cache_test;
 namespace fs = std::filesystem;
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() / ("strata-host-tier-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test_support::temp_dir;
 
 config::server_config with_host_tier(config::cache_mode mode, std::uint64_t host_memory, const fs::path& dir) {
   auto cfg = small_config(mode);

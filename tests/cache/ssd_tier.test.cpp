@@ -14,6 +14,7 @@
 
 #include "io/ssd/small_disk.test.hpp"
 #include "tests/cache/harness.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace strata {
@@ -22,17 +23,7 @@ namespace {
 using namespace cache_test;
 namespace fs = std::filesystem;
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    path = fs::temp_directory_path() / ("strata-ssd-tier-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test_support::temp_dir;
 
 std::vector<fs::path> segments(const fs::path& dir) {
   std::vector<fs::path> out;

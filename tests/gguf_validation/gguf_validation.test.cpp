@@ -20,6 +20,7 @@
 #include "src/model/gguf_writer.hpp"
 #include "src/model/model.hpp"
 #include "src/tokenizer/tokenizer.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace strata {
 namespace {
@@ -33,16 +34,7 @@ const fs::path k_shared = STRATA_SHARED_DIR;
 const fs::path k_llama = k_shared / "models" / "tiny-llama-spm-f16.gguf";
 const fs::path k_qwen2 = k_shared / "models" / "tiny-qwen2-gpt2-f16.gguf";
 
-/// A file in a fresh temporary folder, removed with it.
-class temp_dir {
- public:
-  temp_dir() : path_(fs::temp_directory_path() / ("strata-gguf-validation-" + std::to_string(::getpid()))) { fs::create_directories(path_); }
-  ~temp_dir() { fs::remove_all(path_); }
-  fs::path file(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using test_support::temp_dir;
 
 /// Loads like the server: the model, then its tokenizer. "" when both succeed, else the error.
 std::string load_error(const fs::path& path) {
