@@ -58,15 +58,18 @@ __device__ __forceinline__ void f16x8(const uint4& w, float* f) {
   }
 }
 
+// The pages, block table and parts are read with ordinary loads (__ldca), never __ldg: the kernel
+// before may still be writing them when this one starts (pdl.cuh).
+
 /// A lane's 8 int8 of a q8_0 block (at byte `within` of its 32 values) in x and y, the block's f16
 /// scale in z.
 __device__ __forceinline__ uint4 load_q8(const unsigned char* block, int within) {
   const unsigned short* p = reinterpret_cast<const unsigned short*>(block);
   const int i = 1 + within / 2;
   uint4 u;
-  u.x = __ldg(p + i) | (static_cast<unsigned>(__ldg(p + i + 1)) << 16);
-  u.y = __ldg(p + i + 2) | (static_cast<unsigned>(__ldg(p + i + 3)) << 16);
-  u.z = __ldg(p);
+  u.x = __ldca(p + i) | (static_cast<unsigned>(__ldca(p + i + 1)) << 16);
+  u.y = __ldca(p + i + 2) | (static_cast<unsigned>(__ldca(p + i + 3)) << 16);
+  u.z = __ldca(p);
   u.w = 0;
   return u;
 }
@@ -83,10 +86,10 @@ __device__ __forceinline__ uint4 load_q8_words(const unsigned char* block, int w
   } else {
     const unsigned* w = reinterpret_cast<const unsigned*>(block + 2 + within - shift);
     uint4 u;
-    u.x = __ldg(w);
-    u.y = __ldg(w + 1);
-    u.z = shift ? __ldg(w + 2) : 0u;
-    u.w = __ldg(reinterpret_cast<const unsigned short*>(block));
+    u.x = __ldca(w);
+    u.y = __ldca(w + 1);
+    u.z = shift ? __ldca(w + 2) : 0u;
+    u.w = __ldca(reinterpret_cast<const unsigned short*>(block));
     return u;
   }
 }
@@ -176,7 +179,7 @@ __global__ void __launch_bounds__(k_threads)
       kr[j] = make_uint4(0, 0, 0, 0);
       vr[j] = make_uint4(0, 0, 0, 0);
       if (t <= t_hi) {
-        const std::size_t page = static_cast<std::size_t>(__ldg(blocks + t / page_tokens));
+        const std::size_t page = static_cast<std::size_t>(__ldca(blocks + t / page_tokens));
         const std::size_t slot = page * page_tokens + t % page_tokens;
         if constexpr (F == k_q8) {
           const std::size_t at = slot * row_q8 + block_q8;
@@ -188,8 +191,8 @@ __global__ void __launch_bounds__(k_threads)
           vr[j] = load_q8(reinterpret_cast<const unsigned char*>(vp) + at, within);
         } else {
           const std::size_t at = slot * row + col;
-          kr[j] = __ldg(reinterpret_cast<const uint4*>(kp + at));
-          vr[j] = __ldg(reinterpret_cast<const uint4*>(vp + at));
+          kr[j] = __ldca(reinterpret_cast<const uint4*>(kp + at));
+          vr[j] = __ldca(reinterpret_cast<const uint4*>(vp + at));
         }
       }
     }
@@ -319,8 +322,8 @@ constexpr int k_merge_threads = 128;
 /// memory (no block barrier: a warp's dims need only its own copy), then each lane adds its dims
 /// over the parts with several loads in flight.
 __global__ void __launch_bounds__(k_merge_threads)
-    merge_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head, int hd,
-                 const std::int32_t* __restrict__ rows, float* __restrict__ out, std::int8_t* __restrict__ out_q,
+    merge_kernel(const float* part_out, const float* part_lse, int splits, int n_head, int hd,
+                 const std::int32_t* rows, float* __restrict__ out, std::int8_t* __restrict__ out_q,
                  float2* __restrict__ out_ds) {
   pdl_launch_dependents();
   pdl_wait();
@@ -360,8 +363,8 @@ __global__ void __launch_bounds__(k_merge_threads)
 
 /// The first merge, for comparison (STRATA_CUDA_ATTENTION_MERGE=loop): each thread walks the
 /// parts one after another, an exp and two loads each.
-__global__ void merge_loop_kernel(const float* __restrict__ part_out, const float* __restrict__ part_lse, int splits, int n_head,
-                                  int hd, const std::int32_t* __restrict__ rows, float* __restrict__ out,
+__global__ void merge_loop_kernel(const float* part_out, const float* part_lse, int splits, int n_head,
+                                  int hd, const std::int32_t* rows, float* __restrict__ out,
                                   std::int8_t* __restrict__ out_q, float2* __restrict__ out_ds) {
   pdl_launch_dependents();
   pdl_wait();

@@ -31,6 +31,15 @@ bool pdl_enabled() {
   return on;
 }
 
+bool pdl_enabled(const char* what) {
+  static const std::string off = [] {
+    const char* v = std::getenv("STRATA_CUDA_PDL_OFF");
+    return v ? "," + std::string(v) + "," : std::string();
+  }();
+  if (!pdl_enabled()) return false;
+  return off.empty() || off.find("," + std::string(what) + ",") == std::string::npos;
+}
+
 device_buffer::device_buffer(std::size_t bytes) : bytes_(bytes) {
   if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc");
 }

@@ -27,6 +27,9 @@ int multiprocessor_count();
 /// Whether the decode kernels may start before the kernel ahead of them ends (pdl.cuh): on
 /// unless the environment sets STRATA_CUDA_PDL=0 (read once).
 bool pdl_enabled();
+/// pdl_enabled() for the launch named `what`: off also where STRATA_CUDA_PDL_OFF lists the name
+/// (comma-separated, as launch_pdl names its launches), to find which launch a difference needs.
+bool pdl_enabled(const char* what);
 
 /// An owned device allocation (cudaMalloc; never managed memory). Move-only.
 class device_buffer {

@@ -21,7 +21,7 @@ constexpr int k_threads = 1024;  // as ops.cu's norms: a decode row is one block
 /// One row: x += r, then normalized and quantized per 32 values, as rms_norm_quantize_kernel.
 /// Thread t touches values t, t + 1024, ... in both passes, so it reads back its own sums.
 __global__ void __launch_bounds__(k_threads)
-    add_rms_norm_quantize_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
+    add_rms_norm_quantize_kernel(float* __restrict__ x, const float* r, const float* __restrict__ w, float* y,
                                  int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   pdl_launch_dependents();
   pdl_wait();
@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(k_threads)
 /// passes as rms_norm_quantize_regs_kernel (ops.cu); the same operations, so the same bits.
 template <int V>
 __global__ void __launch_bounds__(k_threads)
-    add_rms_norm_quantize_regs_kernel(float* __restrict__ x, const float* __restrict__ r, const float* __restrict__ w, float* y,
+    add_rms_norm_quantize_regs_kernel(float* __restrict__ x, const float* r, const float* __restrict__ w, float* y,
                                       int dim, float eps, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   float wv[V];
   norm_weights_then_wait<k_threads, V>(w, wv);
@@ -119,7 +119,7 @@ __global__ void rope_store_kv_kernel(rope_kv_args a, rope_args ra) {
 }
 
 /// A warp per 32 values: silu(g) * u as swiglu_kernel, written back and quantized as quantize_act.
-__global__ void swiglu_quantize_kernel(float* __restrict__ g, const float* __restrict__ u, int blocks, std::int8_t* __restrict__ q,
+__global__ void swiglu_quantize_kernel(float* __restrict__ g, const float* u, int blocks, std::int8_t* __restrict__ q,
                                        float2* __restrict__ ds) {
   pdl_launch_dependents();
   pdl_wait();

@@ -23,7 +23,11 @@ constexpr int k_warps = 4;  // rows per block: one warp each
 constexpr unsigned k_lo = 0x0F0F0F0Fu;
 
 __device__ __forceinline__ uint4 ld16(const std::uint8_t* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
-__device__ __forceinline__ int4 ldx16(const std::int8_t* p) { return __ldg(reinterpret_cast<const int4*>(p)); }
+// Activations (x, xq, xds) are written by the kernel before, which may still run when this one
+// starts (pdl.cuh): they are read with ld.global.ca (__ldca), not ld.global.nc (__ldg), whose data
+// must not change while the kernel lives. With __ldg here, pool hits got other bits run to run
+// (kernels/cuda/NOTES.md). Weights never change: __ldg.
+__device__ __forceinline__ int4 ldx16(const std::int8_t* p) { return __ldca(reinterpret_cast<const int4*>(p)); }
 __device__ __forceinline__ float ldh(const std::uint8_t* p) { return __half2float(__ldg(reinterpret_cast<const __half*>(p))); }
 __device__ __forceinline__ float half_bits(unsigned bits) { return __half2float(__ushort_as_half(static_cast<unsigned short>(bits))); }
 
@@ -61,7 +65,7 @@ struct f16_w {
   struct regs { uint4 w; };
   __device__ static void load(const std::uint8_t* q, const std::uint8_t*, int u, regs& r) { r.w = ld16(q + 16 * u); }
   __device__ static float dot(const regs& r, int u, const float* x) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldg(reinterpret_cast<const float4*>(x + 8 * u + 4));
+    const float4 a = __ldca(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldca(reinterpret_cast<const float4*>(x + 8 * u + 4));
     const float2 w0 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.x));
     const float2 w1 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.y));
     const float2 w2 = __half22float2(*reinterpret_cast<const __half2*>(&r.w.z));
@@ -78,7 +82,7 @@ struct bf16_w {
   __device__ static float lo(unsigned v) { return __uint_as_float(v << 16); }
   __device__ static float hi(unsigned v) { return __uint_as_float(v & 0xFFFF0000u); }
   __device__ static float dot(const regs& r, int u, const float* x) {
-    const float4 a = __ldg(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldg(reinterpret_cast<const float4*>(x + 8 * u + 4));
+    const float4 a = __ldca(reinterpret_cast<const float4*>(x + 8 * u)), b = __ldca(reinterpret_cast<const float4*>(x + 8 * u + 4));
     return lo(r.w.x) * a.x + hi(r.w.x) * a.y + lo(r.w.y) * a.z + hi(r.w.y) * a.w + lo(r.w.z) * b.x + hi(r.w.z) * b.y +
            lo(r.w.w) * b.z + hi(r.w.w) * b.w;
   }
@@ -103,7 +107,7 @@ struct q8_0_w {
     s = __dp4a(static_cast<int>(r.b.y), x1.y, s);
     s = __dp4a(static_cast<int>(r.b.z), x1.z, s);
     s = __dp4a(static_cast<int>(r.b.w), x1.w, s);
-    return r.d * __ldg(xds + u).x * static_cast<float>(s);
+    return r.d * __ldca(xds + u).x * static_cast<float>(s);
   }
 };
 
@@ -126,7 +130,7 @@ struct q4_0_w {
   }
   __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
     const int s = dot_block_nibbles(r.q, xq + 32 * u);
-    const float2 ds = __ldg(xds + u);
+    const float2 ds = __ldca(xds + u);
     return r.d * (ds.x * static_cast<float>(s) - 8.0f * ds.y);
   }
 };
@@ -141,7 +145,7 @@ struct q4_1_w {
   }
   __device__ static float dot(const regs& r, int u, const std::int8_t* xq, const float2* xds) {
     const int s = dot_block_nibbles(r.q, xq + 32 * u);
-    const float2 ds = __ldg(xds + u);
+    const float2 ds = __ldca(xds + u);
     return half_bits(r.dm & 0xFFFFu) * ds.x * static_cast<float>(s) + half_bits(r.dm >> 16) * ds.y;
   }
 };
@@ -189,7 +193,7 @@ struct k45_w {
     int sc0, m0, sc1, m1;
     scale_min(2 * j, r.h.y, r.h.z, r.h.w, sc0, m0);
     scale_min(2 * j + 1, r.h.y, r.h.z, r.h.w, sc1, m1);
-    const float2 ds0 = __ldg(xds + 8 * sb + 2 * j), ds1 = __ldg(xds + 8 * sb + 2 * j + 1);
+    const float2 ds0 = __ldca(xds + 8 * sb + 2 * j), ds1 = __ldca(xds + 8 * sb + 2 * j + 1);
     const float d = half_bits(r.h.x & 0xFFFFu), dmin = half_bits(r.h.x >> 16);
     return d * (static_cast<float>(sc0) * ds0.x * static_cast<float>(s0) + static_cast<float>(sc1) * ds1.x * static_cast<float>(s1)) -
            dmin * (static_cast<float>(m0) * ds0.y + static_cast<float>(m1) * ds1.y);
@@ -229,10 +233,10 @@ struct q6_k_w {
     const std::int8_t* x = xq + 256 * sb + 128 * h + 16 * a;
     const float2* ds = xds + 8 * sb + 4 * h;
     const int sh = 8 * a;
-    const float s0 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> sh)) * __ldg(ds).x * static_cast<float>(run<0>(r, ldx16(x)));
-    const float s1 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> (sh + 16))) * __ldg(ds + 1).x * static_cast<float>(run<1>(r, ldx16(x + 32)));
-    const float s2 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> sh)) * __ldg(ds + 2).x * static_cast<float>(run<2>(r, ldx16(x + 64)));
-    const float s3 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> (sh + 16))) * __ldg(ds + 3).x * static_cast<float>(run<3>(r, ldx16(x + 96)));
+    const float s0 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> sh)) * __ldca(ds).x * static_cast<float>(run<0>(r, ldx16(x)));
+    const float s1 = static_cast<float>(static_cast<std::int8_t>(r.sc.x >> (sh + 16))) * __ldca(ds + 1).x * static_cast<float>(run<1>(r, ldx16(x + 32)));
+    const float s2 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> sh)) * __ldca(ds + 2).x * static_cast<float>(run<2>(r, ldx16(x + 64)));
+    const float s3 = static_cast<float>(static_cast<std::int8_t>(r.sc.y >> (sh + 16))) * __ldca(ds + 3).x * static_cast<float>(run<3>(r, ldx16(x + 96)));
     return r.d * (s0 + s1 + s2 + s3);
   }
 };
@@ -495,7 +499,7 @@ void launch(mv_args a, dtype t, cudaStream_t stream) {
   return launch_one<W, 1, 4>(a, stream);
 }
 
-__global__ void quantize_act_kernel(const float* __restrict__ x, int blocks, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
+__global__ void quantize_act_kernel(const float* x, int blocks, std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   pdl_launch_dependents();
   pdl_wait();
   const int blk = blockIdx.x * (blockDim.x / 32) + static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);

@@ -22,7 +22,7 @@ __device__ float inv_rms(const float* xr, int dim, float eps) {
 }
 
 __global__ void __launch_bounds__(k_norm_threads)
-    rms_norm_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps) {
+    rms_norm_kernel(const float* x, const float* __restrict__ w, float* y, int dim, float eps) {
   pdl_launch_dependents();
   pdl_wait();
   const float* xr = x + static_cast<std::size_t>(blockIdx.x) * dim;
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(k_norm_threads)
 
 /// Each warp normalizes blocks of 32 values and quantizes them as quantize_act does.
 __global__ void __launch_bounds__(k_norm_threads)
-    rms_norm_quantize_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
+    rms_norm_quantize_kernel(const float* x, const float* __restrict__ w, float* y, int dim, float eps,
                              std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   pdl_launch_dependents();
   pdl_wait();
@@ -50,7 +50,7 @@ __global__ void __launch_bounds__(k_norm_threads)
 /// the same bits.
 template <int V>
 __global__ void __launch_bounds__(k_norm_threads)
-    rms_norm_quantize_regs_kernel(const float* __restrict__ x, const float* __restrict__ w, float* y, int dim, float eps,
+    rms_norm_quantize_regs_kernel(const float* x, const float* __restrict__ w, float* y, int dim, float eps,
                                   std::int8_t* __restrict__ q, float2* __restrict__ ds) {
   float wv[V];
   norm_weights_then_wait<k_norm_threads, V>(w, wv);

@@ -8,6 +8,11 @@
 // Launches and kernel starts, about 2 us each, then overlap the work of the kernel before (inside
 // a CUDA graph too: the capture keeps the edges programmatic). STRATA_CUDA_PDL=0 queues every
 // kernel as a plain launch (pdl_wait is then a no-op), for comparison.
+// What the kernel before writes is read with ordinary loads (ld.global, __ldca), never through the
+// non-coherent path (__ldg, or a const __restrict__ pointer the compiler turns into ld.global.nc):
+// that path assumes the data does not change while the kernel lives, and here the kernel lives
+// while the one before still writes. The matvecs' activations read by __ldg gave pool hits other
+// bits run to run (NOTES.md). Weights, which never change, may take __ldg.
 
 #include <utility>
 
@@ -28,7 +33,8 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 }
 
 /// kernel<<<grid, block, smem, stream>>>(args...), allowed to start before the kernel ahead of it
-/// on the stream has finished (when pdl_enabled()); the kernel must call pdl_wait() first as above.
+/// on the stream has finished (when pdl_enabled(what)); the kernel must call pdl_wait() first as
+/// above.
 template <class... Params, class... Args>
 void launch_pdl(const char* what, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                 Args&&... args) {
@@ -41,7 +47,7 @@ void launch_pdl(const char* what, void (*kernel)(Params...), dim3 grid, dim3 blo
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = pdl_enabled(what) ? 1 : 0;
   check(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...), what);
 }
 
