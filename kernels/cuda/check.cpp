@@ -20,8 +20,11 @@
 //  - prefill attention (check_prefill.cpp): queries and probabilities as two f16 parts each for
 //    the tensor cores (about 22 bits), sums in f32: 1e-4 relative, as the decode kernel.
 //  - the fused steps (check_fused.cpp): bit for bit against the kernels they replace.
+//  - a chain of programmatic launches (norm, then matvec, 200 rounds): bit for bit against the
+//    same kernels queued one at a time.
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -258,6 +261,44 @@ void check_swiglu(verdicts& v, std::mt19937& rng) {
   v.expect(err <= 1e-6, fmt("swiglu n=%.0f: error %.3g", static_cast<double>(n), err));
 }
 
+/// A chain of programmatic launches as a decode layer queues them gives the bits of the same
+/// kernels queued one at a time: a norm quantizes one of four rows into the one activation buffer,
+/// then a q8_0 matvec (4096 x 4096) reads it, 200 times with no wait between, each product
+/// compared bit for bit with that row's product alone. The matvec starts while the norm still
+/// writes (pdl.cuh), and earlier matvecs have read the same buffer with other values: a stale
+/// activation read (the non-coherent path) shows as a round that differs.
+void check_pdl_chain(verdicts& v, std::mt19937& rng) {
+  const int k = 4096, rows = 4096, inputs = 4, rounds = 200;
+  const dtype t = dtype::q8_0;
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+  const auto wf = uniform(rng, static_cast<std::size_t>(rows) * k);
+  std::vector<std::byte> w(row_bytes(t, k) * static_cast<std::size_t>(rows));
+  for (int r = 0; r < rows; ++r) quantize_row(t, wf.data() + static_cast<std::size_t>(r) * k, w.data() + r * row_bytes(t, k), k);
+  const device_matrix m = upload_matrix(t, w.data(), rows, k, nullptr);
+  const device_buffer nw = to_device(uniform(rng, k)), xs = to_device(uniform(rng, static_cast<std::size_t>(inputs) * k, -3.0f, 3.0f));
+  act_q8 xq = make_act_q8(k, 1);
+  const device_buffer alone = poisoned(static_cast<std::size_t>(inputs) * rows), chain = poisoned(static_cast<std::size_t>(rounds) * rows);
+  for (int i = 0; i < inputs; ++i) {
+    rms_norm_quantize(xs.as<float>() + static_cast<std::size_t>(i) * k, nw.as<float>(), nullptr, 1, k, 1e-6f, xq, s);
+    matvec(m, nullptr, &xq, 1, alone.as<float>() + static_cast<std::size_t>(i) * rows, s);
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+  for (int r = 0; r < rounds; ++r) {
+    rms_norm_quantize(xs.as<float>() + static_cast<std::size_t>(r % inputs) * k, nw.as<float>(), nullptr, 1, k, 1e-6f, xq, s);
+    matvec(m, nullptr, &xq, 1, chain.as<float>() + static_cast<std::size_t>(r) * rows, s);
+  }
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  check(cudaStreamDestroy(s), "cudaStreamDestroy");
+  const auto a = to_host(alone, static_cast<std::size_t>(inputs) * rows), c = to_host(chain, static_cast<std::size_t>(rounds) * rows);
+  int differ = 0;
+  for (int r = 0; r < rounds; ++r)
+    if (std::memcmp(c.data() + static_cast<std::size_t>(r) * rows, a.data() + static_cast<std::size_t>(r % inputs) * rows,
+                    static_cast<std::size_t>(rows) * sizeof(float)) != 0)
+      ++differ;
+  v.expect(differ == 0, fmt("PDL chain of norm and matvec: %.0f of %.0f rounds differ from the kernels alone", differ, rounds));
+}
+
 std::uint32_t seed() {
   const char* s = std::getenv("STRATA_TEST_SEED");
   return s && *s ? static_cast<std::uint32_t>(std::strtoul(s, nullptr, 10)) : std::random_device{}();
@@ -267,7 +308,7 @@ std::uint32_t seed() {
 }  // namespace strata::kernels::cuda::checks
 
 /// `strata_cuda_check [GROUP...]`: every check, or only the groups named (matvec, norm, rope,
-/// attention, prefill, fused; e.g. the new kernels' under compute-sanitizer, which is slow).
+/// attention, prefill, fused, pdl; e.g. the new kernels' under compute-sanitizer, which is slow).
 int main(int argc, char** argv) {
   using namespace strata::kernels;
   using namespace strata::kernels::cuda::checks;
@@ -305,6 +346,7 @@ int main(int argc, char** argv) {
     if (want("attention")) check_attention(v, rng);
     if (want("prefill")) check_prefill_attention(v, rng);
     if (want("fused")) check_fused(v, rng);
+    if (want("pdl")) check_pdl_chain(v, rng);
   } catch (const std::exception& e) {
     std::printf("FAILED with an exception: %s\n", e.what());
     return 1;
