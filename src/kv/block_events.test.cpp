@@ -12,6 +12,7 @@ namespace strata::kv {
 namespace {
 
 using test_tokens::iota_tokens;
+using test_tokens::run;
 using test_tokens::tokens_t;
 
 struct recorder final : block_observer {
@@ -29,12 +30,6 @@ cache_options caching(std::int32_t block_tokens, bool ssd = false) {
   return o;
 }
 
-void run(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens, std::int32_t n_computed) {
-  m.match(id, kv_format::f16, tokens);
-  ASSERT_EQ(m.cover(id, n_computed), n_computed);
-  m.publish(id, tokens, n_computed);
-  m.release(id, tokens, n_computed);
-}
 
 TEST(block_events, each_full_block_a_sequence_fills_is_reported_stored_in_ram_with_its_parent_and_tokens) {
   kv_cache_manager m(caching(4), 16);

@@ -17,6 +17,7 @@ namespace strata::kv {
 namespace {
 
 using test_tokens::iota_tokens;
+using test_tokens::run;
 using test_tokens::tokens_t;
 constexpr std::int32_t k_block = 4;
 
@@ -41,13 +42,6 @@ pool_config uncached(std::int32_t n) {
   return c;
 }
 
-/// Computes `tokens` up to n_computed in sequence id (all blocks published) and lets go.
-void run(kv_cache_manager& m, std::uint64_t id, const tokens_t& tokens, std::int32_t n_computed) {
-  m.match(id, kv_format::f16, tokens);
-  ASSERT_EQ(m.cover(id, n_computed), n_computed);
-  m.publish(id, tokens, n_computed);
-  m.release(id, tokens, n_computed);
-}
 
 TEST(kv_cache_host, evicted_blocks_are_saved_to_the_host_tier_and_blocks_in_use_never_are) {
   kv_cache_manager m(host_on(), 6);
