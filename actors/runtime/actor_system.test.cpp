@@ -229,6 +229,76 @@ TEST(actor_system, pass_on_runs_the_next_stage_on_the_senders_thread) {
   EXPECT_GE(passed, hops * 99 / 100);
 }
 
+// ---- a reply is not held behind a long continuation ----
+// The server's shape: the scheduler tells the stream hub a request is done (the hub then tells the
+// connection) and passes the next step on to the first layer, which may run for a second. The
+// hub's message, and the one it sends, must go on other threads meanwhile.
+struct slow_step {
+  std::chrono::milliseconds work;
+};
+struct reply_hop {
+  int remaining;
+};
+using chain_inbox = std::variant<slow_step, reply_hop, struct chain_peers>;
+struct chain_peers {
+  address<chain_inbox> reply, slow;
+};
+struct chain_times {
+  std::atomic<std::int64_t> replied{0}, slow_done{0};
+};
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class chain_actor final : public actor<chain_inbox> {
+ public:
+  explicit chain_actor(std::shared_ptr<chain_times> t) : t_(std::move(t)) {}
+  void receive(chain_inbox msg) override { visit_handle(*this, std::move(msg)); }
+  void handle(chain_peers p) { peers_ = std::move(p); }
+  /// The scheduler's role: reply first, then the long step as this handler's last act.
+  void handle(slow_step s) {
+    if (!peers_.slow.empty()) {
+      peers_.reply.tell(reply_hop{2});
+      peers_.slow.pass_on(slow_step{s});
+      return;
+    }
+    std::this_thread::sleep_for(s.work);  // the layer's role
+    t_->slow_done = now_us();
+  }
+  /// The hub's and then the connection's role: each hop a message of its own.
+  void handle(reply_hop h) {
+    if (h.remaining > 0) {
+      self().tell(reply_hop{h.remaining - 1});
+      return;
+    }
+    t_->replied = now_us();
+  }
+
+ private:
+  std::shared_ptr<chain_times> t_;
+  chain_peers peers_;
+};
+
+TEST(actor_system, a_reply_does_not_wait_for_the_step_passed_on_after_it) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one core: every thread serves one queue";
+  actor_system sys({.threads = -1});  // one per core, as strata serve by default
+  auto times = std::make_shared<chain_times>();
+  auto scheduler = sys.spawn<chain_actor>("scheduler", supervision::stop_system, times);
+  auto hub = sys.spawn<chain_actor>("hub", supervision::stop_system, times);
+  auto layer = sys.spawn<chain_actor>("layer", supervision::stop_system, times);
+  scheduler.tell(chain_peers{hub, layer});
+  const std::int64_t start = now_us();
+  scheduler.tell(slow_step{500ms});
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((times->replied == 0 || times->slow_done == 0) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  ASSERT_NE(times->replied.load(), 0);
+  ASSERT_NE(times->slow_done.load(), 0);
+  std::printf("reply after %.1f ms, the step passed on after it done after %.1f ms\n", (times->replied - start) / 1e3,
+              (times->slow_done - start) / 1e3);
+  EXPECT_LT(times->replied.load(), times->slow_done.load());
+}
+
 // ---- fan-out / fan-in ----
 struct work {
   int value;
