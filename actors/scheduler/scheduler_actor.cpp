@@ -1,5 +1,9 @@
 #include "actors/scheduler/scheduler_actor.hpp"
 
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "src/common/block_buffers.hpp"
@@ -152,6 +156,7 @@ void scheduler_actor::handle(step_done d) {
   in_flight_ = false;
   auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_started_).count();
   if (metrics_.step_seconds) metrics_.step_seconds->observe(elapsed);
+  if (std::exchange(tier_step_, false)) spdlog::debug("step {} done in {:.1f} ms", next_step_ - 1, elapsed * 1e3);
 
   std::vector<std::int32_t> sampled;
   sampled.reserve(d.samples.size());
@@ -324,15 +329,9 @@ void scheduler_actor::flush_block_events() {
 void scheduler_actor::route_saves(std::vector<kv::save_item>& saves) {
   if (!cfg_.ssd) return;
   // Saves to the host tier go whatever the disk's state: put aside, then back after the others.
-  std::vector<kv::save_item> host;
-  for (auto it = saves.begin(); it != saves.end();) {
-    if (it->host) {
-      host.push_back(std::move(*it));
-      it = saves.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  const auto to_host = std::stable_partition(saves.begin(), saves.end(), [](const kv::save_item& s) { return !s.host; });
+  std::vector<kv::save_item> host(std::make_move_iterator(to_host), std::make_move_iterator(saves.end()));
+  saves.erase(to_host, saves.end());
   std::vector<kv::block_hash> lost;
   if (ssd_degraded_) {
     for (auto& s : saves) {
@@ -435,6 +434,10 @@ void scheduler_actor::maybe_step() {
   }
   if (metrics_.batch_tokens) metrics_.batch_tokens->observe(plan.n_tokens);
   if (metrics_.batch_sequences) metrics_.batch_sequences->observe(static_cast<double>(plan.items.size()));
+  tier_step_ = !layout.save.empty() || !layout.load.empty() || !layout.copy.empty();
+  if (tier_step_)
+    spdlog::debug("step {}: {} rows of {} sequences; blocks saved {}, loaded {}, copied {}", layout.step, plan.n_tokens,
+                  plan.items.size(), layout.save.size(), layout.load.size(), layout.copy.size());
   pending_ = std::move(plan);
   in_flight_ = true;
   step_started_ = std::chrono::steady_clock::now();

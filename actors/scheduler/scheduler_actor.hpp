@@ -189,6 +189,9 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   std::vector<pipeline::frozen_block> loads_;  // restored blocks for the next step
   std::uint64_t next_step_ = 1;
   std::chrono::steady_clock::time_point step_started_;
+  /// The step in flight moves blocks between tiers (saves, loads or copies): logged at debug level
+  /// when it ends, with its time.
+  bool tier_step_ = false;
   planner_counters published_;  // the planner's counters as last added to the metrics
   std::uint64_t published_evictions_ = 0;
   kv::snapshot_stats published_snapshots_;  // the cache's snapshot figures as last published
