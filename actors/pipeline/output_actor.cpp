@@ -9,8 +9,6 @@ void output_actor::handle(forward f) {
   for (const auto& s : f.layout.seqs) {
     if (s.sample) rows_.push_back(s.first_row + s.n_rows - 1);
   }
-  // Restored blocks are in every layer's pages now: their buffers go back for the next ones.
-  for (auto& b : f.layout.load) block_buffers::shared().give(std::move(b.bytes));
   step_done done;
   done.step = f.layout.step;
   done.saved = std::move(f.saved);
@@ -38,6 +36,10 @@ void output_actor::handle(forward f) {
   // this one goes back to the pool (pipeline_bench measured 16-stream steps about 1.7x slower
   // when the scheduler ran on as this handler's continuation).
   f.reply_to.tell(std::move(done));
+  // Restored blocks are in every layer's pages now: their buffers go back for the next ones, once
+  // the step's result is on its way (what the free list has no room for is freed here, and
+  // freeing the 2 GB of a 16k-token restore takes tens of milliseconds).
+  for (auto& b : f.layout.load) block_buffers::shared().give(std::move(b.bytes));
 }
 
 }  // namespace strata::pipeline

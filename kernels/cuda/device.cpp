@@ -68,4 +68,21 @@ void device_buffer::download(void* dst, std::size_t n, cudaStream_t stream, std:
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
+device_event::device_event() { check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreate"); }
+
+device_event& device_event::operator=(device_event&& o) noexcept {
+  if (this != &o) {
+    if (e_) cudaEventDestroy(e_);
+    e_ = o.e_;
+    o.e_ = nullptr;
+  }
+  return *this;
+}
+
+device_event::~device_event() {
+  if (e_) cudaEventDestroy(e_);
+}
+
+void device_event::record(cudaStream_t stream) { check(cudaEventRecord(e_, stream), "cudaEventRecord"); }
+
 }  // namespace strata::kernels::cuda

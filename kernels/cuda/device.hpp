@@ -58,4 +58,23 @@ class device_buffer {
   std::size_t bytes_ = 0;
 };
 
+/// An owned CUDA event without timing (cudaEventDisableTiming). Move-only. An event never
+/// recorded is complete: a stream told to wait for it does not wait.
+class device_event {
+ public:
+  device_event();
+  device_event(device_event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  device_event& operator=(device_event&& o) noexcept;
+  device_event(const device_event&) = delete;
+  device_event& operator=(const device_event&) = delete;
+  ~device_event();
+
+  cudaEvent_t get() const { return e_; }
+  /// Records the work queued on stream so far.
+  void record(cudaStream_t stream);
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 }  // namespace strata::kernels::cuda

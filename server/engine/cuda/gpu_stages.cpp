@@ -193,6 +193,7 @@ void gpu_layer_stage::run(const pipeline::batch_layout& layout, std::vector<floa
     graph_.run(s, [&](cudaStream_t gs) { queue(st, sc, gs); });
   else
     queue(st, sc, s);
+  pages_used_.record(s);
   if (last_) ctx_->finish_step(layout, hidden);
 }
 
@@ -373,7 +374,7 @@ void gpu_layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
       }
       continue;
     }
-    ctx_->transfer().save({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex());
+    ctx_->transfer().save({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex(), pages_used_.get());
   }
 }
 
@@ -392,6 +393,7 @@ void gpu_layer_stage::copy_pages(const std::vector<pipeline::block_copy>& copies
                 "cudaMemcpyAsync (copy_pages)");
     }
   }
+  pages_used_.record(ctx_->stream());
 }
 
 void gpu_layer_stage::load_pages(const std::vector<pipeline::frozen_block>& blocks) {
@@ -420,7 +422,7 @@ void gpu_layer_stage::load_pages(const std::vector<pipeline::frozen_block>& bloc
     }
     // Returns once the frozen blocks have been read (they may go then); the step's kernels wait
     // for the copies on the device.
-    ctx_->transfer().load({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex());
+    ctx_->transfer().load({kb.data(), vb.data(), n}, host, pages, ctx_->stream(), ctx_->mutex(), pages_used_.get());
   }
 }
 

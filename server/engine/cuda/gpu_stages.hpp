@@ -70,6 +70,10 @@ class gpu_layer_stage final : public pipeline::layer_compute {
   std::int32_t n_pages_ = 0, n_pages_q8_ = 0;
   kv::block_space space_;
   step_graph graph_;  // the decode rows' kernels
+  /// Recorded after the last kernels queued that touch this layer's pages (run, copy_pages): the
+  /// copies of a save or a restore wait for it, not for the whole compute stream, so a restore's
+  /// copies for this layer run while the layers before it compute.
+  cu::device_event pages_used_;
 };
 
 class gpu_output_stage final : public pipeline::output_compute {

@@ -53,12 +53,13 @@ std::size_t page_transfer::entries_per_chunk(std::size_t page_bytes) {
   return n;
 }
 
-void page_transfer::after_compute(cudaStream_t compute, std::mutex& compute_mu) {
-  {
+void page_transfer::after_compute(cudaStream_t compute, std::mutex& compute_mu, cudaEvent_t last_use) {
+  if (!last_use) {
     std::lock_guard lock(compute_mu);
     cu::check(cudaEventRecord(before_, compute), "cudaEventRecord");
+    last_use = before_;
   }
-  cu::check(cudaStreamWaitEvent(stream_, before_, 0), "cudaStreamWaitEvent");
+  cu::check(cudaStreamWaitEvent(stream_, last_use, 0), "cudaStreamWaitEvent");
 }
 
 void page_transfer::copy_entries(std::byte* packed, const std::byte* const* src, std::byte* const* dst, std::size_t n, std::size_t entry) {
@@ -70,13 +71,13 @@ void page_transfer::copy_entries(std::byte* packed, const std::byte* const* src,
 }
 
 void page_transfer::load(const pages& p, const std::vector<const std::byte*>& host, const std::vector<std::int32_t>& blocks,
-                         cudaStream_t compute, std::mutex& compute_mu) {
+                         cudaStream_t compute, std::mutex& compute_mu, cudaEvent_t last_use) {
   if (blocks.empty()) return;
   std::lock_guard lock(mu_);
   const std::size_t per = entries_per_chunk(p.page_bytes), entry = 2 * p.page_bytes;
   // The pages to be written may still be read or written by kernels queued before (a block freed
   // by a sequence whose last step is still running).
-  after_compute(compute, compute_mu);
+  after_compute(compute, compute_mu, last_use);
   int which = 0;
   for (std::size_t start = 0; start < blocks.size(); start += per, which ^= 1) {
     const std::size_t n = std::min(per, blocks.size() - start);
@@ -97,11 +98,11 @@ void page_transfer::load(const pages& p, const std::vector<const std::byte*>& ho
 }
 
 void page_transfer::save(const pages& p, const std::vector<std::byte*>& host, const std::vector<std::int32_t>& blocks, cudaStream_t compute,
-                         std::mutex& compute_mu) {
+                         std::mutex& compute_mu, cudaEvent_t last_use) {
   if (blocks.empty()) return;
   std::lock_guard lock(mu_);
   const std::size_t per = entries_per_chunk(p.page_bytes), entry = 2 * p.page_bytes;
-  after_compute(compute, compute_mu);
+  after_compute(compute, compute_mu, last_use);
   // Chunk k is gathered and copied down on half k % 2 while chunk k - 1 is copied out of the other.
   auto copy_out = [&](std::size_t chunk) {
     const std::size_t start = chunk * per, n = std::min(per, blocks.size() - start);

@@ -38,15 +38,17 @@ class page_transfer {
     std::size_t page_bytes = 0;
   };
 
-  /// Copies the host pages into the pools. Returns when the host bytes have been read; the work
-  /// queued on `compute` afterwards waits for the copies. `compute_mu` is held while this touches
-  /// the compute stream (the stages' lock).
+  /// Copies the host pages into the pools, once `last_use` (recorded after the last kernels that
+  /// touched these pages) is complete; with no event, after all the work queued on `compute` so
+  /// far. Returns when the host bytes have been read; the work queued on `compute` afterwards
+  /// waits for the copies. `compute_mu` is held while this touches the compute stream (the
+  /// stages' lock).
   void load(const pages& p, const std::vector<const std::byte*>& host, const std::vector<std::int32_t>& blocks, cudaStream_t compute,
-            std::mutex& compute_mu);
-  /// Copies the pools' pages into the host pages, after the work queued on `compute` so far;
-  /// returns when they are there.
+            std::mutex& compute_mu, cudaEvent_t last_use = nullptr);
+  /// Copies the pools' pages into the host pages, after `last_use` as for load; returns when they
+  /// are there.
   void save(const pages& p, const std::vector<std::byte*>& host, const std::vector<std::int32_t>& blocks, cudaStream_t compute,
-            std::mutex& compute_mu);
+            std::mutex& compute_mu, cudaEvent_t last_use = nullptr);
 
  private:
   /// One of the two staging halves: pinned host bytes, device bytes, room for the block ids of a
@@ -58,8 +60,8 @@ class page_transfer {
   };
   /// Entries of 2 page_bytes that fit in a chunk (at least one: the halves grow for bigger pages).
   std::size_t entries_per_chunk(std::size_t page_bytes);
-  /// The transfer stream waits for the work queued on compute so far.
-  void after_compute(cudaStream_t compute, std::mutex& compute_mu);
+  /// The transfer stream waits for last_use, or (null) for the work queued on compute so far.
+  void after_compute(cudaStream_t compute, std::mutex& compute_mu, cudaEvent_t last_use);
   /// Copies n entries of `entry` bytes between host pointers and the packed half, on the pool.
   void copy_entries(std::byte* packed, const std::byte* const* src, std::byte* const* dst, std::size_t n, std::size_t entry);
 
