@@ -83,10 +83,17 @@ std::size_t layer_stage::page_bytes(std::int32_t block) const {
 }
 
 void layer_stage::save_pages(std::vector<pipeline::frozen_block>& saved) {
+  if (layer_ == 0) {
+    // The first layer takes every block's buffer, on all the pool's threads: a fresh buffer's pages
+    // are backed as it is taken, at about 2 GB/s a core, and a step saving 1 GB waited 0.5 s here.
+    pool_->parallel_for(static_cast<int>(saved.size()), [&](int i, int) {
+      auto& f = saved[static_cast<std::size_t>(i)];
+      f.bytes = block_buffers::shared().take(page_bytes(f.block) * 2 * static_cast<std::size_t>(kv_layers_));
+    });
+  }
   for (auto& f : saved) {
     const std::size_t n = page_bytes(f.block);
     const std::size_t total = n * 2 * static_cast<std::size_t>(kv_layers_);
-    if (layer_ == 0) f.bytes = block_buffers::shared().take(total);
     if (kv_index_ < 0 || f.bytes.size() != total) continue;  // never: every layer holds the block in one format
     const std::size_t at = n * 2 * static_cast<std::size_t>(kv_index_);
     std::memcpy(f.bytes.data() + at, kv_.k(f.block, 0), n);
