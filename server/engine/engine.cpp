@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/directory/directory_actor.hpp"
+#include "src/common/block_buffers.hpp"
 #include "actors/kv_fetch/fetch_actor.hpp"
 #include "actors/hot_cache/hot_cache.hpp"
 #include "actors/kv_events/kv_events_actor.hpp"
@@ -338,9 +339,18 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     ssd_state_ = &ssd::make_state_gauge(registry);  // 0: off
   }
   if (host_budget_ > 0) {
+    // An eighth of the budget (2 GiB at most) is kept as warm free buffers for the blocks the next
+    // saves copy out (src/common/buffer_warmer.hpp); the tier holds blocks in the rest.
+    const auto block = static_cast<std::size_t>(pool_cfg_.block_bytes[0]);
+    const std::size_t warm = std::min(static_cast<std::size_t>(host_budget_) / 8, std::size_t{2} << 30) / block * block;
+    if (warm > 0) {
+      block_buffers::shared().set_max_free(warm + (std::size_t{64} << 20));
+      warmer_ = std::make_unique<buffer_warmer>(block_buffers::shared(), block, warm);
+    }
     host_stats_ = host_tier::tier_metrics::create(registry);
-    sc.host = system.spawn<host_tier::host_tier>("host-tier", actors::supervision::stop_system, host_budget_, sc.ssd,
-                                                 model_->hp.n_layer, page_tokens_, *host_stats_);
+    sc.host = system.spawn<host_tier::host_tier>("host-tier", actors::supervision::stop_system,
+                                                 host_budget_ - static_cast<std::int64_t>(warm), sc.ssd, model_->hp.n_layer,
+                                                 page_tokens_, *host_stats_);
     sc.planner.host = true;
     host_tier_ = sc.host;
   }

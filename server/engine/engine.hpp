@@ -27,6 +27,7 @@
 #include "server/engine/device_stages.hpp"
 #include "server/engine/q4_key_file.hpp"
 #include "src/chat/chat_template.hpp"
+#include "src/common/buffer_warmer.hpp"
 #include "src/common/metrics.hpp"
 #include "src/config/config.hpp"
 #include "src/grammar/grammar_compiler.hpp"
@@ -177,6 +178,8 @@ class engine {
   metrics::gauge* ssd_state_ = nullptr;
   /// The host tier (config::server_config::host_memory_bytes, 0 for models with state snapshots).
   std::int64_t host_budget_ = 0;
+  /// Keeps warm buffers for the host tier's saves (with the host tier on).
+  std::unique_ptr<buffer_warmer> warmer_;
   std::optional<host_tier::tier_metrics> host_stats_;
   std::optional<host_tier::address> host_tier_;
   std::optional<ssd::store_address> ssd_store_;

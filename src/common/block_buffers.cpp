@@ -86,6 +86,32 @@ std::size_t block_buffers::prefill(std::size_t n, std::size_t count) {
   return made;
 }
 
+std::size_t block_buffers::top_up(std::size_t n, std::size_t target, std::size_t most) {
+  std::size_t made = 0;
+  while (made + n <= most) {
+    {
+      std::lock_guard lock(mu_);
+      if (free_bytes_ >= target || free_bytes_ + n > max_free_) break;
+    }
+    std::vector<std::byte> v = fresh(n);
+    v.resize(n);
+    give(std::move(v));
+    made += n;
+  }
+  return made;
+}
+
+void block_buffers::set_max_free(std::size_t bytes) {
+  std::vector<std::vector<std::byte>> drop;  // freed after the unlock
+  std::lock_guard lock(mu_);
+  max_free_ = bytes;
+  while (free_bytes_ > max_free_ && !free_.empty()) {
+    free_bytes_ -= free_.back().capacity();
+    drop.push_back(std::move(free_.back()));
+    free_.pop_back();
+  }
+}
+
 std::size_t block_buffers::free_bytes() const {
   std::lock_guard lock(mu_);
   return free_bytes_;

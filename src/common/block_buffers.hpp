@@ -32,6 +32,13 @@ class block_buffers {
   /// first blocks that need buffers then find warm ones. Returns how many it made.
   std::size_t prefill(std::size_t n, std::size_t count);
 
+  /// Makes new buffers of n bytes, their pages backed, while the free ones hold less than
+  /// `target` bytes and the limit allows, `most` bytes of them at most; returns the bytes made.
+  /// For buffer_warmer, off the threads that wait for a buffer.
+  std::size_t top_up(std::size_t n, std::size_t target, std::size_t most);
+  /// The bytes of free buffers kept (shared(): 64 MiB until set).
+  void set_max_free(std::size_t bytes);
+
   std::size_t free_bytes() const;
   std::size_t free_count() const;
 

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
+
+#include "src/common/buffer_warmer.hpp"
 
 namespace strata {
 namespace {
@@ -75,6 +78,57 @@ TEST(block_buffers, threads_take_and_give_concurrently) {
   for (auto& th : threads) th.join();
   EXPECT_LE(pool.free_count(), 4u);
   EXPECT_LE(pool.free_bytes(), std::size_t{1} << 20);
+}
+
+TEST(block_buffers, top_up_stops_at_the_target_the_limit_and_the_step) {
+  block_buffers pool(10000);
+  EXPECT_EQ(pool.top_up(1000, 3500, 1 << 20), 4000u);  // until the free ones hold 3500: four
+  EXPECT_EQ(pool.free_count(), 4u);
+  EXPECT_EQ(pool.top_up(1000, 3500, 1 << 20), 0u);  // already there
+  EXPECT_EQ(pool.top_up(1000, 1 << 20, 2500), 2000u);  // two more at most in this call
+  EXPECT_EQ(pool.top_up(1000, 1 << 20, 1 << 20), 4000u);  // the limit: 10 buffers of 1000
+  EXPECT_EQ(pool.free_bytes(), 10000u);
+  std::vector<std::byte> v = pool.take(1000);  // a made one, at the size asked
+  EXPECT_EQ(v.size(), 1000u);
+  EXPECT_EQ(pool.free_count(), 9u);
+}
+
+TEST(block_buffers, a_lower_limit_frees_what_is_past_it) {
+  block_buffers pool(10000);
+  pool.top_up(1000, 10000, 1 << 20);
+  pool.set_max_free(3000);
+  EXPECT_EQ(pool.free_bytes(), 3000u);
+  pool.give(std::vector<std::byte>(1000));  // past the limit: freed
+  EXPECT_EQ(pool.free_count(), 3u);
+  pool.set_max_free(5000);
+  pool.give(std::vector<std::byte>(1000));
+  EXPECT_EQ(pool.free_count(), 4u);
+}
+
+/// Waits (5 s at most) until the pool's free bytes reach `at_least`; returns them.
+std::size_t wait_for_free(const block_buffers& pool, std::size_t at_least) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pool.free_bytes() < at_least && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return pool.free_bytes();
+}
+
+TEST(buffer_warmer, keeps_the_pool_stocked_up_to_its_target) {
+  block_buffers pool(std::size_t{8} << 20);
+  constexpr std::size_t n = std::size_t{256} << 10, target = std::size_t{2} << 20;  // 8 buffers
+  buffer_warmer warmer(pool, n, target);
+  EXPECT_EQ(wait_for_free(pool, target), target);
+  std::vector<std::vector<std::byte>> taken;
+  for (int i = 0; i < 6; ++i) taken.push_back(pool.take(n));  // found warm, and made again behind them
+  EXPECT_EQ(wait_for_free(pool, target), target);
+  // made() counts a call's buffers once it returns, a moment after the last one is given.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (warmer.made() < target + 6 * n && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(warmer.made(), target + 6 * n);
+  for (auto& v : taken) pool.give(std::move(v));  // back within the limit: kept, nothing made
+  EXPECT_EQ(pool.free_bytes(), target + 6 * n);
+  EXPECT_EQ(warmer.made(), target + 6 * n);
 }
 
 }  // namespace
