@@ -12,7 +12,8 @@
 // non-coherent path (__ldg, or a const __restrict__ pointer the compiler turns into ld.global.nc):
 // that path assumes the data does not change while the kernel lives, and here the kernel lives
 // while the one before still writes. The matvecs' activations read by __ldg gave pool hits other
-// bits run to run (NOTES.md). Weights, which never change, may take __ldg.
+// bits run to run (NOTES.md): ptxas had moved those loads above griddepcontrol.wait, as it may for
+// a load whose data is promised not to change. Weights, which never change, may take __ldg.
 
 #include <utility>
 
