@@ -234,6 +234,7 @@ void scheduler_actor::handle(set_cache_mode m) {
   if (!m.prefix_cache && cfg_.host) cfg_.host->tell(host_tier::clear{});
   spdlog::info("cache mode now {}", !m.prefix_cache ? "off" : m.ssd && cfg_.ssd ? "tiered" : "hot");
   publish_gauges();
+  flush_block_events();  // off: the host tier's blocks are forgotten
 }
 
 void scheduler_actor::handle(clear_hot) {
@@ -317,6 +318,7 @@ void scheduler_actor::handle(ssd_update u) {
 
 void scheduler_actor::handle(host_update u) {
   for (const auto& h : u.dropped) cache_.host_dropped(h);
+  flush_block_events();  // the blocks that left the host tier, now: no step may come soon
 }
 
 void scheduler_actor::flush_block_events() {

@@ -14,8 +14,10 @@
 
 namespace strata::kv {
 
-/// Where a block is held: RAM (the hot tier) or the SSD tier.
-enum class kv_tier : std::uint8_t { ram, ssd };
+/// Where a block is held: the KV pool (the hot tier: RAM on the CPU, HBM on the GPU), the host
+/// tier (frozen copies in host memory, under the pool) or the SSD tier. Each tier's events stand
+/// alone: a block may be held in several at once, and leaves each one by its own removed event.
+enum class kv_tier : std::uint8_t { ram, ssd, host };
 
 /// One change to the set of blocks a cache holds.
 struct block_event {
@@ -24,9 +26,10 @@ struct block_event {
   kv_tier tier = kv_tier::ram;
   block_hash hash;
   /// The hash of the block before it in its chain; empty for a chain's first block (and for SSD
-  /// records whose parent is not known here).
+  /// records whose parent is not known here). Removed events carry none.
   std::optional<block_hash> parent;
-  /// The block's token ids when known (a RAM block as it is stored); empty otherwise.
+  /// The block's token ids when known (a RAM block as it is stored, a host block whose tokens RAM
+  /// still listed); empty otherwise.
   std::vector<std::int32_t> token_ids;
   kv_format format = kv_format::f16;
 };

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <numeric>
+#include <random>
 
 #include <gtest/gtest.h>
 
 #include "src/kv/kv_cache_manager.hpp"
 #include "src/kv/kv_test_tokens.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kv {
 namespace {
@@ -116,6 +118,181 @@ TEST(block_events, without_an_observer_nothing_is_recorded_and_a_removed_observe
   run(m, 1, iota_tokens(8), 8);
   EXPECT_TRUE(r.events.empty());
   EXPECT_TRUE(m.take_saves().empty());
+}
+
+// The host tier: blocks the pool evicts reach it by value; its events come from the manager's
+// host_stored / host_dropped and from the restore orders it answers.
+
+constexpr std::int32_t k_host_block = 4;
+
+cache_options host_caching() {
+  cache_options o = caching(k_host_block);
+  o.host = true;
+  return o;
+}
+
+/// n random tokens in [1, 30000).
+tokens_t random_tokens(std::mt19937& rng, int n) {
+  std::uniform_int_distribution<std::int32_t> d(1, 29999);
+  tokens_t t(static_cast<std::size_t>(n));
+  for (auto& x : t) x = d(rng);
+  return t;
+}
+
+/// The events of one kind and tier, in order.
+std::vector<block_event> only(const std::vector<block_event>& ev, block_event::kind what, kv_tier tier) {
+  std::vector<block_event> out;
+  for (const auto& e : ev)
+    if (e.what == what && e.tier == tier) out.push_back(e);
+  return out;
+}
+
+/// Runs `a` (its full blocks) through m, then lets sequence 2 take the whole pool of 6 so that
+/// they are evicted; returns their saves (to the host tier), before any is reported stored.
+std::vector<save_item> evict_to_host(kv_cache_manager& m, const tokens_t& a, std::mt19937& rng) {
+  run(m, 1, a, static_cast<std::int32_t>(a.size()) - 1);
+  const auto b = random_tokens(rng, 6 * k_host_block);
+  m.match(2, kv_format::f16, b);
+  EXPECT_EQ(m.cover(2, 6 * k_host_block), 6 * k_host_block);
+  auto saves = m.take_saves();
+  m.release(2, b, 0);
+  return saves;
+}
+
+TEST(block_events, host_tier_blocks_are_reported_stored_once_it_holds_them_with_parent_format_and_tokens) {
+  std::mt19937 rng(test_seed());
+  kv_cache_manager m(host_caching(), 6);
+  recorder r;
+  m.observe(&r);
+  const auto a = random_tokens(rng, 4 * k_host_block + 1);
+  const auto saves = evict_to_host(m, a, rng);
+  ASSERT_EQ(saves.size(), 4u);
+  auto ev = r.take();
+  const auto ram = only(ev, block_event::kind::stored, kv_tier::ram);
+  ASSERT_EQ(ram.size(), 4u);
+  EXPECT_EQ(only(ev, block_event::kind::removed, kv_tier::ram).size(), 4u) << "evicted from the pool";
+  EXPECT_TRUE(only(ev, block_event::kind::stored, kv_tier::host).empty()) << "not before the tier holds them";
+
+  for (const auto& sv : saves) m.host_stored(sv.hash);
+  for (const auto& sv : saves) m.host_stored(sv.hash);  // told twice: nothing new
+  ev = r.take();
+  ASSERT_EQ(ev.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    const block_event& e = ev[i];
+    EXPECT_EQ(e.what, block_event::kind::stored);
+    EXPECT_EQ(e.tier, kv_tier::host);
+    EXPECT_EQ(e.hash, saves[i].hash);
+    EXPECT_EQ(e.format, kv_format::f16);
+    // The same block, the same chain and tokens as when the pool stored it.
+    const auto want = std::find_if(ram.begin(), ram.end(), [&](const block_event& x) { return x.hash == e.hash; });
+    ASSERT_NE(want, ram.end()) << "block " << i;
+    EXPECT_EQ(e.parent, want->parent) << "block " << i;
+    EXPECT_EQ(e.token_ids, want->token_ids) << "block " << i;
+  }
+}
+
+TEST(block_events, a_host_tier_block_is_reported_removed_once_as_it_drops_it_or_hands_it_over) {
+  std::mt19937 rng(test_seed());
+  kv_cache_manager m(host_caching(), 6);
+  recorder r;
+  m.observe(&r);
+  const auto a = random_tokens(rng, 4 * k_host_block + 1);
+  const auto saves = evict_to_host(m, a, rng);
+  ASSERT_EQ(saves.size(), 4u);
+  for (const auto& sv : saves) m.host_stored(sv.hash);
+  r.take();
+
+  // The tier evicted the last block past its budget; its notice comes twice.
+  m.host_dropped(saves[3].hash);
+  m.host_dropped(saves[3].hash);
+  auto ev = r.take();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].what, block_event::kind::removed);
+  EXPECT_EQ(ev[0].tier, kv_tier::host);
+  EXPECT_EQ(ev[0].hash, saves[3].hash);
+
+  // A restore order takes the other three out of the tier and back into the pool: removed from
+  // the host tier before they are stored in RAM.
+  ASSERT_EQ(m.match(3, kv_format::f16, a), 0);
+  ASSERT_TRUE(m.restore(3, a, 0));
+  const auto orders = m.take_restores();
+  ASSERT_EQ(orders.size(), 1u);
+  ASSERT_TRUE(orders[0].host);
+  ASSERT_EQ(orders[0].hashes.size(), 3u);
+  ASSERT_TRUE(m.restore_done(orders[0].order, 3));
+  ev = r.take();
+  ASSERT_EQ(ev.size(), 6u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(ev[i].what, block_event::kind::removed);
+    EXPECT_EQ(ev[i].tier, kv_tier::host);
+    EXPECT_EQ(ev[i].hash, saves[i].hash);
+    EXPECT_EQ(ev[3 + i].what, block_event::kind::stored);
+    EXPECT_EQ(ev[3 + i].tier, kv_tier::ram);
+    EXPECT_EQ(ev[3 + i].hash, saves[i].hash);
+  }
+  // Late notices of blocks it no longer holds say nothing.
+  for (const auto& sv : saves) m.host_dropped(sv.hash);
+  EXPECT_TRUE(r.take().empty());
+}
+
+TEST(block_events, turning_the_prefix_cache_off_reports_every_host_tier_block_removed_and_the_tier_notices_add_nothing) {
+  std::mt19937 rng(test_seed());
+  kv_cache_manager m(host_caching(), 6);
+  recorder r;
+  m.observe(&r);
+  const auto saves = evict_to_host(m, random_tokens(rng, 4 * k_host_block + 1), rng);
+  ASSERT_EQ(saves.size(), 4u);
+  for (const auto& sv : saves) m.host_stored(sv.hash);
+  r.take();
+  m.set_mode(false, false);
+  auto removed = only(r.take(), block_event::kind::removed, kv_tier::host);
+  ASSERT_EQ(removed.size(), 4u);
+  for (const auto& sv : saves) {
+    EXPECT_TRUE(std::ranges::any_of(removed, [&](const block_event& e) { return e.hash == sv.hash; }));
+    EXPECT_FALSE(m.on_host(sv.hash));
+  }
+  // The tier's clear answers with a notice per block: already said.
+  for (const auto& sv : saves) m.host_dropped(sv.hash);
+  EXPECT_TRUE(only(r.take(), block_event::kind::removed, kv_tier::host).empty());
+}
+
+TEST(block_events, tails_in_the_host_tier_are_not_reported_and_a_block_can_be_in_ram_and_the_host_tier_at_once) {
+  std::mt19937 rng(test_seed());
+  kv_cache_manager m(host_caching(), 6);
+  recorder r;
+  m.observe(&r);
+  // Two full blocks and a tail of three tokens (computed up to the last known token).
+  const auto a = random_tokens(rng, 2 * k_host_block + 4);
+  const auto saves = evict_to_host(m, a, rng);
+  ASSERT_EQ(saves.size(), 3u);
+  for (const auto& sv : saves) m.host_stored(sv.hash);
+  const auto stored = only(r.take(), block_event::kind::stored, kv_tier::host);
+  ASSERT_EQ(stored.size(), 2u) << "the tail is not reported";
+  for (const auto& e : stored) {
+    EXPECT_TRUE(std::ranges::any_of(saves, [&](const save_item& sv) { return sv.hash == e.hash && sv.token_ids.empty(); }));
+  }
+  for (const auto& sv : saves) m.host_dropped(sv.hash);
+  EXPECT_EQ(only(r.take(), block_event::kind::removed, kv_tier::host).size(), 2u);
+
+  // The first block computed again while the host tier holds it: each tier reports its own.
+  kv_cache_manager m2(host_caching(), 6);
+  m2.observe(&r);
+  const auto c = random_tokens(rng, k_host_block + 1);
+  const auto s2 = evict_to_host(m2, c, rng);
+  ASSERT_EQ(s2.size(), 1u);
+  m2.host_stored(s2[0].hash);
+  r.take();
+  run(m2, 5, c, k_host_block);  // the pool holds it again, computed (no restore asked for)
+  auto ev = r.take();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].tier, kv_tier::ram);
+  EXPECT_EQ(ev[0].hash, s2[0].hash);
+  EXPECT_TRUE(m2.on_host(s2[0].hash));
+  m2.host_dropped(s2[0].hash);
+  ev = r.take();
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].what, block_event::kind::removed);
+  EXPECT_EQ(ev[0].tier, kv_tier::host);
 }
 
 }  // namespace

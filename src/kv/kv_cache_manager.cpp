@@ -205,8 +205,16 @@ void kv_cache_manager::offer_save(std::int32_t block, const block_hash& h, const
 }
 
 void kv_cache_manager::offer_host_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
-                                       std::vector<std::int32_t> token_ids) {
-  if (on_host_.contains(h) || !host_saving_.insert(h).second) return;
+                                       std::vector<std::int32_t> token_ids, std::span<const std::int32_t> full_tokens) {
+  if (on_host_.contains(h)) return;
+  // What its stored event will say (a full block's tokens when RAM listed them); a tail is not
+  // announced.
+  host_meta meta{std::nullopt, f, {}};
+  if (observer_) {
+    meta.parent = known_parent(parent);
+    if (token_ids.empty()) meta.token_ids.assign(full_tokens.begin(), full_tokens.end());
+  }
+  if (!host_saving_.try_emplace(h, std::move(meta)).second) return;
   save_item item{block, h, parent, f, {}, true, false};
   // Tiered without write-through: the SSD gets what leaves RAM, now through the host tier.
   item.spill = opts_.ssd && !opts_.write_through && !on_ssd_.contains(h) && !persisting_.contains(h);
@@ -218,14 +226,41 @@ void kv_cache_manager::offer_host_save(std::int32_t block, const block_hash& h, 
 }
 
 void kv_cache_manager::host_stored(const block_hash& h) {
-  host_saving_.erase(h);
-  if (opts_.host) on_host_.insert(h);
+  auto saving = host_saving_.extract(h);
+  if (!opts_.host || !on_host_.insert(h).second) return;
+  if (!observer_ || ssd_tail_parent_.contains(h)) return;
+  block_event e;
+  e.tier = kv_tier::host;
+  e.hash = h;
+  if (!saving.empty()) {
+    e.parent = saving.mapped().parent;
+    e.format = saving.mapped().format;
+    e.token_ids = std::move(saving.mapped().token_ids);
+  }
+  observer_->on_block(std::move(e));
 }
 
 void kv_cache_manager::host_dropped(const block_hash& h) {
   host_saving_.erase(h);
-  on_host_.erase(h);
+  if (on_host_.erase(h) > 0) announce_host_removed(h);
   forget_tail(h);
+}
+
+void kv_cache_manager::announce_host_removed(const block_hash& h) {
+  if (!observer_ || ssd_tail_parent_.contains(h)) return;
+  block_event e;
+  e.what = block_event::kind::removed;
+  e.tier = kv_tier::host;
+  e.hash = h;
+  observer_->on_block(std::move(e));
+}
+
+std::optional<block_hash> kv_cache_manager::known_parent(const block_hash& parent) const {
+  // A root is never a block's hash: it is listed nowhere.
+  if (ram_listed_.contains(parent) || pool_.contains(parent) || on_host_.contains(parent) || on_ssd_.contains(parent) ||
+      host_saving_.contains(parent) || persisting_.contains(parent))
+    return parent;
+  return std::nullopt;
 }
 
 void kv_cache_manager::forget_tail(const block_hash& h) {
@@ -322,7 +357,9 @@ void kv_cache_manager::set_mode(bool prefix_cache, bool ssd) {
   opts_.ssd = ssd;
   pool_.record_evictions(wants_evictions());
   if (prefix_cache) return;
-  // What the host tier holds is forgotten with the rest (the caller empties the tier too).
+  // What the host tier holds is forgotten with the rest (the caller empties the tier too; its
+  // notices of those blocks then find nothing to report).
+  for (const auto& h : on_host_) announce_host_removed(h);
   on_host_.clear();
   host_saving_.clear();
   pool_.clear_hashes();
@@ -352,13 +389,16 @@ std::vector<save_item> kv_cache_manager::take_saves() {
       // An evicted tail is saved with its tokens (its entry is still listed: see sweep_ram_blocks);
       // a full block without.
       std::vector<std::int32_t> token_ids;
+      std::span<const std::int32_t> full_tokens;  // for the host tier's stored event
       if (auto it = ram_blocks_.find(e.parent); it != ram_blocks_.end()) {
         for (const tail& t : it->second) {
-          if (t.hash == e.hash && static_cast<std::int32_t>(t.tokens.size()) < opts_.block_tokens) token_ids = t.tokens;
+          if (t.hash != e.hash) continue;
+          if (static_cast<std::int32_t>(t.tokens.size()) < opts_.block_tokens) token_ids = t.tokens;
+          else full_tokens = t.tokens;
         }
       }
       // The host tier takes it first; it passes it on to the SSD when it evicts it (spill).
-      if (to_host) offer_host_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
+      if (to_host) offer_host_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids), full_tokens);
       else offer_save(e.id, e.hash, e.parent, pool_.format_of(e.id), std::move(token_ids));
     }
   }
@@ -493,7 +533,9 @@ std::optional<restore_result> kv_cache_manager::restore_done(std::uint64_t order
   // again), and one it did not give back is not there (evicted meanwhile, its notice on the
   // way): all are forgotten, so that the chain goes on through the SSD from a miss.
   if (r.host) {
-    for (const auto& h : s.host_keys) on_host_.erase(h);
+    for (const auto& h : s.host_keys) {
+      if (on_host_.erase(h) > 0) announce_host_removed(h);
+    }
   }
   s.host_keys.clear();
   r.loaded.assign(s.blocks.begin() + static_cast<std::ptrdiff_t>(first), s.blocks.end());

@@ -48,9 +48,12 @@
 // so (save_item::spill: tiered without write-through, and the SSD lacks it), else it is dropped.
 // Not with snapshots on (those models resume only where a snapshot is; the SSD keeps them).
 //
-// Observer (observe()): told as each full block becomes findable in RAM or on the SSD and as it
-// stops being so (src/kv/block_events.hpp). RAM evictions are reported from take_saves(), which
-// the owner calls before every step.
+// Observer (observe()): told as each full block becomes findable in RAM, in the host tier or on
+// the SSD and as it stops being so there (src/kv/block_events.hpp); each tier's events stand
+// alone (a block may be in several at once). RAM evictions are reported from take_saves(), which
+// the owner calls before every step; the host tier's blocks as it reports them stored
+// (host_stored) and as they leave it (host_dropped, a restore order handing them over, the
+// prefix cache turned off).
 
 #include <cstdint>
 #include <optional>
@@ -345,8 +348,9 @@ class kv_cache_manager {
   /// Lists a tail (token_ids not empty) as stored on the SSD, or on its way there.
   void list_ssd_tail(const block_hash& h, const block_hash& parent, std::vector<std::int32_t> token_ids);
   /// Queues a save of an evicted block to the host tier, unless it holds it or it is on its way.
+  /// `full_tokens`: a full block's tokens, for its stored event (empty when not known).
   void offer_host_save(std::int32_t block, const block_hash& h, const block_hash& parent, kv_format f,
-                       std::vector<std::int32_t> token_ids);
+                       std::vector<std::int32_t> token_ids, std::span<const std::int32_t> full_tokens = {});
   /// Drops a tail's listing once no lower tier holds it, nor will.
   void forget_tail(const block_hash& h);
   /// Whether the pool keeps a log of its evictions: someone needs them.
@@ -390,6 +394,11 @@ class kv_cache_manager {
   void announce_ram(const seq_state& s, std::size_t i, std::span<const std::int32_t> token_ids);
   /// Tells the observer of a change on the SSD tier, for a full block (not a tail).
   void announce_ssd(block_event::kind what, const block_hash& h);
+  /// Tells the observer that full block h (not a tail) left the host tier (stored: see host_stored).
+  void announce_host_removed(const block_hash& h);
+  /// The parent to report for a block chained to `parent`: empty when that is a chain's root (no
+  /// block the manager knows of has that hash), as for a chain's first block in RAM.
+  std::optional<block_hash> known_parent(const block_hash& parent) const;
 
   cache_options opts_;
   block_pool pool_;
@@ -413,9 +422,15 @@ class kv_cache_manager {
   /// are skipped by lookups, and dropped all at once when they pile up.
   tail_map ram_blocks_;
   hash_set ram_listed_;
+  /// What the host tier's events say of a block on its way there, known when its save is queued.
+  struct host_meta {
+    std::optional<block_hash> parent;
+    kv_format format = kv_format::f16;
+    std::vector<std::int32_t> token_ids;
+  };
   /// Blocks the host tier holds, and those on their way there (saved with the next step).
   hash_set on_host_;
-  hash_set host_saving_;
+  std::unordered_map<block_hash, host_meta, block_hash_hasher> host_saving_;
   /// Tails below RAM (on the SSD or in the host tier, or on their way), by parent (only those in
   /// on_ssd_ / on_host_ are restored from either), and the parent of each (to forget one by its
   /// hash).
