@@ -1,5 +1,7 @@
 // The msgpack forms, vLLM's KV-event batch layout, and the ZeroMQ publisher with its replay.
 
+#include <algorithm>
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include "io/kv_events/msgpack_writer.hpp"
 #include "io/kv_events/vllm_format.hpp"
 #include "io/kv_events/zmq_publisher.hpp"
+#include "tests/support/test_seed.hpp"
 
 namespace strata::kv_events {
 namespace {
@@ -72,6 +75,93 @@ TEST(vllm_format, a_chain_of_stored_blocks_is_one_block_stored_event_and_removal
   EXPECT_EQ(hex(b.substr(25, 2)), "c420");  // bin 32
   EXPECT_NE(b.find("\x93\xac" "BlockRemoved\x92"), std::string::npos);
   EXPECT_NE(b.find("\xa3" "CPU"), std::string::npos);
+}
+
+TEST(vllm_format, each_tier_is_named_by_the_medium_it_is_in_the_pool_by_the_device) {
+  using kv::kv_tier;
+  EXPECT_EQ(medium_of(kv_tier::ram), "CPU") << "the default: the pool in host memory";
+  EXPECT_EQ(medium_of(kv_tier::ram, pool_memory::host), "CPU");
+  EXPECT_EQ(medium_of(kv_tier::host, pool_memory::host), "CPU");
+  EXPECT_EQ(medium_of(kv_tier::ssd, pool_memory::host), "DISK");
+  EXPECT_EQ(medium_of(kv_tier::ram, pool_memory::gpu), "GPU") << "the pool is HBM on --device cuda";
+  EXPECT_EQ(medium_of(kv_tier::host, pool_memory::gpu), "CPU");
+  EXPECT_EQ(medium_of(kv_tier::ssd, pool_memory::gpu), "DISK");
+  EXPECT_EQ(pool_memory_of("cuda"), pool_memory::gpu);
+  EXPECT_EQ(pool_memory_of("cpu"), pool_memory::host);
+  EXPECT_EQ(pool_memory_of(""), pool_memory::host);
+}
+
+/// The medium strings of a batch, in order (each event's last string, from its msgpack form).
+std::vector<std::string> media_in(const std::string& batch) {
+  std::vector<std::string> out;
+  for (std::string m : {"CPU", "GPU", "DISK"}) {
+    const std::string tag = std::string(1, static_cast<char>(0xa0 | m.size())) + m;
+    for (auto at = batch.find(tag); at != std::string::npos; at = batch.find(tag, at + 1)) out.push_back(std::to_string(at) + m);
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) { return std::stoul(a) < std::stoul(b); });
+  for (auto& x : out) x.erase(0, x.find_first_not_of("0123456789"));
+  return out;
+}
+
+TEST(vllm_format, a_batch_names_the_pool_gpu_on_the_gpu_and_the_host_tier_cpu_and_keeps_tiers_of_one_medium_together) {
+  std::vector<kv::block_event> ev{stored(1, std::nullopt, {1, 2}), stored(2, 1, {3, 4})};
+  ev[1].tier = kv::kv_tier::host;  // continues the chain, in another tier
+  kv::block_event r;
+  r.what = kv::block_event::kind::removed;
+  r.tier = kv::kv_tier::ssd;
+  r.hash.w[0] = 5;
+  ev.push_back(r);
+  // On the GPU: the pool's block is "GPU", the host tier's "CPU": two BlockStored.
+  const std::string gpu = encode_batch(1.0, ev, 2, pool_memory::gpu);
+  EXPECT_EQ(hex(gpu.substr(10, 1)), "93") << "three events";
+  EXPECT_EQ(media_in(gpu), (std::vector<std::string>{"GPU", "CPU", "DISK"}));
+  // On the CPU both are "CPU", one medium: the chain is one BlockStored.
+  const std::string cpu = encode_batch(1.0, ev, 2, pool_memory::host);
+  EXPECT_EQ(hex(cpu.substr(10, 1)), "92") << "two events";
+  EXPECT_EQ(media_in(cpu), (std::vector<std::string>{"CPU", "DISK"}));
+}
+
+kv::block_event tier_event(kv::block_event::kind what, kv::kv_tier t, std::uint64_t h) {
+  kv::block_event e;
+  e.what = what;
+  e.tier = t;
+  e.hash.w[0] = h;
+  return e;
+}
+
+TEST(medium_merge, on_the_cpu_a_block_in_the_pool_and_the_host_tier_is_stored_once_and_removed_when_both_let_go) {
+  using kind = kv::block_event::kind;
+  using kv::kv_tier;
+  std::mt19937_64 rng(test_seed());
+  medium_merge m(pool_memory::host);
+  const std::uint64_t a = rng() | 1, b = rng() | 2;
+  auto out = m.filter({tier_event(kind::stored, kv_tier::ram, a), tier_event(kind::stored, kv_tier::host, a),
+                       tier_event(kind::stored, kv_tier::ssd, a), tier_event(kind::stored, kv_tier::host, b)});
+  ASSERT_EQ(out.size(), 3u) << "a is in \"CPU\" once";
+  EXPECT_EQ(out[0].tier, kv_tier::ram);
+  EXPECT_EQ(out[1].tier, kv_tier::ssd);
+  EXPECT_EQ(out[2].hash.w[0], b);
+  out = m.filter({tier_event(kind::removed, kv_tier::ram, a), tier_event(kind::removed, kv_tier::ram, b)});
+  EXPECT_TRUE(out.empty()) << "a is still in the host tier; b was never in the pool";
+  out = m.filter({tier_event(kind::removed, kv_tier::host, a), tier_event(kind::removed, kv_tier::host, a)});
+  ASSERT_EQ(out.size(), 1u) << "the last of the two let go, once";
+  EXPECT_EQ(out[0].what, kind::removed);
+  EXPECT_EQ(out[0].hash.w[0], a);
+  out = m.filter({tier_event(kind::removed, kv_tier::ssd, a)});
+  EXPECT_EQ(out.size(), 1u) << "the SSD's medium is its own";
+  EXPECT_EQ(m.shared_blocks(), 1u);
+  out = m.filter({kv::block_event{kind::cleared}});
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_EQ(m.shared_blocks(), 0u);
+}
+
+TEST(medium_merge, on_the_gpu_every_event_passes) {
+  using kind = kv::block_event::kind;
+  medium_merge m(pool_memory::gpu);
+  const auto out = m.filter({tier_event(kind::stored, kv::kv_tier::ram, 1), tier_event(kind::stored, kv::kv_tier::host, 1),
+                             tier_event(kind::removed, kv::kv_tier::ram, 1), tier_event(kind::removed, kv::kv_tier::host, 1)});
+  EXPECT_EQ(out.size(), 4u);
+  EXPECT_EQ(m.shared_blocks(), 0u);
 }
 
 TEST(zmq_publisher, subscribers_get_topic_sequence_and_payload_and_a_replay_returns_what_they_missed) {

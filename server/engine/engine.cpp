@@ -359,7 +359,8 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
     sc.hot_cache = system.spawn<hot_cache::hot_cache>("hot-cache", actors::supervision::stop_system, sc.marks);
   }
   if (kv_publisher_) {
-    sc.block_watchers.push_back(system.spawn_owning<kv_events::kv_events_actor>("kv-events", std::move(kv_publisher_), page_tokens_));
+    sc.block_watchers.push_back(system.spawn_owning<kv_events::kv_events_actor>("kv-events", std::move(kv_publisher_), page_tokens_,
+                                                                             kv_events::pool_memory_of(cfg_.model.device)));
   }
   if (!cfg_.cluster.redis.empty()) {
     directory::directory_options d;
