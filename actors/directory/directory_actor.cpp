@@ -14,6 +14,9 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+/// A tier's bit in held::tiers.
+std::uint8_t tier_bit(kv::kv_tier t) { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(t)); }
+
 /// Gathers the answers of one lookup's commands and replies once the last is in.
 struct lookup_state {
   lookup_result result;
@@ -94,9 +97,10 @@ void directory_actor::handle(kv_events::block_batch b) {
     }
     if (e.what == kind::stored) {
       auto [it, fresh] = held_.try_emplace(e.hash, held{e.format});
-      (e.tier == kv::kv_tier::ram ? it->second.ram : it->second.ssd) = true;
+      it->second.tiers |= tier_bit(e.tier);
       if (fresh) write(e.hash, e.format);
-      if (fresh && e.tier == kv::kv_tier::ram && small(e.format) && !exporter_.empty()) {
+      // Copied out by value from RAM or the host tier; the SSD tier's records are not read for it.
+      if (fresh && e.tier != kv::kv_tier::ssd && small(e.format) && !exporter_.empty()) {
         exporter_.tell(sched::export_block{e.hash, false, [self = self(), h = e.hash](std::optional<std::vector<std::byte>> r) {
                                              self.tell(value_ready{h, std::move(r)});
                                            }});
@@ -105,8 +109,8 @@ void directory_actor::handle(kv_events::block_batch b) {
     }
     auto it = held_.find(e.hash);
     if (it == held_.end()) continue;
-    (e.tier == kv::kv_tier::ram ? it->second.ram : it->second.ssd) = false;
-    if (!it->second.ram && !it->second.ssd) {
+    it->second.tiers &= static_cast<std::uint8_t>(~tier_bit(e.tier));
+    if (it->second.tiers == 0) {
       remove(e.hash, it->second.format);
       if (it->second.value && client_) client_->command({"DEL", kv::value_key(key(e.hash, it->second.format))}, [](result<redis::reply>) {});
       held_.erase(it);

@@ -1,6 +1,6 @@
 #pragma once
 // directory_actor: this replica's part of the cluster directory in Redis. Each full block the
-// cache holds (in RAM or on the SSD) is listed in a hash under its directory key
+// cache holds (in RAM, in the host tier or on the SSD) is listed in a hash under its directory key
 // (src/kv/directory_key.hpp): field = this replica's URL, value = when the entry expires (Unix
 // seconds). The key's TTL is set again with every write, and every entry is written again each
 // third of the TTL, so a replica that dies leaves nothing that outlives one TTL: readers also
@@ -9,7 +9,7 @@
 //
 // Small records in Redis itself: when a block's wire record (io/ssd/wire_record.hpp, header
 // inside) is at most value_max bytes, the block is copied out (the scheduler's export, as for
-// GET /internal/kv) once it reaches RAM and its record is SET under value_key (same TTL, renewed
+// GET /internal/kv) once it reaches RAM or the host tier and its record is SET under value_key (same TTL, renewed
 // with the entry, deleted with it); lookups then GET it too, and a fetching replica reads it
 // from there instead of from a holder.
 //
@@ -67,7 +67,8 @@ class directory_actor final : public actors::actor<inbox> {
  private:
   struct held {
     kv::kv_format format = kv::kv_format::f16;
-    bool ram = false, ssd = false;
+    /// The tiers holding it, one bit per kv::kv_tier: listed while any does.
+    std::uint8_t tiers = 0;
     bool value = false;  // its record is in Redis
   };
   void write(const kv::block_hash& h, kv::kv_format f);

@@ -11,6 +11,7 @@
 #include "actors/runtime/actor_system.hpp"
 #include "io/redis/redis_cluster.test.hpp"
 #include "src/kv/directory_key.hpp"
+#include "tests/support/probe_actor.hpp"
 
 namespace strata::directory {
 namespace {
@@ -104,6 +105,69 @@ TEST(directory_actor, lists_stored_blocks_on_the_masters_answers_lookups_in_chai
   dir.tell(lookup{2, kv::kv_format::q8_0, chain, sink});
   ASSERT_TRUE(sys.run_until([&] { return a.got.size() == 2; }, std::chrono::seconds(10)));
   for (const auto& x : a.got[1].holders) EXPECT_TRUE(x.empty());
+  sys.stop();
+}
+
+using export_inbox = std::variant<sched::export_block>;
+
+TEST(directory_actor, a_block_held_only_in_the_host_tier_is_listed_and_leaves_when_no_tier_holds_it) {
+  if (!redis_cluster::available()) GTEST_SKIP() << "redis-server and redis-cli are not installed (scripts/install-deps.sh)";
+  redis_cluster cluster;
+  ASSERT_TRUE(cluster.created);
+  actors::actor_system sys({.threads = 0});
+  directory_options o;
+  o.redis.seeds = *redis::parse_nodes(cluster.seeds());
+  o.model = {7, 9};
+  o.block_tokens = 16;
+  o.ttl = std::chrono::seconds(30);
+  o.value_max = 8192;  // every block's record is kept in Redis itself
+  o.block_bytes = {1000, 1000, 1000};
+  auto dir = sys.spawn<directory_actor>("directory", actors::supervision::stop_system, o, directory_metrics{});
+  answers a;
+  auto sink = sys.spawn<answer_sink>("sink", actors::supervision::stop_system, &a);
+  auto exports = test_support::make_probe_log<export_inbox>();
+  auto exporter = sys.spawn<test_support::probe_actor<export_inbox>>("exports", actors::supervision::stop_system, exports);
+  dir.tell(start{"http://replica-2:8080", exporter});
+  using kind = kv::block_event::kind;
+  using kv::kv_tier;
+  // 1: the host tier only. 2: the SSD only. 3: RAM and the host tier. 4: the SSD, then the host tier.
+  dir.tell(kv_events::block_batch{{event(kind::stored, kv_tier::host, 1000), event(kind::stored, kv_tier::ssd, 2000),
+                                   event(kind::stored, kv_tier::ram, 3000), event(kind::stored, kv_tier::host, 3000),
+                                   event(kind::stored, kv_tier::ssd, 4000), event(kind::stored, kv_tier::host, 4000)}});
+  sys.run_all();
+  // A fresh block in RAM or the host tier is copied out for Redis; one first seen on the SSD is not.
+  const auto asked = test_support::received<sched::export_block>(exports);
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[0]->hash, event(kind::stored, kv_tier::host, 1000).hash);
+  EXPECT_EQ(asked[1]->hash, event(kind::stored, kv_tier::ram, 3000).hash);
+  std::vector<std::byte> record(2000);
+  for (std::size_t i = 0; i < record.size(); ++i) record[i] = static_cast<std::byte>(i * 7 + 1);
+  asked[0]->done(record);
+  sys.run_all();
+
+  std::vector<kv::block_hash> chain;
+  for (std::uint64_t h : {1000, 2000, 3000, 4000}) chain.push_back(event(kind::stored, kv_tier::ram, h).hash);
+  const std::vector<std::string> me{"http://replica-2:8080"};
+  dir.tell(lookup{1, kv::kv_format::f16, chain, sink});
+  ASSERT_TRUE(sys.run_until([&] { return a.got.size() == 1; }, std::chrono::seconds(10)));
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(a.got[0].holders[i], me) << "block " << i;
+  ASSERT_EQ(a.got[0].values.size(), 4u);
+  EXPECT_EQ(a.got[0].values[0], std::string(reinterpret_cast<const char*>(record.data()), record.size()))
+      << "the host tier's copy, kept in Redis";
+
+  // 3 leaves RAM and 4 the SSD: the host tier still holds both. Then 1 and 4 leave the host tier.
+  dir.tell(kv_events::block_batch{{event(kind::removed, kv_tier::ram, 3000), event(kind::removed, kv_tier::ssd, 4000)}});
+  dir.tell(lookup{2, kv::kv_format::f16, chain, sink});
+  dir.tell(kv_events::block_batch{{event(kind::removed, kv_tier::host, 1000), event(kind::removed, kv_tier::host, 4000),
+                                   event(kind::removed, kv_tier::ram, 2000)}});  // 2 was never in RAM: still listed
+  dir.tell(lookup{3, kv::kv_format::f16, chain, sink});
+  ASSERT_TRUE(sys.run_until([&] { return a.got.size() == 3; }, std::chrono::seconds(10)));
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(a.got[1].holders[i], me) << "block " << i;
+  EXPECT_TRUE(a.got[2].holders[0].empty()) << "left the only tier holding it";
+  EXPECT_TRUE(a.got[2].values[0].empty()) << "its record goes with it";
+  EXPECT_EQ(a.got[2].holders[1], me);
+  EXPECT_EQ(a.got[2].holders[2], me);
+  EXPECT_TRUE(a.got[2].holders[3].empty());
   sys.stop();
 }
 
