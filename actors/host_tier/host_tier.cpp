@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "io/ssd/wire_record.hpp"
 #include "src/common/block_buffers.hpp"
 
 namespace strata::host_tier {
@@ -45,6 +46,24 @@ void host_tier::handle(load l) {
                 bytes >> 20, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   scheduler_.tell(sched::ssd_loaded{l.order, std::move(payloads)});
   publish();
+}
+
+void host_tier::handle(export_record e) {
+  const kv::host_record* r = store_.peek(e.hash);
+  if (!r) {
+    // Evicted since the scheduler looked: maybe passed on to the SSD, which answers for it then.
+    auto done = e.done;  // kept for the answer, should the store be gone
+    if (!ssd_ || !ssd_->tell(ssd::export_record{e.hash, std::move(e.done)})) done(std::nullopt);
+    return;
+  }
+  ssd::record_meta meta;
+  meta.hash = r->hash;
+  meta.parent = r->parent;
+  meta.format = r->format;
+  meta.tokens = r->token_ids.empty() ? block_tokens_ : static_cast<std::int32_t>(r->token_ids.size());
+  meta.token_ids = r->token_ids;
+  meta.layers = layers_;
+  e.done(ssd::encode_wire_record(meta, e.model, r->bytes));
 }
 
 // Cleared when the prefix cache is turned off: nothing is passed on.

@@ -3,8 +3,9 @@
 // HBM) and above the SSD. Owns its host_store (src/kv/host_store.hpp): blocks the pool evicted,
 // copied out by value; serves restore orders with them (they leave the tier, moved into the
 // answer: the pool holds them again); what it evicts past its budget goes on to the SSD store
-// when the block's save asked for it, else it is dropped.
-// Who sends to it: the scheduler (store, load, clear, attach).
+// when the block's save asked for it, else it is dropped. A block another replica asks for is
+// copied out by value into a wire record (export_record), and stays.
+// Who sends to it: the scheduler (store, load, clear, attach, export_record).
 
 #include <cstdint>
 #include <optional>
@@ -43,6 +44,7 @@ class host_tier final : public actors::actor<inbox> {
   void handle(load l);
   void handle(clear);
   void handle(attach a) { scheduler_ = std::move(a.scheduler); }
+  void handle(export_record e);
 
  private:
   /// Passes evicted records on (to the SSD, where marked and `spill`) and tells the scheduler they

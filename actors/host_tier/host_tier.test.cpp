@@ -6,6 +6,7 @@
 #include <random>
 
 #include "actors/runtime/actor_system.hpp"
+#include "io/ssd/wire_record.hpp"
 #include "tests/support/probe_actor.hpp"
 #include "tests/support/test_seed.hpp"
 
@@ -122,6 +123,76 @@ TEST(host_tier, clearing_drops_every_block_and_says_so_without_writing_any_to_th
   ASSERT_EQ(loaded.size(), 1u);
   EXPECT_FALSE(loaded[0]->payloads[0]);
   EXPECT_FALSE(loaded[0]->payloads[1]);
+}
+
+/// Export answers, in the order they came.
+struct export_answers {
+  std::vector<std::optional<std::vector<std::byte>>> got;
+  sched::export_done done() {
+    return [this](std::optional<std::vector<std::byte>> r) { got.push_back(std::move(r)); };
+  }
+};
+
+TEST(host_tier, exports_a_block_it_holds_as_a_wire_record_of_its_bytes_and_keeps_it) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  metrics::registry registry;
+  const tier_metrics m = tier_metrics::create(registry);
+  tier_on_manual_system t(100000, false, m);
+  const std::array<std::uint64_t, 2> model{rng(), rng()};
+  auto full = block(1, 1000 + rng() % 1000, rng);
+  full.format = kv::kv_format::q8_0;
+  auto tail = block(2, 1000 + rng() % 1000, rng);
+  tail.token_ids = {static_cast<std::int32_t>(rng() % 30000), static_cast<std::int32_t>(rng() % 30000), 5};
+  t.actor.tell(store{full});
+  t.actor.tell(store{tail});
+  export_answers a;
+  t.actor.tell(export_record{hash_of(1), model, a.done()});
+  t.actor.tell(export_record{hash_of(2), model, a.done()});
+  t.actor.tell(export_record{hash_of(3), model, a.done()});  // never held, and no SSD to ask
+  t.system.run_all();
+  ASSERT_EQ(a.got.size(), 3u);
+  ASSERT_TRUE(a.got[0] && a.got[1]);
+  EXPECT_FALSE(a.got[2]);
+  for (const auto* r : {&full, &tail}) {
+    const auto& wire = *a.got[r == &full ? 0 : 1];
+    ssd::wire_fault fault{};
+    const auto rec = ssd::decode_wire_record(wire, {model, r->format, ssd::record_kind::block, r->hash, 0}, fault);
+    ASSERT_EQ(fault, ssd::wire_fault::none) << ssd::to_string(fault);
+    EXPECT_EQ(rec.payload, r->bytes) << "the bytes it stored";
+    EXPECT_EQ(rec.meta.parent, r->parent);
+    EXPECT_EQ(rec.meta.layers, 5);
+    EXPECT_EQ(rec.meta.tokens, r->token_ids.empty() ? 16 : 3);
+    EXPECT_EQ(rec.meta.token_ids, r->token_ids);
+  }
+  // Another model's fingerprint is not what the record says.
+  ssd::wire_fault fault{};
+  ssd::decode_wire_record(*a.got[0], {{model[0] + 1, model[1]}, full.format, ssd::record_kind::block, full.hash, 0}, fault);
+  EXPECT_EQ(fault, ssd::wire_fault::other_model);
+  // Exports take nothing out and count as no restore: both are still handed over.
+  EXPECT_EQ(m.blocks->value(), 2.0);
+  EXPECT_EQ(m.hits->value(), 0u);
+  t.actor.tell(load{9, {hash_of(1), hash_of(2)}});
+  t.system.run_all();
+  const auto loaded = test_support::received<sched::ssd_loaded>(t.sched_log);
+  ASSERT_EQ(loaded.size(), 1u);
+  ASSERT_TRUE(loaded[0]->payloads[0] && loaded[0]->payloads[1]);
+  EXPECT_EQ(*loaded[0]->payloads[0], full.bytes);
+  EXPECT_EQ(*loaded[0]->payloads[1], tail.bytes);
+}
+
+TEST(host_tier, an_export_of_a_block_it_no_longer_holds_is_asked_of_the_ssd_store) {
+  std::mt19937 rng(test_seed());
+  tier_on_manual_system t(1000, true);
+  t.actor.tell(store{block(1, 800, rng, true)});
+  t.actor.tell(store{block(2, 800, rng, true)});  // 1 is evicted, passed on to the SSD
+  export_answers a;
+  t.actor.tell(export_record{hash_of(1), {1, 2}, a.done()});
+  t.system.run_all();
+  const auto asked = test_support::received<ssd::export_record>(t.ssd_log);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0]->key, hash_of(1));
+  EXPECT_TRUE(a.got.empty()) << "the SSD store answers";
 }
 
 }  // namespace

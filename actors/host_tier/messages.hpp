@@ -1,6 +1,7 @@
 #pragma once
 // Messages the host tier receives.
 
+#include <array>
 #include <cstdint>
 #include <variant>
 #include <vector>
@@ -24,6 +25,17 @@ struct load {
   std::vector<kv::block_hash> hashes;
 };
 
+/// Copy the block with this hash out for another replica (GET /internal/kv), by value, as a wire
+/// record (io/ssd/wire_record.hpp) handed to `done`; the block stays in the tier. One it lacks
+/// (evicted meanwhile, its notice on the way) is asked of the SSD store where there is one (it
+/// may have been passed on there), else `done` gets nullopt. `model`: the fingerprint the record
+/// carries.
+struct export_record {
+  kv::block_hash hash;
+  std::array<std::uint64_t, 2> model{};
+  sched::export_done done;
+};
+
 /// Drop every block (the prefix cache was turned off); the scheduler hears of each through
 /// host_update.dropped.
 struct clear {};
@@ -34,7 +46,7 @@ struct attach {
   sched::scheduler_address scheduler;
 };
 
-using inbox = std::variant<store, load, clear, attach>;
+using inbox = std::variant<store, load, clear, attach, export_record>;
 using address = actors::address<inbox>;
 
 }  // namespace strata::host_tier

@@ -160,7 +160,8 @@ struct clear_hot {};
 using export_done = std::function<void(std::optional<std::vector<std::byte>>)>;
 
 /// From the API (GET /internal/kv/{hash}): a frozen copy of the block with this hash, from RAM
-/// (copied out of the layers with the next step) or else from the SSD tier; `snapshot`: the
+/// (copied out of the layers with the next step), else from the host tier (its frozen copy), else
+/// from the SSD tier; `snapshot`: the
 /// frozen boundary snapshot at its end instead (from the SSD tier).
 struct export_block {
   kv::block_hash hash;

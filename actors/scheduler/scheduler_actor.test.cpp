@@ -22,6 +22,8 @@
 #include "actors/pipeline/layer_actor.hpp"
 #include "actors/pipeline/output_actor.hpp"
 #include "actors/runtime/actor_system.hpp"
+#include "io/ssd/wire_record.hpp"
+#include "src/kv/prefix_hash.hpp"
 #include "tests/support/test_seed.hpp"
 
 namespace strata::sched {
@@ -376,6 +378,81 @@ TEST(scheduler_actor, a_prompt_whose_blocks_left_the_pool_comes_back_from_the_ho
   EXPECT_EQ(d.ssd_cached_tokens, 0);
   EXPECT_EQ(f.m.host_hit_tokens->value(), 21u);
   EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
+}
+
+/// What toy_layer's pages hold for positions [0, n) of `tokens` computed in one sequence, block
+/// `b`'s frozen copy (every layer's page, layer 0 first), worked out apart from the pipeline.
+std::vector<std::byte> toy_frozen_block(const std::vector<std::int32_t>& tokens, int b) {
+  const int n = (b + 1) * k_block;
+  std::vector<float> hidden(tokens.begin(), tokens.begin() + n);
+  std::vector<std::byte> out;
+  for (int layer = 0; layer < 3; ++layer) {
+    std::vector<double> slots(static_cast<std::size_t>(n));
+    for (int pos = 0; pos < n; ++pos) {
+      auto& h = hidden[static_cast<std::size_t>(pos)];
+      slots[static_cast<std::size_t>(pos)] = std::fmod(h * 1.7 + layer + pos, 1000.0);
+      double acc = 0;
+      for (int p = 0; p <= pos; ++p) acc += slots[static_cast<std::size_t>(p)] * (p + 1);
+      h = static_cast<float>(std::fmod(acc, 100000.0));
+    }
+    const auto* first = reinterpret_cast<const std::byte*>(slots.data() + b * k_block);
+    out.insert(out.end(), first, first + toy_layer::k_page_bytes);
+  }
+  return out;
+}
+
+TEST(scheduler_actor, a_block_only_the_host_tier_holds_is_exported_by_value_without_a_step_and_stays_there) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  const auto prompt = random_prompt(rng, 22);  // 5 full blocks of 4, and a tail
+  planner_options o{.token_budget = 16, .max_running = 4};
+  o.cache_ns.model = {rng(), rng()};
+  pipeline_fixture f(o, 1 << 20);
+  f.submit(1, prompt, 2);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(1));
+  // The pool keeps nothing: its blocks left it; another request's steps carry them to the host tier.
+  f.submit(2, random_prompt(rng, 9), 3);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(2));
+  EXPECT_EQ(f.m.kv_blocks_cached->value(), 0.0);
+
+  kv::cache_namespace ns = o.cache_ns;
+  ns.block_tokens = k_block;
+  kv::prefix_hasher hasher;
+  const auto hashes = kv::chain_hashes(hasher, ns, {}, prompt);
+  ASSERT_EQ(hashes.size(), 5u);
+  // The gate holds every step: an answer that needed one would not come.
+  f.gate->closed = true;
+  std::map<int, std::optional<std::vector<std::byte>>> got;
+  for (int b : {0, 3, 4}) {
+    f.scheduler.tell(export_block{hashes[static_cast<std::size_t>(b)], false,
+                                  [&got, b](std::optional<std::vector<std::byte>> r) { got[b] = std::move(r); }});
+  }
+  f.scheduler.tell(export_block{kv::block_hash{{1, 2, 3, 4}}, false,
+                                [&got](std::optional<std::vector<std::byte>> r) { got[-1] = std::move(r); }});
+  f.system.run_all();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_FALSE(got[-1]) << "held nowhere";
+  for (int b : {0, 3, 4}) {
+    ASSERT_TRUE(got[b]) << "block " << b;
+    ssd::wire_fault fault{};
+    const auto rec = ssd::decode_wire_record(*got[b], {o.cache_ns.model, kv::kv_format::f16, ssd::record_kind::block,
+                                                       hashes[static_cast<std::size_t>(b)], 0}, fault);
+    ASSERT_EQ(fault, ssd::wire_fault::none) << "block " << b << ": " << ssd::to_string(fault);
+    EXPECT_EQ(rec.payload, toy_frozen_block(prompt, b)) << "block " << b << ": what computing it wrote";
+    EXPECT_EQ(rec.meta.tokens, k_block);
+    EXPECT_EQ(rec.meta.layers, 3);
+  }
+  EXPECT_TRUE(f.gate->held.empty()) << "no step was needed";
+
+  // Still in the host tier: the prompt comes back from it.
+  f.open_gate();
+  f.submit(10, prompt, 2);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(10));
+  EXPECT_EQ(f.get(10).done->host_cached_tokens, 21);
+  EXPECT_EQ(f.get(10).tokens, f.get(1).tokens);
 }
 
 TEST(scheduler_actor, a_full_queue_rejects_with_429) {

@@ -1,7 +1,7 @@
 // scheduler_actor's exports: blocks copied out by value for another replica (GET /internal/kv).
 // A block in RAM is pinned (it keeps its hash and its pages), copied out of the layers with the
-// next step like a save, then sent as a wire record; one the RAM tier lacks is asked of the SSD
-// tier, which answers the caller itself.
+// next step like a save, then sent as a wire record; one the RAM tier lacks is asked of the host
+// tier (its frozen copy, no step needed), else of the SSD tier; either answers the caller itself.
 
 #include <algorithm>
 
@@ -18,6 +18,11 @@ void scheduler_actor::handle(export_block e) {
       maybe_step();
       return;
     }
+  }
+  if (!e.snapshot && cfg_.host && cache_.on_host(e.hash)) {
+    auto done = e.done;  // kept for the answer, should the tier be gone
+    if (!cfg_.host->tell(host_tier::export_record{e.hash, cfg_.planner.cache_ns.model, std::move(e.done)})) done(std::nullopt);
+    return;
   }
   const bool on_ssd = e.snapshot ? cache_.snapshot_on_ssd(e.hash) : cache_.on_ssd(e.hash);
   if (cfg_.ssd && on_ssd) {

@@ -56,6 +56,12 @@ class host_store {
   /// The record with this hash, made the newest; nullptr on a miss. Valid until the next put(),
   /// take() or clear().
   const host_record* get(const block_hash& h);
+  /// The record with this hash, left where it is in the LRU and out of the figures (a copy of it
+  /// leaves for another replica); nullptr on a miss. Valid until the next put(), take() or clear().
+  const host_record* peek(const block_hash& h) const {
+    auto it = index_.find(h);
+    return it == index_.end() ? nullptr : &*it->second;
+  }
   /// Removes the record with this hash and returns it; nullopt on a miss.
   std::optional<host_record> take(const block_hash& h);
   bool contains(const block_hash& h) const { return index_.contains(h); }

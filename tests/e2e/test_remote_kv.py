@@ -1,7 +1,8 @@
 """Blocks moved between replicas by value: a conversation's second turn sent to another replica of
 the same model fetches the blocks of its first turn from the replica that computed them (found
 through a real three-master Redis cluster), reports them as cached and answers with the same
-tokens; a holder that is dead or sends a corrupted record is a miss, and the replica computes."""
+tokens; a holder that is dead or sends a corrupted record is a miss, and the replica computes. A
+block the holder keeps only in its host tier (or on its SSD) is served from there, by value."""
 
 from __future__ import annotations
 
@@ -229,3 +230,37 @@ def test_a_block_that_left_ram_is_served_from_the_ssd_tier_with_the_same_kv(laun
     assert from_ssd.content[:8] == b"STRATAKV"
     assert from_ssd.content[4096:] == from_ram.content[4096:]
     assert metric(a, "strata_ssd_reads_total") >= 1
+
+
+def test_blocks_only_the_holders_host_tier_keeps_stay_listed_and_are_served_from_it_with_the_same_kv(launch, redis_cluster, no_values):  # noqa: F811
+    a, b, second, keys = first_turn_on_a(launch, redis_cluster, *no_values, "--host-memory", "64MiB")
+    hashes = [k.rsplit(":", 1)[1] for k in keys]
+    from_ram = [httpx.get(f"{a.base_url}/internal/kv/{h}", timeout=10) for h in hashes]
+    assert all(r.status_code == 200 for r in from_ram), [r.status_code for r in from_ram]
+
+    # The pool lets every cached block go; they leave for the host tier, copied out by value.
+    r = httpx.post(f"{a.base_url}/admin/api/cache/clear", json={"tier": "hot"}, timeout=10)
+    assert r.status_code == 200, r.text
+    end = time.time() + 15
+    while metric(a, "strata_host_blocks") < len(keys):
+        assert time.time() < end, "the blocks reach the host tier"
+        time.sleep(0.1)
+    wait_listed(redis_cluster, keys, a.base_url)  # held by this replica: its host tier has them
+    held = metric(a, "strata_host_blocks")
+    reads = metric(a, "strata_host_reads_total")
+    for h, ram in zip(hashes, from_ram):
+        from_host = httpx.get(f"{a.base_url}/internal/kv/{h}", timeout=10)
+        assert from_host.status_code == 200, from_host.text
+        assert from_host.content[:8] == b"STRATAKV"
+        assert from_host.content[4096:] == ram.content[4096:], f"block {h}: the KV the pool held"
+
+    # B's second turn fetches them from A's host tier, which keeps them.
+    on_b = chat(b, second)
+    cached = on_b["usage"]["prompt_tokens_details"]["cached_tokens"]
+    assert cached >= 32 * len(keys) - 32, on_b["usage"]
+    assert metric(b, "strata_remote_fetch_blocks_total") >= len(keys) - 1
+    assert metric(a, "strata_host_blocks") == held, "an export takes nothing out of the tier"
+    assert metric(a, "strata_host_reads_total") == reads, "nor counts as a restore"
+    on_a = chat(a, second)  # A restores them from its host tier
+    assert on_a["usage"]["prompt_tokens_details"]["cached_tokens"] >= cached, on_a["usage"]
+    assert on_b["choices"][0]["message"]["content"] == on_a["choices"][0]["message"]["content"]
