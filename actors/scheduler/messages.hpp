@@ -154,6 +154,13 @@ struct set_cache_mode {
 /// From the admin API: evict every cached block from RAM (blocks in use stay).
 struct clear_hot {};
 
+/// Before the process stops: `done` is called once no step is in flight and nothing is left to
+/// save, so that the blocks the last requests wrote have been copied out and handed to the tiers
+/// (whose mailboxes the system's stop then drains) instead of being lost with a step cut short.
+struct quiesce {
+  std::function<void()> done;
+};
+
 /// Where a block copied out for another replica goes: its wire record (ssd::encode_wire_record),
 /// or nullopt when this replica does not hold it. Called once, from whichever actor has it; the
 /// callee hands it on to its own executor (the HTTP connection's).
@@ -170,7 +177,7 @@ struct export_block {
 };
 
 using scheduler_inbox = std::variant<submit, cancel, set_paused, step_done, ssd_update, ssd_loaded, hot_cache::reclaim,
-                                     set_cache_mode, clear_hot, export_block, host_update>;
+                                     set_cache_mode, clear_hot, export_block, host_update, quiesce>;
 using scheduler_address = actors::address<scheduler_inbox>;
 
 }  // namespace strata::sched

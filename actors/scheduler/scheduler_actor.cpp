@@ -204,6 +204,7 @@ void scheduler_actor::handle(step_done d) {
   }
   report_pressure();
   maybe_step();
+  answer_quiesced();
 }
 
 void scheduler_actor::report_pressure() {
@@ -226,6 +227,17 @@ void scheduler_actor::handle(hot_cache::reclaim r) {
   if (metrics_.kv_reclaimed) metrics_.kv_reclaimed->inc(cache_.pool().evictions() - before);
   publish_gauges();
   maybe_step();
+}
+
+void scheduler_actor::handle(quiesce q) {
+  quiesced_.push_back(std::move(q.done));
+  maybe_step();  // the saves still pending go with a step of their own
+  answer_quiesced();
+}
+
+void scheduler_actor::answer_quiesced() {
+  if (in_flight_ || quiesced_.empty()) return;
+  for (auto& done : std::exchange(quiesced_, {})) done();
 }
 
 void scheduler_actor::handle(set_cache_mode m) {

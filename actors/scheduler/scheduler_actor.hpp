@@ -118,6 +118,7 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   void handle(clear_hot);
   void handle(export_block e);
   void handle(host_update u);
+  void handle(quiesce q);
   void on_stop() override;
 
  private:
@@ -134,6 +135,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
 
   void finish(std::uint64_t id, finish_reason reason);
   void maybe_step();
+  /// Calls the quiesce callbacks once no step is in flight (maybe_step found nothing to run).
+  void answer_quiesced();
   void publish_gauges();
   /// Tells the hot_cache actor when free pages ran low (one report at a time).
   void report_pressure();
@@ -192,6 +195,8 @@ class scheduler_actor final : public actors::actor<scheduler_inbox> {
   /// The step in flight moves blocks between tiers (saves, loads or copies): logged at debug level
   /// when it ends, with its time.
   bool tier_step_ = false;
+  /// quiesce callbacks waiting for the step in flight (and the saves it leaves) to end.
+  std::vector<std::function<void()>> quiesced_;
   planner_counters published_;  // the planner's counters as last added to the metrics
   std::uint64_t published_evictions_ = 0;
   kv::snapshot_stats published_snapshots_;  // the cache's snapshot figures as last published

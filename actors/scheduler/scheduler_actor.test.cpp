@@ -380,6 +380,45 @@ TEST(scheduler_actor, a_prompt_whose_blocks_left_the_pool_comes_back_from_the_ho
   EXPECT_EQ(f.m.kv_blocks_used->value(), 0.0);
 }
 
+TEST(scheduler_actor, quiesce_answers_once_the_step_saving_the_last_blocks_has_run) {
+  const auto seed = test_seed();
+  std::mt19937 rng(seed);
+  const auto prompt = random_prompt(rng, 22);
+  pipeline_fixture f({.token_budget = 16, .max_running = 4}, 1 << 20);
+  // Every step waits at the gate until let through, one at a time.
+  f.gate->closed = true;
+  auto let_through = [&f] {
+    for (auto& step : std::exchange(f.gate->held, {})) f.first_layer.tell(std::move(step));
+  };
+  int called = 0;
+  f.submit(1, prompt, 2);
+  for (int steps = 0; steps < 100; ++steps) {
+    f.system.run_all();
+    if (f.is_done(1)) break;
+    let_through();
+  }
+  ASSERT_TRUE(f.is_done(1));
+  // The reply is out; the step that saves the request's blocks (the pool keeps none) has not run.
+  ASSERT_EQ(f.gate->held.size(), 1u);
+  EXPECT_FALSE(f.gate->held.front().layout.save.empty());
+  f.scheduler.tell(quiesce{[&] { ++called; }});
+  f.system.run_all();
+  EXPECT_EQ(called, 0) << "a step is in flight";
+  let_through();
+  f.system.run_all();
+  EXPECT_EQ(called, 1);
+  // The saves reached the host tier: the prompt comes back from it.
+  f.open_gate();
+  f.submit(2, prompt, 2);
+  f.system.run_all();
+  ASSERT_TRUE(f.is_done(2));
+  EXPECT_EQ(f.get(2).done->host_cached_tokens, 21);
+  // Idle: answered at once.
+  f.scheduler.tell(quiesce{[&] { ++called; }});
+  f.system.run_all();
+  EXPECT_EQ(called, 2);
+}
+
 /// What toy_layer's pages hold for positions [0, n) of `tokens` computed in one sequence, block
 /// `b`'s frozen copy (every layer's page, layer 0 first), worked out apart from the pipeline.
 std::vector<std::byte> toy_frozen_block(const std::vector<std::int32_t>& tokens, int b) {

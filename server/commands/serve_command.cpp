@@ -310,6 +310,10 @@ int serve(const serve_options& opts) {
     spdlog::warn("{} connections still open after {} ms; closing them", server->connections(),
                  cfg.limits.shutdown_grace.count());
   }
+  // The blocks the last requests left to save (write-through to the SSD, a save step in flight)
+  // reach their tier before the mailboxes close: a reply may go out before the step that saves
+  // its blocks has run.
+  if (!eng->quiesce(std::chrono::seconds(10))) spdlog::warn("the scheduler was still busy after 10 s; stopping anyway");
   signals.cancel();
   system.stop();
   spdlog::info("stopped");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 #include <thread>
 #include <utility>
 
@@ -402,6 +403,13 @@ void engine::start(actors::actor_system& system, metrics::registry& registry) {
 void engine::advertise(std::string url) {
   if (fetcher_) fetcher_->tell(kv_fetch::start{url});
   if (directory_) directory_->tell(directory::start{std::move(url), scheduler_});
+}
+
+bool engine::quiesce(std::chrono::milliseconds timeout) const {
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  if (!scheduler_.tell(sched::quiesce{[done] { done->set_value(); }})) return false;
+  return future.wait_for(timeout) == std::future_status::ready;
 }
 
 }  // namespace strata::engine

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -129,6 +130,10 @@ class engine {
   result<void> set_cache_mode(config::cache_mode m);
   /// Evicts every cached block from RAM (valid after start()).
   void clear_hot() const { scheduler_.tell(sched::clear_hot{}); }
+  /// Before the actor system stops: waits (at most `timeout`) until no step is in flight and every
+  /// block left to save has been copied out and handed to its tier (sched::quiesce). False when the
+  /// wait timed out (requests still running) or the scheduler is gone.
+  bool quiesce(std::chrono::milliseconds timeout) const;
   /// Deletes the SSD tier's records; false when there is no SSD tier.
   bool clear_ssd() const;
   /// Drops every block of the host tier; false when there is none.
