@@ -4,6 +4,8 @@
 
 #include "actors/directory/directory_actor.hpp"
 
+#include <array>
+#include <cstdint>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -50,16 +52,22 @@ TEST(live_holders, keeps_the_fields_whose_time_is_still_ahead) {
   EXPECT_EQ(live_holders(r, 99), (std::vector<std::string>{"http://a"}));
 }
 
+/// A directory on `cluster`'s masters for model fingerprint `model`: blocks of 16 tokens, 30 s TTL.
+directory_options options_for(const redis_cluster& cluster, std::array<std::uint64_t, 2> model) {
+  directory_options o;
+  o.redis.seeds = *redis::parse_nodes(cluster.seeds());
+  o.model = model;
+  o.block_tokens = 16;
+  o.ttl = std::chrono::seconds(30);
+  return o;
+}
+
 TEST(directory_actor, lists_stored_blocks_on_the_masters_answers_lookups_in_chain_order_and_drops_what_no_tier_holds) {
   if (!redis_cluster::available()) GTEST_SKIP() << "redis-server and redis-cli are not installed (scripts/install-deps.sh)";
   redis_cluster cluster;
   ASSERT_TRUE(cluster.created);
   actors::actor_system sys({.threads = 0});
-  directory_options o;
-  o.redis.seeds = *redis::parse_nodes(cluster.seeds());
-  o.model = {7, 8};
-  o.block_tokens = 16;
-  o.ttl = std::chrono::seconds(30);
+  directory_options o = options_for(cluster, {7, 8});
   auto dir = sys.spawn<directory_actor>("directory", actors::supervision::stop_system, o, directory_metrics{});
   answers a;
   auto sink = sys.spawn<answer_sink>("sink", actors::supervision::stop_system, &a);
@@ -115,11 +123,7 @@ TEST(directory_actor, a_block_held_only_in_the_host_tier_is_listed_and_leaves_wh
   redis_cluster cluster;
   ASSERT_TRUE(cluster.created);
   actors::actor_system sys({.threads = 0});
-  directory_options o;
-  o.redis.seeds = *redis::parse_nodes(cluster.seeds());
-  o.model = {7, 9};
-  o.block_tokens = 16;
-  o.ttl = std::chrono::seconds(30);
+  directory_options o = options_for(cluster, {7, 9});
   o.value_max = 8192;  // every block's record is kept in Redis itself
   o.block_bytes = {1000, 1000, 1000};
   auto dir = sys.spawn<directory_actor>("directory", actors::supervision::stop_system, o, directory_metrics{});

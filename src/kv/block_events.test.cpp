@@ -159,6 +159,14 @@ std::vector<save_item> evict_to_host(kv_cache_manager& m, const tokens_t& a, std
   return saves;
 }
 
+/// evict_to_host, then the tier reports every block stored; the recorder is emptied after.
+std::vector<save_item> stored_in_host(kv_cache_manager& m, recorder& r, const tokens_t& a, std::mt19937& rng) {
+  auto saves = evict_to_host(m, a, rng);
+  for (const auto& sv : saves) m.host_stored(sv.hash);
+  r.take();
+  return saves;
+}
+
 TEST(block_events, host_tier_blocks_are_reported_stored_once_it_holds_them_with_parent_format_and_tokens) {
   std::mt19937 rng(test_seed());
   kv_cache_manager m(host_caching(), 6);
@@ -197,10 +205,8 @@ TEST(block_events, a_host_tier_block_is_reported_removed_once_as_it_drops_it_or_
   recorder r;
   m.observe(&r);
   const auto a = random_tokens(rng, 4 * k_host_block + 1);
-  const auto saves = evict_to_host(m, a, rng);
+  const auto saves = stored_in_host(m, r, a, rng);
   ASSERT_EQ(saves.size(), 4u);
-  for (const auto& sv : saves) m.host_stored(sv.hash);
-  r.take();
 
   // The tier evicted the last block past its budget; its notice comes twice.
   m.host_dropped(saves[3].hash);
@@ -240,10 +246,8 @@ TEST(block_events, turning_the_prefix_cache_off_reports_every_host_tier_block_re
   kv_cache_manager m(host_caching(), 6);
   recorder r;
   m.observe(&r);
-  const auto saves = evict_to_host(m, random_tokens(rng, 4 * k_host_block + 1), rng);
+  const auto saves = stored_in_host(m, r, random_tokens(rng, 4 * k_host_block + 1), rng);
   ASSERT_EQ(saves.size(), 4u);
-  for (const auto& sv : saves) m.host_stored(sv.hash);
-  r.take();
   m.set_mode(false, false);
   auto removed = only(r.take(), block_event::kind::removed, kv_tier::host);
   ASSERT_EQ(removed.size(), 4u);
