@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -74,21 +75,12 @@ void block_buffers::give(std::vector<std::byte>&& v) {
 }
 
 std::size_t block_buffers::prefill(std::size_t n, std::size_t count) {
-  std::size_t made = 0;
-  for (; made < count; ++made) {
-    {
-      std::lock_guard lock(mu_);
-      if (free_bytes_ + n > max_free_) break;
-    }
-    std::vector<std::byte> v(n);  // written (zeroed) here, so its pages are in place
-    give(std::move(v));
-  }
-  return made;
+  return n == 0 ? 0 : top_up(n, std::numeric_limits<std::size_t>::max(), n * count) / n;
 }
 
 std::size_t block_buffers::top_up(std::size_t n, std::size_t target, std::size_t most) {
   std::size_t made = 0;
-  while (made + n <= most) {
+  while (n > 0 && made + n <= most) {
     {
       std::lock_guard lock(mu_);
       if (free_bytes_ >= target || free_bytes_ + n > max_free_) break;
